@@ -1,0 +1,118 @@
+"""alk's Python API: load a lane, run it, read a saved run. The CLI is a thin layer over this.
+
+    from alk import api
+
+    lane = api.load_lane("reference")
+    run = api.run_lane(lane, repeats=5)
+    assert run.exit_code == 0, run.document["scenarios"]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from alk.errors import LaneError, RunNotFoundError
+from alk.executor import Execution, Runner, execute
+from alk.lane import LANES_DIR, lane_paths, load_lane
+from alk.plan import build_plan, new_run_id
+from alk.records import Lane, Plan, RepeatResult
+from alk.redaction import Redactor
+from alk.report.document import (
+    build_document,
+    exit_code,
+    latest_run_id,
+    read_document,
+    result_path,
+    write_document,
+)
+from alk.transcript import read_transcript
+
+__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "read_repeat_events"]
+
+# While a run goes on, result.json is rewritten at most this often (a killed run loses at
+# most this much); rewriting after every repeat would cost a fast lane a few percent.
+CHECKPOINT_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished (or interrupted) run: its redacted result document, where it was written, and
+    the exit code the CLI uses."""
+
+    document: dict[str, Any]
+    path: Path
+    exit_code: int
+    interrupted: bool
+
+
+def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tuple[str, str]]]:
+    """Every lane in `lanes_dir`, and (path, message) for each that does not load."""
+    lanes, errors = [], []
+    for path in lane_paths(lanes_dir):
+        try:
+            lanes.append(load_lane(path))
+        except LaneError as exc:
+            errors.append((str(path), str(exc)))
+    return lanes, errors
+
+
+def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str] = (),
+             seed: int | None = None, timeout_s: float | None = None,
+             out_dir: Path = Path("."), runner: Runner | None = None,
+             environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
+             on_plan: Callable[[Plan], None] | None = None,
+             on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
+    environ = os.environ if environ is None else environ
+    plan = build_plan(lane, new_run_id(), repeats=repeats, scenario_ids=scenarios, seed=seed,
+                      timeout_s=timeout_s)
+    if on_plan:
+        on_plan(plan)
+    started_at = datetime.now(timezone.utc)
+    path = result_path(out_dir, plan.run_id)
+    redactor = Redactor(environ[name] for name in lane.required_env if name in environ)
+    last_checkpoint = time.monotonic()
+
+    def checkpoint(result: RepeatResult, execution: Execution) -> None:
+        nonlocal last_checkpoint
+        if on_repeat:
+            on_repeat(result)
+        if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S:
+            write_document(path, build_document(plan, execution, status="running",
+                                                started_at=started_at, finished_at=None),
+                           redactor)
+            last_checkpoint = time.monotonic()
+
+    execution = execute(plan, out_dir, runner=runner, environ=environ,
+                        keep_workspaces=keep_workspaces, on_repeat=checkpoint)
+    status = "interrupted" if execution.interrupted else "complete"
+    document = write_document(path, build_document(
+        plan, execution, status=status, started_at=started_at,
+        finished_at=datetime.now(timezone.utc)), redactor)
+    return RunResult(document, path, exit_code(document), execution.interrupted)
+
+
+def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:
+    """The saved result document of a run (the latest when `run_id` is None)."""
+    return read_document(out_dir, run_id or latest_run_id(out_dir))
+
+
+def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
+                       out_dir: Path = Path(".")) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One repeat's entry in a result document and its transcript events."""
+    for entry in document["scenarios"]:
+        if entry["id"] != scenario:
+            continue
+        for item in entry["repeats"]:
+            if item["repeat"] == repeat:
+                return item, read_transcript(out_dir / item["transcript"])
+        numbers = [item["repeat"] for item in entry["repeats"]]
+        raise RunNotFoundError(f"run {document['run_id']}, scenario '{scenario}' has no repeat "
+                               f"{repeat} (it has {min(numbers, default=0)}..{max(numbers, default=0)})")
+    known = ", ".join(entry["id"] for entry in document["scenarios"])
+    raise RunNotFoundError(f"run {document['run_id']} has no scenario '{scenario}' "
+                           f"(it has: {known})")

@@ -1,0 +1,111 @@
+"""Attribution: one outcome and one cause per repeat, from what the harness observed. Pure.
+
+The rules are checked in order and the first that matches wins: first the harness and the
+environment (the repeat is void), then the framework's runtime, then the agent's result. A
+worker's own claim of success (`verification`) is never read here.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Any, Sequence
+
+from alk.causes import Cause, outcome_of
+from alk.records import Attribution, Check, Observation
+
+_CHECK_CAUSES = (
+    ("stop_reason", Cause.WRONG_STOP_REASON),
+    ("output_", Cause.WRONG_OUTPUT),
+    ("end_state", Cause.WRONG_END_STATE),
+    ("tool_calls.", Cause.WRONG_TOOL_CALLS),
+    ("files[", Cause.WRONG_FILES),
+)
+
+
+def void(cause: Cause, detail: str) -> Attribution:
+    """A repeat that could not be run at all (decided before any process started)."""
+    return _make(cause, detail)
+
+
+def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
+    if obs.harness_error:
+        return _make(Cause.HARNESS_ERROR, obs.harness_error)
+    if not obs.spawned:
+        return _make(Cause.SPAWN_FAILED, obs.spawn_error or "the worker could not be started")
+    if obs.ready is None:
+        if obs.timed_out:
+            return _make(Cause.TIMEOUT_BEFORE_READY,
+                         f"no framework_ready within {obs.duration_s:.1f} s{_stderr(obs)}")
+        return _make(Cause.EXITED_BEFORE_READY,
+                     f"worker ended ({_status(obs)}) before framework_ready{_stderr(obs)}")
+    if obs.preflight is None or not obs.preflight.ok:
+        cause = obs.preflight.cause if obs.preflight else Cause.HARNESS_ERROR
+        return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
+    if not obs.started:
+        return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
+    if obs.timed_out:
+        return _make(Cause.TIMEOUT, f"no exit within the timeout ({obs.duration_s:.1f} s run)"
+                                    f"{_last_event_hint(obs)}{_stderr(obs)}")
+    if obs.signal is not None:
+        return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}{_stderr(obs)}")
+    if obs.exit_code != 0:
+        return _make(Cause.NONZERO_EXIT, f"exit code {obs.exit_code}{_stderr(obs)}")
+    if obs.bad_result:
+        return _make(Cause.BAD_RESULT, obs.bad_result)
+    if obs.violation_count:
+        first = obs.violations[0]
+        more = f" (+{obs.violation_count - 1} more)" if obs.violation_count > 1 else ""
+        return _make(Cause.PROTOCOL_VIOLATION,
+                     f"stdout line {first.line}: {first.kind}: {first.detail}{more}")
+    if obs.result is None:
+        return _make(Cause.NO_RESULT, "clean exit without a result event")
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        return _make(_check_cause(failed[0].name), "; ".join(_describe(c) for c in failed))
+    return _make(Cause.PASSED, f"{len(checks)} checks held")
+
+
+def _make(cause: Cause, detail: str) -> Attribution:
+    return Attribution(outcome_of(cause), cause.value, detail)
+
+
+def _check_cause(name: str) -> Cause:
+    for prefix, cause in _CHECK_CAUSES:
+        if name.startswith(prefix):
+            return cause
+    raise ValueError(f"no cause for check {name!r}")
+
+
+def _describe(check: Check) -> str:
+    return f"{check.name}: expected {_show(check.expected)}, got {_show(check.actual)}"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 160 else text[:160] + "…"
+
+
+def _status(obs: Observation) -> str:
+    if obs.signal is not None:
+        return f"killed by {_signal_name(obs.signal)}"
+    return f"exit code {obs.exit_code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _stderr(obs: Observation) -> str:
+    lines = [line.strip() for line in obs.stderr_tail.splitlines() if line.strip()]
+    return f"; stderr: {lines[-1][:300]}" if lines else ""
+
+
+def _last_event_hint(obs: Observation) -> str:
+    if obs.trajectory:
+        return f"; last tool result: {obs.trajectory[-1]}"
+    calls = sum(obs.tool_calls.values())
+    return f"; {calls} tool call(s), no tool result" if calls else ""

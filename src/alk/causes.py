@@ -1,0 +1,155 @@
+"""The stable vocabulary of cause codes: every repeat carries exactly one.
+
+Codes are part of the result format (`alk.result/1`): never rename one, only add. The table in
+`docs/causes.md` is generated from `CATALOGUE` (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from alk.records import Outcome
+
+
+class Cause(StrEnum):
+    PASSED = "passed"
+    # lane_infra: the repeat is void and never scored
+    ENV_MISSING = "env_missing"
+    SPAWN_FAILED = "spawn_failed"
+    EXITED_BEFORE_READY = "exited_before_ready"
+    TIMEOUT_BEFORE_READY = "timeout_before_ready"
+    FRAMEWORK_MISMATCH = "framework_mismatch"
+    VERSION_UNSUPPORTED = "version_unsupported"
+    VERSION_INVALID = "version_invalid"
+    HARNESS_ERROR = "harness_error"
+    # framework_runtime: the framework crashed, hung or broke the protocol
+    TIMEOUT = "timeout"
+    KILLED_BY_SIGNAL = "killed_by_signal"
+    NONZERO_EXIT = "nonzero_exit"
+    PROTOCOL_VIOLATION = "protocol_violation"
+    BAD_RESULT = "bad_result"
+    NO_RESULT = "no_result"
+    # agent: the run finished, the harness's own check of the result failed
+    WRONG_STOP_REASON = "wrong_stop_reason"
+    WRONG_OUTPUT = "wrong_output"
+    WRONG_END_STATE = "wrong_end_state"
+    WRONG_TOOL_CALLS = "wrong_tool_calls"
+    WRONG_FILES = "wrong_files"
+
+
+@dataclass(frozen=True, slots=True)
+class CauseInfo:
+    outcome: Outcome
+    meaning: str
+    action: str
+
+
+CATALOGUE: dict[Cause, CauseInfo] = {
+    Cause.PASSED: CauseInfo(
+        Outcome.PASS, "Clean exit, a valid result, every expectation held.", "Nothing."
+    ),
+    Cause.ENV_MISSING: CauseInfo(
+        Outcome.LANE_INFRA,
+        "A name in the lane's `required_env` is not set in alk's environment; nothing was started.",
+        "Export the named variable before `alk run`.",
+    ),
+    Cause.SPAWN_FAILED: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The worker's command could not be started (missing program, not executable).",
+        "Fix the lane's `command`; the detail has the OS error.",
+    ),
+    Cause.EXITED_BEFORE_READY: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The worker exited before it sent `framework_ready` (often an import error).",
+        "Read the stderr tail in the detail; install the framework or fix the import.",
+    ),
+    Cause.TIMEOUT_BEFORE_READY: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The worker sent no `framework_ready` within the repeat's timeout.",
+        "Send `framework_ready` right after reading `hello`; raise `timeout_s` for slow imports.",
+    ),
+    Cause.FRAMEWORK_MISMATCH: CauseInfo(
+        Outcome.LANE_INFRA,
+        "`framework_ready.framework` is not the lane's `framework`.",
+        "Point the lane at the right worker, or fix the name either reports.",
+    ),
+    Cause.VERSION_UNSUPPORTED: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The reported framework version does not satisfy the lane's `version` requirement.",
+        "Install a version the lane supports, or widen the requirement after checking it.",
+    ),
+    Cause.VERSION_INVALID: CauseInfo(
+        Outcome.LANE_INFRA,
+        "`framework_ready.framework_version` is missing or not a PEP 440 version.",
+        "Report the version from `importlib.metadata.version(...)`.",
+    ),
+    Cause.HARNESS_ERROR: CauseInfo(
+        Outcome.LANE_INFRA,
+        "alk itself failed while running this repeat (a bug or the machine, not the worker).",
+        "Read the detail; report it if it is alk's fault.",
+    ),
+    Cause.TIMEOUT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "After the start message the worker did not exit within the repeat's timeout (a hang).",
+        "Open the transcript: its last events show where it stopped.",
+    ),
+    Cause.KILLED_BY_SIGNAL: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker was ended by a signal it did not get from alk (a crash or the OOM killer).",
+        "Read the stderr tail; the detail names the signal.",
+    ),
+    Cause.NONZERO_EXIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker exited with a nonzero status after the start message (it crashed).",
+        "Read the stderr tail: the detail quotes the last line of the traceback.",
+    ),
+    Cause.PROTOCOL_VIOLATION: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker wrote a stdout line that breaks protocol v1 (not JSON, forged `harness` "
+        "channel, an event before `framework_ready`, ...).",
+        "Run `alk check-worker`; write only protocol lines to stdout (the SDK routes prints to "
+        "stderr).",
+    ),
+    Cause.BAD_RESULT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The `result` event is malformed (output not a string, end_state not an object, ...) "
+        "or was sent twice.",
+        "Send exactly one result with `output` (string), `stop_reason` (string), `end_state` "
+        "(object).",
+    ),
+    Cause.NO_RESULT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker exited cleanly without a `result` event.",
+        "Always end a run with `result(...)`, also when the agent gives up.",
+    ),
+    Cause.WRONG_STOP_REASON: CauseInfo(
+        Outcome.AGENT,
+        "The result's `stop_reason` is not the expected one.",
+        "Compare expected and actual in the detail; the transcript shows the path taken.",
+    ),
+    Cause.WRONG_OUTPUT: CauseInfo(
+        Outcome.AGENT,
+        "The result's `output` fails `output_equals`, `output_contains` or `output_matches`.",
+        "Compare expected and actual in the detail.",
+    ),
+    Cause.WRONG_END_STATE: CauseInfo(
+        Outcome.AGENT,
+        "The result's `end_state` does not contain the expected subset.",
+        "Compare expected and actual in the detail.",
+    ),
+    Cause.WRONG_TOOL_CALLS: CauseInfo(
+        Outcome.AGENT,
+        "The number of tool calls by name differs from `tool_calls`.",
+        "The transcript's tool channel shows every call.",
+    ),
+    Cause.WRONG_FILES: CauseInfo(
+        Outcome.AGENT,
+        "A workspace file the harness read does not match (missing, wrong length, wrong content).",
+        "The transcript's `check` events show what the harness found.",
+    ),
+}
+
+
+def outcome_of(cause: str) -> Outcome:
+    return CATALOGUE[Cause(cause)].outcome

@@ -1,0 +1,178 @@
+"""The `alk` command: parses options, calls `alk.api`, renders, maps outcomes to exit codes.
+
+Exit codes: 0 every scenario passed; 1 a scenario failed or was flaky; 2 usage or lane error;
+3 void (something could not be scored: unsupported version, missing environment, ...);
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from alk import api, conformance
+from alk.errors import AlkError
+from alk.lane import LANES_DIR
+from alk.records import Plan, RepeatResult
+from alk.report import terminal
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    help="alk, the agent lane kit: run agent-framework workers as untrusted subprocesses, "
+         "many times, and measure how reliably they run.",
+)
+
+LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
+OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
+
+
+def main() -> None:
+    app()
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    lane: str = LaneOpt,
+    repeats: Optional[int] = typer.Option(None, "--repeats", "-n", help="Repeats per scenario "
+                                          "(default: the lane's `repeats`)."),
+    scenario: List[str] = typer.Option([], "--scenario", "-s", help="Run only this scenario "
+                                       "(repeatable)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per repeat "
+                                            "(default: the lane's `timeout_s`)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Run seed; each repeat's seed "
+                                       "derives from it. Default: random, recorded."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result document instead of "
+                                 "the report."),
+    keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep each repeat's "
+                                         "workspace folder (in the system temp folder)."),
+    out: Path = OutOpt,
+) -> None:
+    """Run a lane: every scenario, N fresh worker processes each; report and exit by verdict."""
+    console = Console()
+    try:
+        loaded = api.load_lane(lane)
+        with _RunProgress(enabled=not as_json) as progress:
+            result = api.run_lane(loaded, repeats=repeats, scenarios=scenario, seed=seed,
+                                  timeout_s=timeout, out_dir=out,
+                                  keep_workspaces=keep_workspaces,
+                                  on_plan=progress.plan, on_repeat=progress.advance)
+    except AlkError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(result.document, ensure_ascii=False, indent=1))
+    else:
+        console.print(terminal.run_report(result.document))
+    raise typer.Exit(EXIT_INTERRUPTED if result.interrupted else result.exit_code)
+
+
+@app.command()
+def report(
+    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result document."),
+    out: Path = OutOpt,
+) -> None:
+    """Re-render a saved run from reports/RUN_ID/result.json."""
+    try:
+        document = api.read_run(run_id, out)
+    except AlkError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(document, ensure_ascii=False, indent=1))
+    else:
+        Console().print(terminal.run_report(document))
+
+
+@app.command()
+def show(
+    run_id: str = typer.Argument(..., help="Run id, or 'latest'."),
+    scenario: str = typer.Argument(..., help="Scenario id."),
+    repeat: int = typer.Argument(..., help="Repeat number (1-based)."),
+    channel: List[str] = typer.Option([], "--channel", "-c", help="Show only this channel "
+                                      "(repeatable): agent, tool, model, user, framework, "
+                                      "stderr, harness."),
+    out: Path = OutOpt,
+) -> None:
+    """Print one repeat's transcript, readably."""
+    try:
+        document = api.read_run(None if run_id == "latest" else run_id, out)
+        entry, events = api.read_repeat_events(document, scenario, repeat, out)
+    except AlkError as exc:
+        _fail(str(exc))
+    console = Console()
+    console.print(f"[bold]{document['run_id']}[/] {scenario} repeat {repeat}: "
+                  f"{entry['outcome']}/{entry['cause']} — {entry['detail']}", highlight=False)
+    console.print(terminal.transcript_view(events, set(channel) or None))
+    console.print(f"{entry['transcript']}  sha256 {entry['sha256']}", style="dim",
+                  highlight=False)
+
+
+@app.command()
+def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes folder.")) -> None:
+    """List the lanes: framework, version requirement, scenarios."""
+    found, errors = api.list_lanes(lanes_dir)
+    Console().print(terminal.lanes_table(found, errors))
+    if errors:
+        raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def causes() -> None:
+    """List the cause codes: the stable vocabulary every repeat is attributed with."""
+    Console().print(terminal.causes_table())
+
+
+@app.command("check-worker")
+def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
+    """Check a worker against protocol v1: the handshake, then one repeat of each scenario."""
+    try:
+        loaded = api.load_lane(lane)
+        result = api.run_lane(loaded, repeats=1, out_dir=out)
+        findings = conformance.review(result.document, out)
+    except AlkError as exc:
+        _fail(str(exc))
+    Console().print(terminal.findings_view(findings))
+    raise typer.Exit(0 if all(f.ok for f in findings) else 1)
+
+
+class _RunProgress:
+    """A rich progress bar on stderr, one line per scenario (nothing when disabled)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True, disable=not enabled)
+        self.tasks: dict[str, int] = {}
+        self.tallies: dict[str, dict[str, int]] = {}
+
+    def __enter__(self) -> _RunProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def plan(self, plan: Plan) -> None:
+        for scenario in plan.scenarios:
+            self.tasks[scenario.id] = self.progress.add_task(
+                scenario.id, total=plan.repeats, tally="")
+            self.tallies[scenario.id] = {}
+
+    def advance(self, result: RepeatResult) -> None:
+        tally = self.tallies[result.scenario]
+        tally[result.outcome.value] = tally.get(result.outcome.value, 0) + 1
+        text = " ".join(f"{name} {count}" for name, count in sorted(tally.items()))
+        self.progress.update(self.tasks[result.scenario], advance=1, tally=text)

@@ -1,0 +1,31 @@
+"""Every exception alk raises on purpose derives from `AlkError`.
+
+A misbehaving worker is data (an `Observation`, an `Attribution`), never an exception: these
+mean alk itself cannot go on. The CLI prints them without a traceback.
+
+    AlkError
+    ├── LaneError        a lane file is missing or malformed (exit 2)
+    ├── UsageError       command-line values that cannot work together (exit 2)
+    ├── RunNotFoundError a run id, scenario or repeat with no saved files
+    └── TranscriptError  a transcript or result file that cannot be read
+"""
+
+
+class AlkError(Exception):
+    """Root of alk's own errors; `str(error)` is a complete message for a person."""
+
+
+class LaneError(AlkError):
+    """Raised when a lane cannot be found or does not validate; names the file and the field."""
+
+
+class UsageError(AlkError):
+    """Raised when options are valid one by one but not together (e.g. an unknown scenario id)."""
+
+
+class RunNotFoundError(AlkError):
+    """Raised when `alk report` or `alk show` is given a run, scenario or repeat that has no files."""
+
+
+class TranscriptError(AlkError):
+    """Raised when a saved transcript or result document is unreadable or of an unknown schema."""

@@ -1,0 +1,174 @@
+"""Walks a plan: the preflight probe, then every repeat in its own workspace, one at a time.
+
+For each repeat it prepares the workspace and the scrubbed environment, has the runner drive the
+worker, checks the expectations, attributes the outcome, and closes the transcript. The runner
+and the output folder are passed in; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+
+from alk import expectation
+from alk.attribution import attribute, void
+from alk.causes import Cause
+from alk.lane import PYTHON_PLACEHOLDER
+from alk.preflight import check_ready
+from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.redaction import Redactor
+from alk.runner.process import Gate, LocalRunner, RunRequest
+from alk.runner.protocol import hello_message
+from alk.transcript import TranscriptWriter
+
+# The only names of alk's own environment a worker sees (plus what its lane declares).
+SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
+DETAIL_CHARS = 500
+
+
+class Runner(Protocol):
+    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+        ...
+
+
+@dataclass
+class Execution:
+    """What a plan's execution produced so far; `void` is set when the whole run could not run."""
+
+    preflight: Preflight | None = None
+    void: Attribution | None = None
+    repeats: list[RepeatResult] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def transcript_path(run_id: str, scenario_id: str, repeat: int) -> Path:
+    return Path("transcripts") / run_id / scenario_id / f"repeat-{repeat:02d}.jsonl"
+
+
+def execute(plan: Plan, out_dir: Path, *, runner: Runner | None = None,
+            environ: Mapping[str, str] = os.environ, keep_workspaces: bool = False,
+            on_repeat: Callable[[RepeatResult, Execution], None] | None = None) -> Execution:
+    """Runs the plan. On KeyboardInterrupt the current worker is ended, the repeats finished so
+    far are kept, and `interrupted` is set; the exception does not propagate."""
+    runner = runner or LocalRunner()
+    lane = plan.lane
+    execution = Execution()
+    missing = [name for name in lane.required_env if name not in environ]
+    if missing:
+        execution.void = void(Cause.ENV_MISSING, f"required_env {', '.join(missing)} not set in "
+                                                 "alk's environment; nothing was started")
+        return execution
+    secrets = {name: environ[name] for name in lane.required_env}
+    redactor = Redactor(secrets.values())
+    gate = functools.partial(check_ready, lane)
+    root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
+    try:
+        sdk = _install_sdk(root)
+        context = _Context(plan, out_dir, runner, gate, redactor, secrets, sdk, root)
+        probe = context.probe()
+        execution.preflight = probe.preflight
+        if probe.preflight is None or not probe.preflight.ok:
+            execution.void = attribute(probe)
+            return execution
+        for item in plan.items:
+            result = context.repeat(item)
+            execution.repeats.append(result)
+            if on_repeat:
+                on_repeat(result, execution)
+            if not keep_workspaces:
+                shutil.rmtree(context.workspace(item), ignore_errors=True)
+    except KeyboardInterrupt:
+        execution.interrupted = True
+    finally:
+        if not keep_workspaces:
+            shutil.rmtree(root, ignore_errors=True)
+    return execution
+
+
+def _install_sdk(root: Path) -> Path:
+    """Puts `alk.worker` (and nothing else of alk) on the worker's PYTHONPATH, so any
+    interpreter can import it without alk installed."""
+    package = root / "sdk" / "alk"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""The alk worker SDK, as alk hands it to workers."""\n')
+    shutil.copyfile(Path(__file__).with_name("worker.py"), package / "worker.py")
+    return package.parent
+
+
+@dataclass
+class _Context:
+    plan: Plan
+    out_dir: Path
+    runner: Runner
+    gate: Gate
+    redactor: Redactor
+    secrets: dict[str, str]
+    sdk: Path
+    root: Path
+
+    def workspace(self, item: RepeatSpec) -> Path:
+        return self.root / "ws" / f"{item.scenario.id}-{item.repeat:02d}"
+
+    def request(self, cwd: Path, start: dict | None) -> RunRequest:
+        home, tmp = cwd / ".home", cwd / ".tmp"
+        home.mkdir(parents=True)
+        tmp.mkdir()
+        env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
+        env.update(self.secrets)
+        env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(self.sdk))
+        argv = tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
+                     for arg in self.plan.lane.command)
+        return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
+                          hello=hello_message(self.plan.lane.name), start=start)
+
+    def probe(self) -> Observation:
+        path = self.out_dir / "transcripts" / self.plan.run_id / "preflight.jsonl"
+        with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes, self.redactor) as log:
+            return self.runner.run(self.request(self.root / "probe", None), self.gate, log)
+
+    def repeat(self, item: RepeatSpec) -> RepeatResult:
+        relative = transcript_path(self.plan.run_id, item.scenario.id, item.repeat)
+        workspace = self.workspace(item)
+        start = {"type": "start", "run_id": self.plan.run_id,
+                 "scenario": {"id": item.scenario.id, "task": item.scenario.task,
+                              "input": dict(item.scenario.input)},
+                 "repeat": item.repeat, "seed": item.seed}
+        log = TranscriptWriter(self.out_dir / relative, self.plan.lane.transcript_cap_bytes,
+                               self.redactor)
+        try:
+            obs = self.runner.run(self.request(workspace, start), self.gate, log)
+            checks = ()
+            if obs.result is not None:
+                checks = expectation.check(item.scenario.expect, obs.result, obs.tool_calls,
+                                           workspace)
+            for check in checks:
+                log.harness("check", {"name": check.name, "ok": check.ok,
+                                      "expected": check.expected, "actual": check.actual})
+            verdict = attribute(obs, checks)
+        except KeyboardInterrupt:
+            log.harness("interrupted", {"detail": "alk was interrupted; repeat discarded"})
+            log.close()
+            raise
+        except OSError as exc:
+            # The harness's own I/O failed (disk full, permissions): void, never the worker's.
+            obs = Observation(spawned=False)
+            verdict = void(Cause.HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
+        detail = self.redactor.cut(verdict.detail, DETAIL_CHARS)
+        log.harness("attribution", {"outcome": verdict.outcome.value, "cause": verdict.cause,
+                                    "detail": detail})
+        sha256 = log.close()
+        claimed = (obs.result or {}).get("verification")
+        return RepeatResult(
+            scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
+            outcome=verdict.outcome, cause=verdict.cause, detail=detail,
+            duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
+            timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
+            violations=obs.violation_count, trajectory=obs.trajectory,
+            claimed=claimed, transcript=str(relative), sha256=sha256,
+        )

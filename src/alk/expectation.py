@@ -1,0 +1,114 @@
+"""The harness's own checks of a finished run: the result event and the workspace files.
+
+The worker's claims (`verification`) are never consulted here: every check reads what the
+worker produced (its result, its tool events) or what it left in the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from alk.records import Check, Expectations, FileExpectation
+
+# A workspace file larger than this is not parsed (a worker could leave gigabytes).
+MAX_FILE_BYTES = 16 * 1024 * 1024
+BRIEF_CHARS = 300
+
+
+def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[str, int],
+          workspace: Path) -> tuple[Check, ...]:
+    checks: list[Check] = []
+    output = result.get("output")
+    if expect.stop_reason is not None:
+        actual = result.get("stop_reason")
+        checks.append(Check("stop_reason", actual == expect.stop_reason, expect.stop_reason,
+                            actual))
+    if expect.output_equals is not None:
+        checks.append(Check("output_equals", output == expect.output_equals,
+                            expect.output_equals, _brief(output)))
+    if expect.output_contains is not None:
+        checks.append(Check("output_contains", expect.output_contains in output,
+                            expect.output_contains, _brief(output)))
+    if expect.output_matches is not None:
+        found = re.search(expect.output_matches, output) is not None
+        checks.append(Check("output_matches", found, expect.output_matches, _brief(output)))
+    if expect.end_state is not None:
+        actual = result.get("end_state", {})
+        checks.append(Check("end_state", is_subset(expect.end_state, actual), expect.end_state,
+                            _brief(actual)))
+    for name, count in (expect.tool_calls or {}).items():
+        actual = tool_calls.get(name, 0)
+        checks.append(Check(f"tool_calls.{name}", actual == count, count, actual))
+    for file in expect.files:
+        checks.extend(_check_file(file, workspace))
+    return tuple(checks)
+
+
+def is_subset(expected: Any, actual: Any) -> bool:
+    """JSON subset: objects may carry more keys, everything else must be equal (and of the same
+    JSON type: `true` is not `1`)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            key in actual and is_subset(value, actual[key]) for key, value in expected.items())
+    if isinstance(expected, list):
+        return (isinstance(actual, list) and len(actual) == len(expected)
+                and all(is_subset(e, a) for e, a in zip(expected, actual)))
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    return type(expected) is type(actual) and expected == actual
+
+
+def _check_file(file: FileExpectation, workspace: Path) -> list[Check]:
+    label = f"files[{file.path}]"
+    path = workspace / file.path
+    real = os.path.realpath(path)
+    inside = real == str(workspace) or real.startswith(str(workspace) + os.sep)
+    exists = inside and os.path.isfile(real)
+    checks = []
+    if file.exists is not None:
+        checks.append(Check(f"{label}.exists", exists == file.exists, file.exists, exists))
+    if file.json_length is None and file.json_subset is None:
+        if file.exists is None:
+            checks.append(Check(f"{label}.exists", exists, True, exists))
+        return checks
+    data, problem = _read_json(real) if exists else (None, "missing" if inside else
+                                                      "points outside the workspace")
+    if file.json_length is not None:
+        length = len(data) if isinstance(data, (list, dict)) else None
+        checks.append(Check(f"{label}.json_length", problem is None and length == file.json_length,
+                            file.json_length, problem or (length if length is not None
+                                                          else f"not a list: {_brief(data)}")))
+    if file.json_subset is not None:
+        checks.append(Check(f"{label}.json_subset",
+                            problem is None and is_subset(file.json_subset, data),
+                            file.json_subset, problem or _brief(data)))
+    return checks
+
+
+def _read_json(path: str) -> tuple[Any, str | None]:
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return None, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, not read"
+        with open(path, "rb") as handle:
+            return json.loads(handle.read()), None
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}"
+    except (ValueError, RecursionError):
+        return None, "not valid JSON"
+
+
+def _brief(value: Any) -> Any:
+    """Keeps values in checks small: long text and large JSON become an excerpt."""
+    if isinstance(value, str):
+        return value if len(value) <= BRIEF_CHARS else value[:BRIEF_CHARS] + "…"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)[:BRIEF_CHARS]
+    return value if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS] + "…"

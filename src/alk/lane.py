@@ -1,0 +1,279 @@
+"""Reads a lane file (TOML) and returns a validated `Lane`, or raises `LaneError`.
+
+Every message names the file, the field, what was expected and what was found, so that a lane
+author can fix it without reading this code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from alk.errors import LaneError
+from alk.records import Expectations, FileExpectation, Lane, Scenario
+
+LANES_DIR = "lanes"
+DEFAULT_TRANSCRIPT_CAP_MB = 64
+PYTHON_PLACEHOLDER = "{python}"
+
+# Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
+HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PATH", "LANG", "LC_ALL", "TZ"})
+HARNESS_ENV_PREFIX = "ALK_"
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_LANE_FIELDS = {
+    "name", "description", "framework", "version", "command", "required_env", "timeout_s",
+    "repeats", "transcript_cap_mb", "scenarios",
+}
+_SCENARIO_FIELDS = {"id", "task", "input", "expect"}
+_EXPECT_FIELDS = {
+    "stop_reason", "output_contains", "output_equals", "output_matches", "end_state",
+    "tool_calls", "files",
+}
+_FILE_FIELDS = {"path", "exists", "json_length", "json_subset"}
+
+
+def find_lane(name_or_path: str, lanes_dir: Path = Path(LANES_DIR)) -> Path:
+    """`--lane` takes a lane name found in `lanes_dir` or a path to a `.toml` file."""
+    if name_or_path.endswith(".toml") or os.sep in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise LaneError(f"{name_or_path}: no such lane file")
+        return path
+    path = lanes_dir / f"{name_or_path}.toml"
+    if path.is_file():
+        return path
+    known = sorted(p.stem for p in lanes_dir.glob("*.toml")) if lanes_dir.is_dir() else []
+    hint = f"known lanes: {', '.join(known)}" if known else f"no lanes in {lanes_dir}/"
+    raise LaneError(f"lane '{name_or_path}' not found in {lanes_dir}/ ({hint})")
+
+
+def lane_paths(lanes_dir: Path = Path(LANES_DIR)) -> list[Path]:
+    return sorted(lanes_dir.glob("*.toml")) if lanes_dir.is_dir() else []
+
+
+def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> Lane:
+    path = name_or_path if isinstance(name_or_path, Path) else find_lane(name_or_path, lanes_dir)
+    where = _display(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LaneError(f"{where}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise LaneError(f"{where}: is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LaneError(f"{where}: is not valid TOML: {exc}") from None
+    return _parse_lane(data, path, where)
+
+
+def lane_root(path: Path) -> Path:
+    """Relative paths in `command` resolve from the folder that holds `lanes/`."""
+    folder = path.resolve().parent
+    return folder.parent if folder.name == LANES_DIR else folder
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _Table:
+    """One TOML table being validated; knows its place in the file for messages."""
+
+    def __init__(self, data: Any, where: str, field: str, allowed: set[str]) -> None:
+        self.where, self.field = where, field
+        if not isinstance(data, dict):
+            self.fail("", f"must be a table, got {_kind(data)}")
+        self.data: dict[str, Any] = data
+        for key in data:
+            if key not in allowed:
+                close = _closest(key, allowed)
+                hint = f" (did you mean '{close}'?)" if close else ""
+                self.fail("", f"unknown field '{key}'{hint}; allowed: {', '.join(sorted(allowed))}")
+
+    def name(self, key: str) -> str:
+        return f"{self.field}.{key}" if self.field else key
+
+    def fail(self, key: str, message: str) -> None:
+        label = self.name(key) if key else (self.field or "lane")
+        raise LaneError(f"{self.where}: {label} {message}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], required: bool = False,
+            default: Any = None) -> Any:
+        if key not in self.data:
+            if required:
+                self.fail(key, "is required")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) and kind is not bool and bool not in _tuple(kind):
+            self.fail(key, f"must be {_kind_name(kind)}, got a boolean")
+        if not isinstance(value, kind):
+            self.fail(key, f"must be {_kind_name(kind)}, got {_kind(value)}")
+        return value
+
+    def text(self, key: str, required: bool = False, default: str | None = None) -> str | None:
+        value = self.get(key, str, required, default)
+        if required and not value.strip():
+            self.fail(key, "must not be empty")
+        return value
+
+    def positive(self, key: str, default: float) -> float:
+        value = self.get(key, (int, float), default=default)
+        if not value > 0:
+            self.fail(key, f"must be a positive number, got {value}")
+        return float(value)
+
+
+def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
+    top = _Table(data, where, "", _LANE_FIELDS)
+    name = top.text("name", default=path.stem)
+    if not _NAME.match(name):
+        top.fail("name", f"must be letters, digits, '.', '_' or '-', got {name!r}")
+    framework = top.text("framework", required=True)
+    requirement = top.text("version", required=True)
+    try:
+        SpecifierSet(requirement)
+    except InvalidSpecifier:
+        top.fail("version", f"must be a PEP 440 specifier such as '>=1.0,<2', got {requirement!r}")
+
+    root = lane_root(path)
+    command = top.get("command", list, required=True)
+    if not command or not all(isinstance(arg, str) and arg for arg in command):
+        top.fail("command", "must be a non-empty list of non-empty strings (argv, no shell)")
+
+    required_env = top.get("required_env", list, default=[])
+    for index, env_name in enumerate(required_env):
+        label = f"required_env[{index}]"
+        if not isinstance(env_name, str) or not _ENV_NAME.match(env_name):
+            top.fail(label, f"must be an environment variable name, got {env_name!r}")
+        if env_name in HARNESS_ENV_NAMES or env_name.startswith(HARNESS_ENV_PREFIX):
+            top.fail(label, f"'{env_name}' belongs to the harness and never crosses to a worker;"
+                            " remove it")
+    repeats = top.get("repeats", int, default=20)
+    if repeats < 1:
+        top.fail("repeats", f"must be at least 1, got {repeats}")
+
+    raw_scenarios = top.get("scenarios", list, required=True)
+    if not raw_scenarios:
+        top.fail("scenarios", "must hold at least one [[scenarios]] table")
+    scenarios = tuple(_parse_scenario(raw, where, i) for i, raw in enumerate(raw_scenarios))
+    seen: set[str] = set()
+    for index, scenario in enumerate(scenarios):
+        if scenario.id in seen:
+            raise LaneError(f"{where}: scenarios[{index}].id '{scenario.id}' is a duplicate;"
+                            " scenario ids must be unique")
+        seen.add(scenario.id)
+
+    return Lane(
+        name=name,
+        description=top.text("description", default=""),
+        framework=framework,
+        requirement=requirement,
+        command=tuple(_resolve_arg(arg, root) for arg in command),
+        required_env=tuple(required_env),
+        timeout_s=top.positive("timeout_s", default=30),
+        repeats=repeats,
+        scenarios=scenarios,
+        path=path,
+        root=root,
+        transcript_cap_bytes=int(top.positive("transcript_cap_mb", DEFAULT_TRANSCRIPT_CAP_MB)
+                                 * 1024 * 1024),
+    )
+
+
+def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
+    table = _Table(raw, where, f"scenarios[{index}]", _SCENARIO_FIELDS)
+    scenario_id = table.text("id", required=True)
+    if not _NAME.match(scenario_id):
+        table.fail("id", f"must be letters, digits, '.', '_' or '-' (it names a folder), "
+                         f"got {scenario_id!r}")
+    expect = _parse_expect(table.get("expect", dict, default={}), where, f"{table.field}.expect")
+    return Scenario(
+        id=scenario_id,
+        task=table.text("task", required=True),
+        input=table.get("input", dict, default={}),
+        expect=expect,
+    )
+
+
+def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
+    table = _Table(raw, where, field, _EXPECT_FIELDS)
+    pattern = table.text("output_matches")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            table.fail("output_matches", f"is not a valid regular expression: {exc}")
+    tool_calls = table.get("tool_calls", dict)
+    for tool, count in (tool_calls or {}).items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            table.fail(f"tool_calls.{tool}", f"must be a whole number ≥ 0, got {count!r}")
+    files = []
+    for i, item in enumerate(table.get("files", list, default=[])):
+        entry = _Table(item, where, f"{field}.files[{i}]", _FILE_FIELDS)
+        rel = entry.text("path", required=True)
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            entry.fail("path", f"must be relative to the workspace and stay inside it, got {rel!r}")
+        length = entry.get("json_length", int)
+        if length is not None and length < 0:
+            entry.fail("json_length", f"must be ≥ 0, got {length}")
+        files.append(FileExpectation(rel, entry.get("exists", bool), length,
+                                     entry.data.get("json_subset")))
+    return Expectations(
+        stop_reason=table.text("stop_reason"),
+        output_contains=table.text("output_contains"),
+        output_equals=table.text("output_equals"),
+        output_matches=pattern,
+        end_state=table.get("end_state", dict),
+        tool_calls=tool_calls,
+        files=tuple(files),
+    )
+
+
+def _resolve_arg(arg: str, root: Path) -> str:
+    """A relative path to an existing file under the lane root becomes absolute; the worker's cwd
+    is its own workspace, so a relative path would not resolve there."""
+    if arg == PYTHON_PLACEHOLDER or arg.startswith("-") or os.path.isabs(arg):
+        return arg
+    candidate = root / arg
+    return str(candidate) if ("/" in arg or "." in arg) and candidate.exists() else arg
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _closest(key: str, allowed: set[str]) -> str | None:
+    import difflib
+
+    matches = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+def _tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+_KIND_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
+               list: "a list", dict: "a table"}
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = _tuple(kind)
+    if set(kinds) == {int, float}:
+        return "a number"
+    return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    return f"{_KIND_NAMES.get(type(value), type(value).__name__)} ({value!r:.40})"

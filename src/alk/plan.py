@@ -1,0 +1,49 @@
+"""Turns a lane and the run's options into a plan of repeats. Pure.
+
+Repeats are interleaved (repeat 1 of every scenario, then repeat 2, ...) so that drift in the
+machine over a long run spreads across scenarios instead of landing on one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timezone
+from typing import Sequence
+
+from alk.errors import UsageError
+from alk.records import Lane, Plan, RepeatSpec
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable by time, unique enough for one machine: 20261129-120501-3fa9c2."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:
+    """Each repeat's seed depends only on the run seed, the scenario and the repeat number, so
+    `--seed` reproduces every repeat whatever else the run selects."""
+    digest = hashlib.sha256(f"{seed}:{scenario_id}:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
+               scenario_ids: Sequence[str] = (), seed: int | None = None,
+               timeout_s: float | None = None) -> Plan:
+    repeats = lane.repeats if repeats is None else repeats
+    if repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {repeats}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
+    known = {scenario.id: scenario for scenario in lane.scenarios}
+    unknown = [sid for sid in scenario_ids if sid not in known]
+    if unknown:
+        raise UsageError(f"lane '{lane.name}' has no scenario {', '.join(map(repr, unknown))}; "
+                         f"its scenarios: {', '.join(known)}")
+    chosen = [known[sid] for sid in dict.fromkeys(scenario_ids)] or list(lane.scenarios)
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    items = tuple(RepeatSpec(scenario, number, repeat_seed(seed, scenario.id, number))
+                  for number in range(1, repeats + 1) for scenario in chosen)
+    return Plan(run_id=run_id, lane=lane, scenarios=tuple(chosen), repeats=repeats, seed=seed,
+                timeout_s=timeout_s or lane.timeout_s, items=items)

@@ -1,0 +1,205 @@
+"""The records that flow through alk: lane → plan → observation → attribution → repeat result.
+
+Every record is a small frozen dataclass. Mappings inside them come from parsed JSON or TOML and
+are never mutated after construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Mapping
+
+
+class Outcome(StrEnum):
+    """Exactly one per repeat. `lane_infra` voids the repeat; the other three are scored."""
+
+    PASS = "pass"
+    LANE_INFRA = "lane_infra"
+    FRAMEWORK_RUNTIME = "framework_runtime"
+    AGENT = "agent"
+
+
+class Verdict(StrEnum):
+    """Per scenario: what its scored repeats add up to."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    FLAKY = "flaky"
+    VOID = "void"
+
+
+# ---------------------------------------------------------------------------------------------
+# Lane
+
+
+@dataclass(frozen=True, slots=True)
+class FileExpectation:
+    """A workspace file the harness reads after the run (path relative to the workspace)."""
+
+    path: str
+    exists: bool | None = None
+    json_length: int | None = None
+    json_subset: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """What the harness checks itself after a clean exit; every field is optional, all must hold."""
+
+    stop_reason: str | None = None
+    output_contains: str | None = None
+    output_equals: str | None = None
+    output_matches: str | None = None
+    end_state: Mapping[str, Any] | None = None
+    tool_calls: Mapping[str, int] | None = None
+    files: tuple[FileExpectation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    id: str
+    task: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    expect: Expectations = field(default_factory=Expectations)
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A validated lane file. `root` is the folder relative command paths are resolved from."""
+
+    name: str
+    description: str
+    framework: str
+    requirement: str
+    command: tuple[str, ...]
+    required_env: tuple[str, ...]
+    timeout_s: float
+    repeats: int
+    scenarios: tuple[Scenario, ...]
+    path: Path
+    root: Path
+    transcript_cap_bytes: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatSpec:
+    """One repeat to run: a scenario, its 1-based repeat number and the seed handed to the worker."""
+
+    scenario: Scenario
+    repeat: int
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    run_id: str
+    lane: Lane
+    scenarios: tuple[Scenario, ...]
+    repeats: int
+    seed: int
+    timeout_s: float
+    items: tuple[RepeatSpec, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# What the runner observed
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """The harness's verdict on a worker's `framework_ready`."""
+
+    ok: bool
+    framework: str | None
+    version: str | None
+    cause: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A line of the worker's stdout that broke protocol v1; recorded and counted, never obeyed."""
+
+    kind: str
+    line: int
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything the runner saw of one worker process, in bounded size."""
+
+    spawned: bool
+    spawn_error: str | None = None
+    ready: Mapping[str, Any] | None = None
+    preflight: Preflight | None = None
+    started: bool = False
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    cpu_s: float | None = None
+    peak_rss_mb: float | None = None
+    result: Mapping[str, Any] | None = None
+    bad_result: str | None = None
+    tool_calls: Mapping[str, int] = field(default_factory=dict)
+    trajectory: tuple[str, ...] = ()
+    violations: tuple[Violation, ...] = ()
+    violation_count: int = 0
+    stderr_tail: str = ""
+    harness_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One expectation the harness checked: its name, whether it held, and both values."""
+
+    name: str
+    ok: bool
+    expected: Any
+    actual: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    outcome: Outcome
+    cause: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatResult:
+    """One repeat as stored in the result document."""
+
+    scenario: str
+    repeat: int
+    seed: int
+    outcome: Outcome
+    cause: str
+    detail: str
+    duration_s: float
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    peak_rss_mb: float | None
+    cpu_s: float | None
+    violations: int
+    trajectory: tuple[str, ...]
+    claimed: Any
+    transcript: str
+    sha256: str
+
+    @property
+    def scored(self) -> bool:
+        """Void (`lane_infra`) repeats never enter a rate; framework crashes count as failures."""
+        return self.outcome is not Outcome.LANE_INFRA
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASS

@@ -1,0 +1,49 @@
+"""Redacts the values of a lane's declared environment from everything alk writes or prints.
+
+Values are replaced in every form they take on the way out: raw, and JSON-escaped (a value with a
+quote, a backslash or a non-ASCII character is spelled differently inside a JSON string). Text
+that is cut at a length limit is redacted first, and a cut that ends inside a secret loses that
+prefix too, so no part of a value survives either step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+MASK = "[REDACTED]"
+# Shorter values (a flag like "1") are not secrets, and masking them would garble every line.
+MIN_SECRET_CHARS = 4
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        forms: set[str] = set()
+        for value in secrets:
+            if len(value) < MIN_SECRET_CHARS:
+                continue
+            forms.add(value)
+            forms.add(json.dumps(value)[1:-1])
+            forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+        self._forms = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def redact(self, text: str) -> str:
+        return self._pattern.sub(MASK, text) if self._pattern else text
+
+    def cut(self, text: str, limit: int) -> str:
+        """Redact, then keep at most `limit` characters, dropping a trailing partial secret."""
+        text = self.redact(text)
+        if len(text) <= limit:
+            return text
+        kept = text[:limit]
+        for form in self._forms:
+            for size in range(min(len(form) - 1, len(kept)), 0, -1):
+                if kept.endswith(form[:size]):
+                    kept = kept[:-size]
+                    break
+        return kept + "…"

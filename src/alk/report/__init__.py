@@ -1,0 +1,1 @@
+"""Reports built from a run's saved result document and transcripts."""

@@ -1,0 +1,138 @@
+"""The result document, `reports/RUN_ID/result.json` (schema `alk.result/1`).
+
+It holds everything needed to re-render a run, and it is what `alk run --json` prints and what
+the terminal report is drawn from, so that `alk report RUN_ID` shows exactly what `alk run`
+showed. It is written atomically and redacted as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from alk import __version__
+from alk.errors import RunNotFoundError, TranscriptError
+from alk.executor import Execution
+from alk.records import Plan, RepeatResult, Verdict
+from alk.redaction import Redactor
+from alk.stats import summarize_lane, summarize_scenario
+
+SCHEMA = "alk.result/1"
+RESULT_NAME = "result.json"
+
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_VOID = 3
+
+
+def result_path(out_dir: Path, run_id: str) -> Path:
+    return out_dir / "reports" / run_id / RESULT_NAME
+
+
+def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,
+                   finished_at: datetime | None) -> dict[str, Any]:
+    lane = plan.lane
+    by_scenario: dict[str, list[RepeatResult]] = {s.id: [] for s in plan.scenarios}
+    for result in execution.repeats:
+        by_scenario[result.scenario].append(result)
+    stats = [summarize_scenario(sid, results, plan.repeats)
+             for sid, results in by_scenario.items()]
+    scenarios = []
+    for scenario_stats in stats:
+        entry = scenario_stats.to_dict()
+        entry["repeats"] = [_repeat(r) for r in by_scenario[scenario_stats.id]]
+        scenarios.append(entry)
+    preflight = execution.preflight
+    if execution.void is not None:
+        gate = {"ok": False, "cause": execution.void.cause, "detail": execution.void.detail}
+    else:
+        gate = {"ok": preflight.ok if preflight else None,
+                "cause": preflight.cause if preflight else None,
+                "detail": preflight.detail if preflight else ""}
+    gate.update(framework=preflight.framework if preflight else None,
+                version=preflight.version if preflight else None)
+    return {
+        "schema": SCHEMA,
+        "run_id": plan.run_id,
+        "status": status,
+        "alk_version": __version__,
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "finished_at": finished_at.isoformat(timespec="seconds") if finished_at else None,
+        "lane": {
+            "name": lane.name, "description": lane.description, "path": str(lane.path),
+            "framework": lane.framework, "requirement": lane.requirement,
+            "reported_framework": gate["framework"], "reported_version": gate["version"],
+        },
+        "settings": {"repeats": plan.repeats, "timeout_s": plan.timeout_s, "seed": plan.seed,
+                     "scenarios": [s.id for s in plan.scenarios]},
+        "preflight": gate,
+        "paths": {"result": str(Path("reports") / plan.run_id / RESULT_NAME),
+                  "transcripts": str(Path("transcripts") / plan.run_id)},
+        "scenarios": scenarios,
+        "aggregate": summarize_lane(stats).to_dict(),
+    }
+
+
+def _repeat(result: RepeatResult) -> dict[str, Any]:
+    return {
+        "repeat": result.repeat, "seed": result.seed, "outcome": result.outcome.value,
+        "cause": result.cause, "detail": result.detail, "duration_s": result.duration_s,
+        "exit_code": result.exit_code, "signal": result.signal, "timed_out": result.timed_out,
+        "peak_rss_mb": result.peak_rss_mb, "cpu_s": result.cpu_s,
+        "violations": result.violations, "trajectory": list(result.trajectory),
+        "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
+    }
+
+
+def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """Writes atomically (a reader never sees half a file) and returns the redacted document."""
+    text = redactor.redact(json.dumps(document, ensure_ascii=False, indent=1, default=str))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".result-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return json.loads(text)
+
+
+def read_document(out_dir: Path, run_id: str) -> dict[str, Any]:
+    path = result_path(out_dir, run_id)
+    if not path.is_file():
+        raise RunNotFoundError(f"no result for run '{run_id}': {path} does not exist "
+                               "(run ids are the folder names under reports/)")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TranscriptError(f"{path}: not a readable result document: {exc}") from None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+        found = document.get("schema") if isinstance(document, dict) else None
+        raise TranscriptError(f"{path}: schema {found!r} is not {SCHEMA!r}; "
+                              "this alk cannot render it")
+    return document
+
+
+def latest_run_id(out_dir: Path) -> str:
+    reports = out_dir / "reports"
+    runs = sorted(p.parent.name for p in reports.glob(f"*/{RESULT_NAME}")) if reports.is_dir() \
+        else []
+    if not runs:
+        raise RunNotFoundError(f"no runs in {reports}/; start one with `alk run --lane NAME`")
+    return runs[-1]
+
+
+def exit_code(document: dict[str, Any]) -> int:
+    """0 every scenario passed; 1 any failed or flaky; 3 void (something could not be scored)."""
+    verdicts = {scenario["verdict"] for scenario in document["scenarios"]}
+    if verdicts & {Verdict.FAIL.value, Verdict.FLAKY.value}:
+        return EXIT_FAIL
+    if Verdict.VOID.value in verdicts or not verdicts:
+        return EXIT_VOID
+    return EXIT_PASS

@@ -1,0 +1,428 @@
+"""Runs one worker as a fresh, contained subprocess and drives protocol v1 with it.
+
+One thread, one selector: stdout, stderr, stdin and (on Linux) a pidfd for the worker's exit are
+all multiplexed here, so there is no reader thread that could die silently and lose evidence,
+and nothing waits on a pipe that an escaped grandchild holds open. Every read is a bounded
+chunk into a bounded buffer; what a worker writes can make the transcript hit its cap, never the
+harness's memory grow.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from alk.records import Observation, Preflight
+from alk.runner.protocol import (
+    Phase,
+    ProtocolState,
+    WorkerEvent,
+    abort_message,
+    decode_line,
+    encode,
+)
+from alk.transcript import TranscriptWriter
+
+READ_CHUNK_BYTES = 64 * 1024
+LINE_LIMIT_BYTES = 1024 * 1024
+STDERR_TAIL_BYTES = 4096
+# After a timeout: SIGINT first (a Python worker prints where it hung), then TERM, then KILL.
+INT_GRACE_S = 0.5
+TERM_GRACE_S = 0.5
+# After an abort the worker should exit by itself; past this it is killed.
+ABORT_GRACE_S = 1.0
+# What is already in the pipes when the worker exits is its evidence; reading stops after this.
+DRAIN_LIMIT_S = 0.2
+# VmHWM is sampled on a timer and whenever the worker writes (at most every READ_SAMPLE_S),
+# and once more at its result event, so that a worker that lives 30 ms is still measured.
+SAMPLE_INTERVAL_S = 0.05
+READ_SAMPLE_S = 0.002
+# After SIGKILL a process ends unless stuck in the kernel; never wait on it longer than this.
+REAP_LIMIT_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One worker process to run. `start` is None for a preflight-only probe."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    timeout_s: float
+    hello: Mapping[str, Any]
+    start: Mapping[str, Any] | None
+    line_limit_bytes: int = LINE_LIMIT_BYTES
+
+
+Gate = Callable[[Mapping[str, Any]], Preflight]
+
+
+class LocalRunner:
+    """Runs workers as local processes in their own session (process group)."""
+
+    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+        return _Session(request, gate, transcript).run()
+
+
+@dataclass
+class _Stream:
+    fd: int
+    name: str
+    buffer: bytearray = field(default_factory=bytearray)
+    discarding: bool = False
+    open: bool = True
+
+
+class _Session:
+    def __init__(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> None:
+        self.request, self.gate, self.transcript = request, gate, transcript
+        self.state = ProtocolState()
+        self.preflight: Preflight | None = None
+        self.stdin_pending = bytearray()
+        self.close_stdin_when_sent = False
+        self.stderr_tail = bytearray()
+        self.timed_out = False
+        self.killed_by_harness = False
+        self.peak_rss_kb = 0
+        self.last_sample = 0.0
+        self.harness_error: str | None = None
+        self.rusage: Any = None
+        self.started_at = 0.0
+        self.killed_at = 0.0
+        # Signals scheduled for the worker's group: (when, signal), in time order.
+        self.escalation: list[tuple[float, int]] = []
+
+    # -- the whole life of one process ----------------------------------------------------------
+
+    def run(self) -> Observation:
+        request = self.request
+        started = self.started_at = time.monotonic()
+        parent_hwm_kb = _vm_hwm_kb("self")
+        try:
+            proc = subprocess.Popen(
+                request.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=request.cwd, env=dict(request.env),
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
+            self.transcript.harness("spawn_failed", {"argv": list(request.argv),
+                                                     "error": detail})
+            return Observation(spawned=False, spawn_error=detail)
+        self.proc = proc
+        self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
+                                          "cwd": request.cwd, "env": sorted(request.env)})
+        self._send(request.hello, "hello")
+        try:
+            status, rusage = self._loop(started)
+        except BaseException:
+            # alk itself is stopping (Ctrl-C): never leave the worker's group behind.
+            self._kill_group(signal.SIGKILL, quiet=True)
+            try:
+                os.waitpid(proc.pid, 0)
+                proc.returncode = -signal.SIGKILL
+            except ChildProcessError:
+                pass
+            raise
+        duration = time.monotonic() - started
+
+        exit_code = sig = None
+        if status is not None:
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                proc.returncode = -sig
+            else:
+                exit_code = os.waitstatus_to_exitcode(status)
+                proc.returncode = exit_code
+        cpu_s = peak_kb = None
+        if rusage is not None:
+            cpu_s = rusage.ru_utime + rusage.ru_stime
+            # ru_maxrss includes the harness's own peak at spawn (the child began as a copy of
+            # it); above that it is the worker's true peak, below it only sampling can tell.
+            own = rusage.ru_maxrss if rusage.ru_maxrss > parent_hwm_kb else 0
+            peak_kb = max(own, self.peak_rss_kb) or None
+        self.transcript.harness("exit", {
+            "exit_code": exit_code, "signal": sig, "timed_out": self.timed_out,
+            "duration_s": round(duration, 4), "cpu_s": cpu_s,
+            "peak_rss_mb": round(peak_kb / 1024, 2) if peak_kb else None,
+            "violations": self.state.violation_count,
+        })
+        return Observation(
+            spawned=True,
+            ready=self.state.ready,
+            preflight=self.preflight,
+            started=self.state.phase is Phase.STARTED,
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=self.timed_out,
+            duration_s=duration,
+            cpu_s=cpu_s,
+            peak_rss_mb=peak_kb / 1024 if peak_kb else None,
+            result=self.state.result,
+            bad_result=self.state.bad_result,
+            tool_calls=dict(self.state.tool_calls),
+            trajectory=tuple(self.state.trajectory),
+            violations=tuple(self.state.violations),
+            violation_count=self.state.violation_count,
+            stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
+            harness_error=self.harness_error,
+        )
+
+    def _loop(self, started: float) -> tuple[int | None, Any]:
+        proc = self.proc
+        deadline = started + self.request.timeout_s
+        streams = {proc.stdout.fileno(): _Stream(proc.stdout.fileno(), "stdout"),
+                   proc.stderr.fileno(): _Stream(proc.stderr.fileno(), "stderr")}
+        selector = selectors.DefaultSelector()
+        for stream in streams.values():
+            os.set_blocking(stream.fd, False)
+            selector.register(stream.fd, selectors.EVENT_READ, stream)
+        pidfd = _pidfd(proc.pid)
+        if pidfd is not None:
+            selector.register(pidfd, selectors.EVENT_READ, "exit")
+        stdin_fd = proc.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
+        stdin_registered = False
+        next_sample = 0.0
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= next_sample:
+                    self._sample(now)
+                    next_sample = now + SAMPLE_INTERVAL_S
+                if not self.timed_out and now >= deadline:
+                    self.timed_out = True
+                    self.transcript.harness("timeout", {
+                        "after_s": self.request.timeout_s, "phase": self.state.phase.value})
+                    self.escalation = [
+                        (now, signal.SIGINT), (now + INT_GRACE_S, signal.SIGTERM),
+                        (now + INT_GRACE_S + TERM_GRACE_S, signal.SIGKILL)]
+                while self.escalation and now >= self.escalation[0][0]:
+                    self._kill_group(self.escalation.pop(0)[1])
+                status = self._poll_exit()
+                if status is not None:
+                    break
+                if self.killed_by_harness and now > self.killed_at + REAP_LIMIT_S:
+                    self.harness_error = "the worker did not end within 2 s of SIGKILL"
+                    return None, None
+
+                want_write = bool(self.stdin_pending)
+                if want_write != stdin_registered and stdin_fd >= 0:
+                    if want_write:
+                        selector.register(stdin_fd, selectors.EVENT_WRITE, "stdin")
+                    else:
+                        selector.unregister(stdin_fd)
+                    stdin_registered = want_write
+                wake = [deadline if not self.timed_out else now + 0.05, next_sample]
+                if self.escalation:
+                    wake.append(self.escalation[0][0])
+                timeout = max(0.0, min(wake) - time.monotonic())
+                if pidfd is None:
+                    timeout = min(timeout, 0.02)
+                for key, _ in selector.select(timeout):
+                    if key.data == "exit":
+                        continue  # handled by _poll_exit at the top of the loop
+                    if key.data == "stdin":
+                        self._flush_stdin()
+                        if not self.stdin_pending and stdin_registered:
+                            selector.unregister(stdin_fd)
+                            stdin_registered = False
+                        continue
+                    stream = key.data
+                    if not self._read(stream):
+                        selector.unregister(stream.fd)
+                if not self.stdin_pending and self.close_stdin_when_sent and stdin_fd >= 0:
+                    if stdin_registered:
+                        selector.unregister(stdin_fd)
+                        stdin_registered = False
+                    # After the start message the worker reads EOF.
+                    self._close_stdin()
+                    stdin_fd = -1
+            # The worker is gone: end whatever it left in its group, then take what it had
+            # already written; a grandchild that escaped the group cannot hold us here.
+            self._kill_group(signal.SIGKILL, quiet=True)
+            drain_until = time.monotonic() + DRAIN_LIMIT_S
+            for stream in streams.values():
+                while stream.open and time.monotonic() < drain_until and self._read(stream):
+                    pass
+            for stream in streams.values():
+                self._flush_partial(stream)
+            return status, self.rusage
+        finally:
+            selector.close()
+            if pidfd is not None:
+                os.close(pidfd)
+            for pipe in (proc.stdout, proc.stderr):
+                pipe.close()
+            self._close_stdin()
+
+    # -- process control ------------------------------------------------------------------------
+
+    def _poll_exit(self) -> int | None:
+        try:
+            pid, status, rusage = os.wait4(self.proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            self.harness_error = "the worker's exit status was lost"
+            return 0
+        if pid == 0:
+            return None
+        self.rusage = rusage
+        return status
+
+    def _kill_group(self, sig: int, quiet: bool = False) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if not quiet:
+            self.transcript.harness("kill", {"signal": signal.Signals(sig).name, "group": True})
+        if sig == signal.SIGKILL and not self.killed_by_harness:
+            self.killed_by_harness = True
+            self.killed_at = time.monotonic()
+
+    # -- stdin ----------------------------------------------------------------------------------
+
+    def _send(self, message: Mapping[str, Any], kind: str, close: bool = False) -> None:
+        self.stdin_pending += encode(message)
+        self.close_stdin_when_sent = close
+        self.transcript.harness(kind, dict(message))
+        self._flush_stdin()
+
+    def _flush_stdin(self) -> None:
+        if self.proc.stdin is None or self.proc.stdin.closed:
+            self.stdin_pending.clear()
+            return
+        try:
+            written = os.write(self.proc.stdin.fileno(), self.stdin_pending)
+            del self.stdin_pending[:written]
+        except BlockingIOError:
+            pass
+        except (BrokenPipeError, OSError):
+            # The worker stopped reading (or exited); its exit tells the rest.
+            self.stdin_pending.clear()
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    # -- stdout / stderr ------------------------------------------------------------------------
+
+    def _read(self, stream: _Stream) -> bool:
+        """Reads one chunk; False at EOF (or nothing more to read when draining)."""
+        try:
+            chunk = os.read(stream.fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                return True
+            chunk = b""
+        if not chunk:
+            stream.open = False
+            return False
+        self._split(stream, chunk)
+        now = time.monotonic()
+        if now - self.last_sample >= READ_SAMPLE_S:
+            self._sample(now)
+        return True
+
+    def _sample(self, now: float) -> None:
+        self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.proc.pid))
+        self.last_sample = now
+
+    def _split(self, stream: _Stream, chunk: bytes) -> None:
+        limit = self.request.line_limit_bytes
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                break
+            piece = chunk[start:newline]
+            if stream.discarding:
+                stream.discarding = False
+            else:
+                stream.buffer += piece
+                self._line(stream, bytes(stream.buffer), cut=False)
+            stream.buffer.clear()
+            start = newline + 1
+        rest = chunk[start:]
+        if stream.discarding:
+            return
+        stream.buffer += rest
+        if len(stream.buffer) > limit:
+            # An overlong line: keep its head as evidence, drop the rest up to the next newline.
+            self._line(stream, bytes(stream.buffer[:limit]), cut=True)
+            stream.buffer.clear()
+            stream.discarding = True
+
+    def _flush_partial(self, stream: _Stream) -> None:
+        if stream.buffer:
+            self._line(stream, bytes(stream.buffer), cut=False)
+            stream.buffer.clear()
+
+    def _line(self, stream: _Stream, raw: bytes, cut: bool) -> None:
+        if stream.name == "stderr":
+            self.stderr_tail += raw + b"\n"
+            del self.stderr_tail[:-STDERR_TAIL_BYTES]
+            self.transcript.worker("stderr", "line", {
+                "text": raw.decode("utf-8", "replace"), **({"cut": True} if cut else {})})
+            return
+        outcome = self.state.accept(decode_line(raw, cut))
+        if isinstance(outcome, WorkerEvent):
+            self.transcript.worker(outcome.channel, outcome.type, outcome.payload)
+            if outcome.type == "result":
+                self._sample(time.monotonic())
+            if outcome.type == "framework_ready" and self.state.phase is Phase.READY:
+                self._on_ready(outcome.payload)
+        else:
+            self.transcript.harness("violation", {"kind": outcome.kind, "line": outcome.line,
+                                                  "detail": outcome.detail})
+
+    def _on_ready(self, payload: Mapping[str, Any]) -> None:
+        self.preflight = self.gate(payload)
+        self.transcript.harness("preflight", {
+            "ok": self.preflight.ok, "framework": self.preflight.framework,
+            "version": self.preflight.version, "cause": self.preflight.cause,
+            "detail": self.preflight.detail})
+        start = self.request.start
+        if self.preflight.ok and start is not None:
+            remaining = max(0.0, self.deadline_left())
+            self.state.phase = Phase.STARTED
+            self._send({**start, "deadline_s": round(remaining, 3)}, "start", close=True)
+        else:
+            reason = self.preflight.detail if not self.preflight.ok else "preflight probe only"
+            self.state.phase = Phase.ABORTED
+            self.escalation = [(time.monotonic() + ABORT_GRACE_S, signal.SIGKILL)]
+            self._send(abort_message(reason), "abort", close=True)
+
+    def deadline_left(self) -> float:
+        return self.request.timeout_s - (time.monotonic() - self.started_at)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when the process exits (Linux ≥ 5.3)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _vm_hwm_kb(pid: int | str) -> int:
+    """Peak resident set size of a live process in KiB, from /proc (0 where unavailable)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

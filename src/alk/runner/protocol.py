@@ -1,0 +1,158 @@
+"""Protocol v1, the harness side: messages to the worker, and the checks on every line it writes.
+
+Pure: bytes in, messages and violations out. `ProtocolState` follows one worker through the
+handshake and the run, and keeps in bounded memory what attribution needs later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Mapping
+
+from alk.records import Violation
+from alk.worker import CHANNELS, PROTOCOL_VERSION
+
+HARNESS_CHANNEL = "harness"
+# Bounds on what a worker can make the harness remember, whatever it sends.
+MAX_VIOLATIONS_KEPT = 20
+MAX_TRAJECTORY_STEPS = 10_000
+MAX_TOOL_NAMES = 1_000
+EXCERPT_CHARS = 200
+
+
+class Phase(StrEnum):
+    AWAIT_READY = "await_ready"
+    READY = "ready"  # framework_ready seen, start not yet sent
+    STARTED = "started"
+    ABORTED = "aborted"
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def hello_message(lane: str) -> dict[str, Any]:
+    return {"type": "hello", "protocol": PROTOCOL_VERSION, "lane": lane}
+
+
+def abort_message(reason: str) -> dict[str, Any]:
+    return {"type": "abort", "reason": reason}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerEvent:
+    channel: str
+    type: str
+    payload: dict[str, Any]
+
+
+def decode_line(raw: bytes, cut: bool = False) -> WorkerEvent | tuple[str, str]:
+    """One stdout line → an event, or `(violation kind, detail)`."""
+    if cut:
+        return "line_too_long", f"line longer than the limit, cut: {_excerpt(raw)}"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8", f"line is not UTF-8: {_excerpt(raw)}"
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return "not_json", f"line is not JSON: {_excerpt(raw)}"
+    if not isinstance(message, dict):
+        return "not_object", f"line is JSON but not an object: {_excerpt(raw)}"
+    channel, kind, payload = message.get("channel"), message.get("type"), message.get("payload", {})
+    if channel == HARNESS_CHANNEL:
+        return "harness_channel", f"worker claimed the harness channel (type {kind!r}); ignored"
+    if channel not in CHANNELS:
+        return "unknown_channel", f"channel must be one of {', '.join(CHANNELS)}, got {channel!r}"
+    if not isinstance(kind, str) or not kind:
+        return "bad_type", f"'type' must be a non-empty string, got {kind!r}"
+    if not isinstance(payload, dict):
+        return "bad_payload", f"'payload' must be an object, got {type(payload).__name__}"
+    return WorkerEvent(channel, kind, payload)
+
+
+class ProtocolState:
+    """Follows one worker's lines; remembers only bounded facts."""
+
+    def __init__(self) -> None:
+        self.phase = Phase.AWAIT_READY
+        self.ready: dict[str, Any] | None = None
+        self.result: dict[str, Any] | None = None
+        self.bad_result: str | None = None
+        self.tool_calls: dict[str, int] = {}
+        self.trajectory: list[str] = []
+        self.violations: list[Violation] = []
+        self.violation_count = 0
+        self.lines = 0
+
+    def violate(self, kind: str, detail: str) -> Violation:
+        violation = Violation(kind, self.lines, detail)
+        self.violation_count += 1
+        if len(self.violations) < MAX_VIOLATIONS_KEPT:
+            self.violations.append(violation)
+        return violation
+
+    def accept(self, decoded: WorkerEvent | tuple[str, str]) -> WorkerEvent | Violation:
+        """Takes one decoded line; returns the event to record, or the violation it was."""
+        self.lines += 1
+        if isinstance(decoded, tuple):
+            return self.violate(*decoded)
+        event = decoded
+        if event.channel == "framework" and event.type == "framework_ready":
+            if self.phase is not Phase.AWAIT_READY:
+                return self.violate("duplicate_ready", "framework_ready sent twice; ignored")
+            self.ready = event.payload
+            self.phase = Phase.READY
+            return event
+        if self.phase is Phase.AWAIT_READY:
+            return self.violate("before_ready", f"{event.channel}/{event.type} before "
+                                                "framework_ready; the first line must be it")
+        if self.phase is not Phase.STARTED:
+            return self.violate("before_start", f"{event.channel}/{event.type} before alk sent "
+                                                "start; wait for start() first")
+        if event.channel == "tool":
+            self._tool(event)
+        elif event.channel == "agent" and event.type == "result":
+            self._result(event.payload)
+        return event
+
+    def _tool(self, event: WorkerEvent) -> None:
+        name = event.payload.get("name")
+        if not isinstance(name, str):
+            self.violate("bad_tool_event", f"tool/{event.type} without a string 'name'")
+            return
+        if event.type == "call":
+            if name in self.tool_calls or len(self.tool_calls) < MAX_TOOL_NAMES:
+                self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+        elif event.type == "result" and len(self.trajectory) < MAX_TRAJECTORY_STEPS:
+            # Only a real boolean true is success: the string "false" is truthy.
+            self.trajectory.append(f"{name}:{'ok' if event.payload.get('ok') is True else 'error'}")
+
+    def _result(self, payload: dict[str, Any]) -> None:
+        if self.result is not None or self.bad_result is not None:
+            self.bad_result = "the worker sent a second result event"
+            return
+        problem = result_problem(payload)
+        if problem:
+            self.bad_result = problem
+        else:
+            self.result = payload
+
+
+def result_problem(payload: Mapping[str, Any]) -> str | None:
+    if not isinstance(payload.get("output"), str):
+        return f"result.output must be a string, got {type(payload.get('output')).__name__}"
+    if not isinstance(payload.get("stop_reason"), str):
+        return (f"result.stop_reason must be a string, got "
+                f"{type(payload.get('stop_reason')).__name__}")
+    if not isinstance(payload.get("end_state", {}), dict):
+        return "result.end_state must be an object"
+    return None
+
+
+def _excerpt(raw: bytes) -> str:
+    text = raw[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
+    return repr(text[:EXCERPT_CHARS]) + ("…" if len(raw) > EXCERPT_CHARS else "")

@@ -1,0 +1,451 @@
+"""alk.stats checked against independent computations: statsmodels, scipy, brute force, by hand."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy.stats import f_oneway
+from statsmodels.stats.proportion import proportion_confint
+
+from alk.records import Outcome, RepeatResult, Verdict
+from alk.stats import (
+    Z_95,
+    icc1,
+    pass_at_k,
+    pass_hat_k,
+    summarize_lane,
+    summarize_scenario,
+    wilson_interval,
+)
+
+_DEFAULT_CAUSE = {
+    Outcome.PASS: "passed",
+    Outcome.LANE_INFRA: "spawn_failed",
+    Outcome.FRAMEWORK_RUNTIME: "nonzero_exit",
+    Outcome.AGENT: "wrong_output",
+}
+
+
+def rep(
+    outcome: Outcome | str,
+    *,
+    scenario: str = "s1",
+    repeat: int = 1,
+    cause: str | None = None,
+    trajectory: tuple[str, ...] | list[str] = (),
+    duration: float = 1.0,
+) -> RepeatResult:
+    outcome = Outcome(outcome)
+    return RepeatResult(
+        scenario=scenario,
+        repeat=repeat,
+        seed=repeat,
+        outcome=outcome,
+        cause=cause or _DEFAULT_CAUSE[outcome],
+        detail="",
+        duration_s=duration,
+        exit_code=0,
+        signal=None,
+        timed_out=False,
+        peak_rss_mb=None,
+        cpu_s=None,
+        violations=0,
+        trajectory=tuple(trajectory),
+        claimed=None,
+        transcript="",
+        sha256="",
+    )
+
+
+def reps(*outcomes: str, scenario: str = "s1") -> list[RepeatResult]:
+    return [rep(o, scenario=scenario, repeat=i) for i, o in enumerate(outcomes, start=1)]
+
+
+def scenario_from_scores(sid: str, scores: list[int]) -> list[RepeatResult]:
+    return reps(*("pass" if s else "agent" for s in scores), scenario=sid)
+
+
+# -- Wilson ------------------------------------------------------------------------------------
+
+
+def test_z95_is_the_normal_quantile() -> None:
+    from scipy.stats import norm
+
+    assert Z_95 == pytest.approx(norm.ppf(0.975), abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "c,n", [(0, 1), (1, 1), (0, 10), (10, 10), (3, 10), (1, 2), (57, 100), (999, 1000), (0, 3000)]
+)
+def test_wilson_matches_statsmodels(c: int, n: int) -> None:
+    lo, hi = wilson_interval(c, n)
+    ref_lo, ref_hi = proportion_confint(c, n, alpha=0.05, method="wilson")
+    assert lo == pytest.approx(ref_lo, abs=1e-12)
+    assert hi == pytest.approx(ref_hi, abs=1e-12)
+    assert 0.0 <= lo <= c / n <= hi <= 1.0
+
+
+def test_wilson_edges_are_exact() -> None:
+    assert wilson_interval(0, 7)[0] == 0.0
+    assert wilson_interval(7, 7)[1] == 1.0
+
+
+@pytest.mark.parametrize("c,n", [(0, 0), (-1, 3), (4, 3)])
+def test_wilson_rejects_bad_counts(c: int, n: int) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(c, n)
+
+
+# -- pass^k and pass@k -------------------------------------------------------------------------
+
+
+def brute(scores: list[int], k: int) -> tuple[float, float]:
+    """Fractions of k-subsets that are all-pass and that contain at least one pass."""
+    subsets = list(itertools.combinations(scores, k))
+    all_pass = sum(1 for s in subsets if all(s)) / len(subsets)
+    any_pass = sum(1 for s in subsets if any(s)) / len(subsets)
+    return all_pass, any_pass
+
+
+@pytest.mark.parametrize(
+    "scores", [[1, 1, 0, 1, 0, 1], [0, 0, 0, 0], [1, 1, 1], [0, 1, 0, 0, 0, 0, 1], [1]]
+)
+def test_pass_k_match_brute_force(scores: list[int]) -> None:
+    n, c = len(scores), sum(scores)
+    stats = summarize_scenario("s1", scenario_from_scores("s1", scores), n)
+    d = stats.to_dict()
+    assert list(d["pass_hat_k"]) == [str(k) for k in range(1, n + 1)]
+    for k in range(1, n + 1):
+        all_pass, any_pass = brute(scores, k)
+        assert pass_hat_k(n, c, k) == pytest.approx(all_pass, abs=1e-12)
+        assert pass_at_k(n, c, k) == pytest.approx(any_pass, abs=1e-12)
+        assert d["pass_hat_k"][str(k)] == pytest.approx(all_pass, abs=1e-12)
+        assert d["pass_at_k"][str(k)] == pytest.approx(any_pass, abs=1e-12)
+
+
+def test_pass_k_large_n_is_exact_and_fast() -> None:
+    n, c = 3000, 2950
+    for k in (1, 10, 500, 2950, 2951, 3000):
+        exact_hat = Fraction(math.comb(c, k), math.comb(n, k))
+        exact_at = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+        assert pass_hat_k(n, c, k) == float(exact_hat)
+        assert pass_at_k(n, c, k) == float(exact_at)
+    stats = summarize_scenario("s1", scenario_from_scores("s1", [1] * c + [0] * (n - c)), n)
+    for k in (1, 10, 500, 2950, 2951, 3000):
+        assert stats.pass_hat_k[k - 1] == pytest.approx(pass_hat_k(n, c, k), rel=1e-12, abs=0)
+        assert stats.pass_at_k[k - 1] == pytest.approx(pass_at_k(n, c, k), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("n,c,k", [(3, 4, 1), (3, 1, 0), (3, 1, 4), (0, 0, 1)])
+def test_pass_k_rejects_bad_arguments(n: int, c: int, k: int) -> None:
+    with pytest.raises(ValueError):
+        pass_hat_k(n, c, k)
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+# -- ICC(1) ------------------------------------------------------------------------------------
+
+
+def anova_icc(groups: list[list[float]]) -> tuple[float, float, float, float]:
+    """Textbook one-way ANOVA (sums of squares), computed independently of alk.stats."""
+    a = len(groups)
+    sizes = np.array([len(g) for g in groups], dtype=float)
+    big_n = sizes.sum()
+    allx = np.concatenate([np.asarray(g, dtype=float) for g in groups])
+    grand = allx.mean()
+    ss_total = ((allx - grand) ** 2).sum()
+    ss_within = sum(((np.asarray(g) - np.mean(g)) ** 2).sum() for g in groups)
+    ss_between = ss_total - ss_within
+    msb = ss_between / (a - 1)
+    msw = ss_within / (big_n - a)
+    k0 = (big_n - (sizes**2).sum() / big_n) / (a - 1)
+    return (msb - msw) / (msb + (k0 - 1) * msw), msb, msw, k0
+
+
+def test_icc_equal_sizes_hand_worked() -> None:
+    # A=[1,1,1,0] B=[0,0,1,0] C=[1,1,1,1]: means .75 .25 1, grand 8/12 = 2/3, k0 = 4.
+    # MSB = 4·((1/12)² + (5/12)² + (4/12)²)/2 = 4·(42/144)/2 = 7/12.
+    # SSW = .75 + .75 + 0 = 1.5 over N-a = 9 → MSW = 1/6.
+    # ICC = (7/12 - 2/12)/(7/12 + 3·2/12) = 5/13; design effect 1 + 3·5/13 = 28/13; n_eff = 39/7.
+    groups = [[1, 1, 1, 0], [0, 0, 1, 0], [1, 1, 1, 1]]
+    icc = icc1(groups)
+    assert icc.value == pytest.approx(5 / 13)
+    assert icc.msb == pytest.approx(7 / 12)
+    assert icc.msw == pytest.approx(1 / 6)
+    assert icc.k0 == pytest.approx(4.0)
+    assert icc.design_effect == pytest.approx(28 / 13)
+    assert icc.effective_n == pytest.approx(39 / 7)
+    assert (icc.groups, icc.observations, icc.reason) == (3, 12, None)
+    ref = anova_icc(groups)
+    assert (icc.value, icc.msb, icc.msw, icc.k0) == pytest.approx(ref)
+    assert icc.msb / icc.msw == pytest.approx(f_oneway(*groups).statistic)
+
+
+def test_icc_unequal_sizes_hand_worked() -> None:
+    # A=[1,1,1,1] B=[0,0] C=[1,0]: N=8, a=3, means 1 0 .5, grand 5/8.
+    # k0 = (8 - (16+4+4)/8)/2 = 2.5.
+    # MSB = (4·(3/8)² + 2·(5/8)² + 2·(1/8)²)/2 = (88/64)/2 = 11/16.
+    # SSW = 0 + 0 + .5 over N-a = 5 → MSW = 1/10.
+    # ICC = (11/16 - 1/10)/(11/16 + 1.5/10) = (47/80)/(67/80) = 47/67.
+    # design effect = 1 + 1.5·47/67 = 275/134; n_eff = 8·134/275 = 1072/275.
+    groups = [[1, 1, 1, 1], [0, 0], [1, 0]]
+    icc = icc1(groups)
+    assert icc.value == pytest.approx(47 / 67)
+    assert icc.k0 == pytest.approx(2.5)
+    assert icc.msb == pytest.approx(11 / 16)
+    assert icc.msw == pytest.approx(1 / 10)
+    assert icc.design_effect == pytest.approx(275 / 134)
+    assert icc.effective_n == pytest.approx(1072 / 275)
+    assert (icc.value, icc.msb, icc.msw, icc.k0) == pytest.approx(anova_icc(groups))
+    assert icc.msb / icc.msw == pytest.approx(f_oneway(*groups).statistic)
+
+
+def test_icc_random_groups_match_anova() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        a = int(rng.integers(2, 8))
+        groups = []
+        for _ in range(a):
+            p = rng.uniform(0.1, 0.9)
+            groups.append(list((rng.uniform(size=int(rng.integers(2, 30))) < p).astype(int)))
+        ref = anova_icc(groups)
+        if not np.isfinite(ref[0]):
+            continue
+        icc = icc1(groups)
+        assert (icc.value, icc.msb, icc.msw, icc.k0) == pytest.approx(ref, rel=1e-9, abs=1e-12)
+
+
+def test_icc_negative_and_zero_design_effect() -> None:
+    # Both scenarios pass half the time: MSB = 0, MSW = 1/2, k0 = 2 → ICC = -1, design effect 0.
+    icc = icc1([[1, 0], [0, 1]])
+    assert icc.value == pytest.approx(-1.0)
+    assert icc.design_effect == 0.0
+    assert icc.effective_n is None
+    assert icc.reason is None
+
+
+@pytest.mark.parametrize("groups", [[[1, 1, 1], [1, 1]], [[0, 0], [0, 0, 0], [0]]])
+def test_icc_zero_variance(groups: list[list[int]]) -> None:
+    icc = icc1(groups)
+    assert icc.value is None and icc.design_effect is None and icc.effective_n is None
+    assert icc.reason == "no variance: every scored repeat had the same outcome"
+    assert icc.msb == 0.0 and icc.msw == 0.0
+
+
+@pytest.mark.parametrize("groups", [[], [[1, 0, 1]]])
+def test_icc_needs_two_groups(groups: list[list[int]]) -> None:
+    icc = icc1(groups)
+    assert icc.value is None
+    assert icc.reason == "needs at least 2 scenarios with scored repeats"
+    assert icc.groups == len(groups)
+
+
+def test_icc_needs_a_repeated_group() -> None:
+    icc = icc1([[1], [0], [1]])
+    assert icc.value is None
+    assert icc.reason == "needs more than one repeat in some scenario"
+    assert set(icc.to_dict()) == {
+        "value", "k0", "groups", "observations", "msb", "msw",
+        "design_effect", "effective_n", "reason",
+    }
+
+
+def test_icc_rejects_an_empty_group() -> None:
+    with pytest.raises(ValueError):
+        icc1([[1, 0], []])
+
+
+# -- Scenario summary --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "outcomes,verdict",
+    [
+        (["pass", "pass", "lane_infra"], Verdict.PASS),
+        (["agent", "framework_runtime"], Verdict.FAIL),
+        (["pass", "agent", "pass"], Verdict.FLAKY),
+        (["lane_infra", "lane_infra"], Verdict.VOID),
+        ([], Verdict.VOID),
+    ],
+)
+def test_verdicts(outcomes: list[str], verdict: Verdict) -> None:
+    assert summarize_scenario("s1", reps(*outcomes), 3).verdict is verdict
+
+
+def test_void_repeats_never_enter_the_rate() -> None:
+    s = summarize_scenario("s1", reps("pass", "lane_infra", "pass", "lane_infra", "pass"), 5)
+    d = s.to_dict()
+    assert d["counts"] == {"requested": 5, "completed": 5, "void": 2, "scored": 3, "passed": 3}
+    assert d["pass_rate"] == 1.0
+    assert d["ci"] == pytest.approx(list(proportion_confint(3, 3, method="wilson")))
+    assert list(d["pass_hat_k"]) == ["1", "2", "3"]
+    assert d["layers"] == {"pass": 3, "lane_infra": 2}
+
+
+def test_framework_runtime_is_a_scored_failure() -> None:
+    s = summarize_scenario("s1", reps("pass", "framework_runtime", "pass", "agent"), 4)
+    assert s.counts.scored == 4 and s.counts.passed == 2
+    assert s.pass_rate == 0.5
+    assert s.scores == (1, 0, 1, 0)
+    assert s.verdict is Verdict.FLAKY
+
+
+def test_all_void_and_interrupted() -> None:
+    d = summarize_scenario("s1", reps("lane_infra"), 10).to_dict()
+    assert d["counts"] == {"requested": 10, "completed": 1, "void": 1, "scored": 0, "passed": 0}
+    assert d["verdict"] == "void"
+    assert d["pass_rate"] is None and d["ci"] is None
+    assert d["pass_hat_k"] == {} and d["pass_at_k"] == {}
+    assert d["trajectories"] == {
+        "distinct": 0, "entropy_bits": 0.0, "first_divergence": None, "signatures": []
+    }
+    assert d["durations"] == {"p50": None, "p95": None, "mean": None, "max": None}
+
+
+def test_layers_order_and_causes_sorting() -> None:
+    repeats = [
+        rep("agent", repeat=1, cause="wrong_output"),
+        rep("framework_runtime", repeat=2, cause="timeout"),
+        rep("lane_infra", repeat=3, cause="env_missing"),
+        rep("pass", repeat=4),
+        rep("agent", repeat=5, cause="wrong_output"),
+        rep("framework_runtime", repeat=6, cause="bad_result"),
+    ]
+    d = summarize_scenario("s1", repeats, 6).to_dict()
+    assert list(d["layers"].items()) == [
+        ("pass", 1), ("lane_infra", 1), ("framework_runtime", 2), ("agent", 2)
+    ]
+    assert list(d["causes"].items()) == [
+        ("wrong_output", 2), ("bad_result", 1), ("env_missing", 1), ("passed", 1), ("timeout", 1)
+    ]
+
+
+def test_rejects_repeats_of_another_scenario() -> None:
+    with pytest.raises(ValueError):
+        summarize_scenario("s1", [rep("pass", scenario="s2")], 1)
+
+
+def traj(*signatures: list[str], void: int = 0) -> dict:
+    repeats = [rep("pass", repeat=i, trajectory=s) for i, s in enumerate(signatures, start=1)]
+    # Void repeats carry a trajectory that must not count.
+    repeats += [rep("lane_infra", repeat=100 + i, trajectory=["zzz:ok"]) for i in range(void)]
+    return summarize_scenario("s1", repeats, len(repeats)).to_dict()["trajectories"]
+
+
+def test_trajectory_divergence() -> None:
+    assert traj(["a:ok", "b:ok"], ["a:ok", "b:error"])["first_divergence"] == 2
+    assert traj(["a:ok"], ["a:ok", "b:ok"])["first_divergence"] == 2
+    assert traj(["a:ok", "b:ok"], ["a:ok"], ["a:ok", "b:ok", "c:ok"])["first_divergence"] == 2
+    assert traj(["a:ok"], ["x:ok"])["first_divergence"] == 1
+    assert traj([], ["a:ok"])["first_divergence"] == 1
+    assert traj(["a:ok", "b:ok"], ["a:ok", "b:ok"], void=2)["first_divergence"] is None
+    assert traj(["a:ok", "b:ok"])["first_divergence"] is None
+    assert traj([], [])["first_divergence"] is None
+
+
+def test_trajectory_distinct_and_entropy() -> None:
+    one = traj(["a:ok"], ["a:ok"], ["a:ok"], void=1)
+    assert one["distinct"] == 1 and one["entropy_bits"] == 0.0
+    assert one["signatures"] == [{"steps": ["a:ok"], "count": 3}]
+
+    half = traj(["a:ok"], ["a:ok", "b:ok"], ["a:ok"], ["a:ok", "b:ok"])
+    assert half["distinct"] == 2 and half["entropy_bits"] == pytest.approx(1.0)
+
+    # Counts 2,1,1 of 4: H = ½·1 + ¼·2 + ¼·2 = 1.5 bits.
+    mixed = traj(["b:ok"], ["a:ok", "b:error"], ["a:ok", "b:ok"], ["a:ok", "b:ok"])
+    assert mixed["distinct"] == 3 and mixed["entropy_bits"] == pytest.approx(1.5)
+    assert mixed["signatures"] == [
+        {"steps": ["a:ok", "b:ok"], "count": 2},
+        {"steps": ["a:ok", "b:error"], "count": 1},
+        {"steps": ["b:ok"], "count": 1},
+    ]
+
+
+def test_trajectory_keeps_five_most_common() -> None:
+    sigs = [[f"t{i}:ok"] for i in range(7)] + [["t6:ok"], ["t6:ok"], ["t3:ok"]]
+    t = traj(*sigs)
+    assert t["distinct"] == 7
+    assert t["entropy_bits"] == pytest.approx(
+        -sum(p * math.log2(p) for p in [3 / 10, 2 / 10] + [1 / 10] * 5)
+    )
+    assert [s["steps"][0] for s in t["signatures"]] == ["t6:ok", "t3:ok", "t0:ok", "t1:ok", "t2:ok"]
+
+
+def test_durations_skip_void_repeats() -> None:
+    durations = [3.0, 1.0, 4.0, 1.5, 9.0]
+    repeats = [rep("agent", repeat=i, duration=d) for i, d in enumerate(durations)]
+    repeats.append(rep("lane_infra", repeat=99, duration=1000.0))
+    d = summarize_scenario("s1", repeats, 6).to_dict()["durations"]
+    # Sorted 1, 1.5, 3, 4, 9: median 3; p95 at rank 3.8 → 4 + 0.8·(9-4) = 8.
+    assert d == pytest.approx({"p50": 3.0, "p95": 8.0, "mean": 3.7, "max": 9.0})
+    assert all(type(v) is float for v in d.values())
+
+
+def test_scenario_to_dict_shape_and_json() -> None:
+    s = summarize_scenario("s1", reps("pass", "agent", "lane_infra", "pass"), 5)
+    d = s.to_dict()
+    assert list(d) == [
+        "id", "verdict", "counts", "pass_rate", "ci", "pass_hat_k", "pass_at_k",
+        "layers", "causes", "trajectories", "durations",
+    ]
+    assert d["id"] == "s1" and d["verdict"] == "flaky"
+    assert "scores" not in d
+    assert json.loads(json.dumps(d)) == d
+    assert type(d["pass_rate"]) is float and all(type(x) is float for x in d["ci"])
+
+
+# -- Lane aggregate ----------------------------------------------------------------------------
+
+
+def test_lane_aggregate() -> None:
+    a_scores, b_scores, c_scores = [1, 1, 0, 1], [1, 0], [0, 0, 0]
+    scenarios = [
+        summarize_scenario("a", scenario_from_scores("a", a_scores), 4),
+        summarize_scenario(
+            "b", scenario_from_scores("b", b_scores) + reps("lane_infra", scenario="b"), 4
+        ),
+        summarize_scenario("c", scenario_from_scores("c", c_scores), 4),
+        summarize_scenario("v", reps("lane_infra", "lane_infra", scenario="v"), 4),
+    ]
+    lane = summarize_lane(scenarios)
+    d = lane.to_dict()
+    assert list(d) == [
+        "counts", "pass_rate", "ci", "pass_hat_k", "pass_at_k",
+        "layers", "causes", "verdicts", "icc",
+    ]
+    assert d["counts"] == {"requested": 16, "completed": 12, "void": 3, "scored": 9, "passed": 4}
+    assert d["pass_rate"] == pytest.approx(4 / 9)
+    assert d["ci"] == pytest.approx(list(proportion_confint(4, 9, method="wilson")))
+    # k runs to the smallest scored count (2); each value is the per-scenario brute-force mean.
+    assert list(d["pass_hat_k"]) == ["1", "2"]
+    for k in (1, 2):
+        per = [brute(s, k) for s in (a_scores, b_scores, c_scores)]
+        assert d["pass_hat_k"][str(k)] == pytest.approx(np.mean([p[0] for p in per]))
+        assert d["pass_at_k"][str(k)] == pytest.approx(np.mean([p[1] for p in per]))
+    # pass^1: (3/4 + 1/2 + 0)/3; pass^2: (C(3,2)/C(4,2) + 0 + 0)/3 = (1/2)/3.
+    assert d["pass_hat_k"]["1"] == pytest.approx(5 / 12)
+    assert d["pass_hat_k"]["2"] == pytest.approx(1 / 6)
+    assert d["layers"] == {"pass": 4, "lane_infra": 3, "agent": 5}
+    assert list(d["causes"].items()) == [("wrong_output", 5), ("passed", 4), ("spawn_failed", 3)]
+    assert d["verdicts"] == {"pass": 0, "fail": 1, "flaky": 2, "void": 1}
+    ref = anova_icc([a_scores, b_scores, c_scores])
+    assert d["icc"]["groups"] == 3 and d["icc"]["observations"] == 9
+    assert d["icc"]["value"] == pytest.approx(ref[0])
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_lane_with_nothing_scored() -> None:
+    lane = summarize_lane([summarize_scenario("v", reps("lane_infra", scenario="v"), 3)])
+    d = lane.to_dict()
+    assert d["pass_rate"] is None and d["ci"] is None
+    assert d["pass_hat_k"] == {} and d["pass_at_k"] == {}
+    assert d["verdicts"] == {"pass": 0, "fail": 0, "flaky": 0, "void": 1}
+    assert d["icc"]["value"] is None
+    assert d["icc"]["reason"] == "needs at least 2 scenarios with scored repeats"
+    assert summarize_lane([]).to_dict()["counts"]["scored"] == 0
