@@ -1,0 +1,3 @@
+from alk.cli import main
+
+main()

@@ -1,0 +1,199 @@
+"""The local runner against real, misbehaving worker processes (tests/workers/acts.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import alk
+from alk.causes import Cause
+from alk.attribution import attribute
+from alk.records import Preflight
+from alk.redaction import Redactor
+from alk.runner import process
+from alk.runner.process import LocalRunner, RunRequest
+from alk.runner.protocol import hello_message
+from alk.transcript import TranscriptWriter, read_transcript
+
+SRC = Path(alk.__file__).resolve().parent.parent
+ACTS = Path(__file__).resolve().parents[1] / "workers" / "acts.py"
+START = {"type": "start", "run_id": "r", "scenario": {"id": "s", "task": "t", "input": {}},
+         "repeat": 1, "seed": 1}
+
+
+def accept(ready):
+    return Preflight(True, ready.get("framework"), ready.get("framework_version"))
+
+
+def reject(ready):
+    return Preflight(False, ready.get("framework"), ready.get("framework_version"),
+                     Cause.VERSION_UNSUPPORTED, "acts 1.0 does not satisfy '>=2'")
+
+
+def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
+            cap=64 * 1024 * 1024, secrets=()):
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    request = RunRequest(
+        argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
+        timeout_s=timeout, hello=hello_message("acts"), start=start)
+    path = tmp_path / "t.jsonl"
+    with TranscriptWriter(path, cap, Redactor(secrets)) as log:
+        began = time.monotonic()
+        obs = LocalRunner().run(request, gate, log)
+        elapsed = time.monotonic() - began
+    return obs, read_transcript(path), elapsed
+
+
+def gone(pid, within_s=2.0):
+    """True once the process no longer exists (or is a zombie awaiting its reaper)."""
+    until = time.monotonic() + within_s
+    while time.monotonic() < until:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def types(events, source=None):
+    return [e["type"] for e in events if source is None or e["source"] == source]
+
+
+def test_handshake_order_and_clean_pass(tmp_path):
+    obs, events, _ = run_act(tmp_path, "plain")
+    assert obs.exit_code == 0 and obs.result["output"] == "done"
+    assert types(events, "harness")[:4] == ["spawn", "hello", "preflight", "start"]
+    assert types(events)[2] == "framework_ready"
+    assert attribute(obs).cause == Cause.PASSED
+    assert obs.cpu_s > 0 and obs.peak_rss_mb and 3 < obs.peak_rss_mb < 200
+
+
+def test_rejected_preflight_sends_abort_and_never_start(tmp_path):
+    obs, events, _ = run_act(tmp_path, "env", gate=reject)
+    harness = types(events, "harness")
+    assert "abort" in harness and "start" not in harness
+    assert obs.exit_code == 0 and obs.result is None  # the SDK exits quietly on abort
+    assert not obs.started
+    assert attribute(obs).cause == Cause.VERSION_UNSUPPORTED
+    assert list((tmp_path / "ws").iterdir()) == []
+
+
+def test_grandchild_holding_stdout_is_ended_and_does_not_hold_the_harness(tmp_path):
+    obs, events, elapsed = run_act(tmp_path, "grandchild_holds_stdout")
+    child = next(e["payload"]["pid"] for e in events if e["type"] == "child")
+    assert elapsed < 2.0
+    assert gone(child), "the worker's grandchild survived the repeat"
+    assert attribute(obs).cause == Cause.PASSED
+
+
+def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "INT_GRACE_S", 0.2)
+    monkeypatch.setattr(process, "TERM_GRACE_S", 0.2)
+    obs, events, elapsed = run_act(tmp_path, "ignores_signals", timeout=1.0)
+    pid = next(e["payload"]["pid"] for e in events if e["type"] == "pid")
+    kills = [e["payload"]["signal"] for e in events if e["type"] == "kill"]
+    assert kills == ["SIGINT", "SIGTERM", "SIGKILL"]
+    assert obs.timed_out and obs.signal == 9
+    assert 1.0 <= elapsed < 1.0 + 2.0
+    assert gone(pid)
+    assert attribute(obs).cause == Cause.TIMEOUT
+
+
+def test_silent_worker_times_out_before_ready(tmp_path):
+    obs, _, elapsed = run_act(tmp_path, "silent_before_ready", timeout=0.5)
+    assert elapsed < 0.5 + 2.0
+    verdict = attribute(obs)
+    assert (verdict.outcome.value, verdict.cause) == ("lane_infra", "timeout_before_ready")
+
+
+def test_exit_before_ready_is_void_with_the_stderr_line(tmp_path):
+    obs, _, _ = run_act(tmp_path, "exit_before_ready")
+    verdict = attribute(obs)
+    assert verdict.cause == Cause.EXITED_BEFORE_READY and verdict.outcome.value == "lane_infra"
+    assert "No module named 'missing_framework'" in verdict.detail
+
+
+def test_spawn_failure_is_an_observation_not_an_exception(tmp_path):
+    request = RunRequest(argv=("/nonexistent/worker",), cwd=str(tmp_path), env={},
+                         timeout_s=1, hello=hello_message("x"), start=START)
+    with TranscriptWriter(tmp_path / "t.jsonl", 1 << 20, Redactor()) as log:
+        obs = LocalRunner().run(request, accept, log)
+    assert not obs.spawned and attribute(obs).cause == Cause.SPAWN_FAILED
+
+
+def test_stdin_reads_eof_after_start(tmp_path):
+    obs, events, _ = run_act(tmp_path, "stdin_after_start")
+    assert next(e for e in events if e["type"] == "stdin")["payload"]["rest"] == ""
+    assert attribute(obs).cause == Cause.PASSED
+
+
+def test_death_by_signal(tmp_path):
+    obs, _, _ = run_act(tmp_path, "kill_self")
+    verdict = attribute(obs)
+    assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGSEGV" in verdict.detail
+
+
+def test_clean_exit_without_result(tmp_path):
+    obs, _, _ = run_act(tmp_path, "no_result")
+    assert attribute(obs).cause == Cause.NO_RESULT
+
+
+def test_peak_rss_is_the_workers_own(tmp_path):
+    obs, _, _ = run_act(tmp_path, "eat_memory", "120")
+    assert obs.peak_rss_mb is not None and 120 <= obs.peak_rss_mb < 250
+
+
+def test_environment_is_scrubbed_and_declared_values_redacted(tmp_path):
+    secret = "s3cr3t-value-for-the-worker"
+    obs, events, _ = run_act(tmp_path, "env", env={"DECLARED": secret}, secrets=[secret])
+    seen = next(e for e in events if e["type"] == "env")["payload"]["env"]
+    assert set(seen) <= {"PATH", "PYTHONPATH", "DECLARED", "LC_CTYPE"}
+    assert seen["DECLARED"] == "[REDACTED]"
+    assert secret not in (tmp_path / "t.jsonl").read_text()
+
+
+def test_output_after_the_worker_exited_is_not_evidence(tmp_path):
+    obs, events, elapsed = run_act(tmp_path, "write_after_exit")
+    assert "late" not in types(events)
+    assert elapsed < 1.0
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
+def test_floods_keep_harness_memory_and_transcript_bounded(tmp_path):
+    cap = 4 * 1024 * 1024
+    rss_before = _reset_peak_rss()
+    obs, events, _ = run_act(tmp_path, "stdout_no_newline", "200", cap=cap)
+    obs2, _, _ = run_act(tmp_path, "stderr_lines", "200", cap=cap)
+    growth_mb = (_peak_rss_kb() - rss_before) / 1024
+    assert growth_mb < 64, f"the harness grew by {growth_mb:.0f} MiB reading 400 MiB"
+    assert (tmp_path / "t.jsonl").stat().st_size <= cap + 4096
+    assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
+    assert obs.violations[0].kind == "line_too_long"
+    assert attribute(obs2).cause == Cause.PASSED
+    for line in (tmp_path / "t.jsonl").read_bytes().splitlines():
+        json.loads(line)
+
+
+def _reset_peak_rss() -> int:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pytest.skip("cannot reset the peak RSS here")
+    return _peak_rss_kb()
+
+
+def _peak_rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")

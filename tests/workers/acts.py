@@ -1,0 +1,88 @@
+"""Test worker with one misbehaviour per act, chosen by argv: `acts.py ACT [ARG]`.
+
+Acts that happen before the handshake cannot read the start message, so the act is in argv,
+not in the scenario input.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from alk import worker
+
+ACT = sys.argv[1]
+ARG = sys.argv[2] if len(sys.argv) > 2 else ""
+
+
+def finish(output="done"):
+    worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})
+
+
+def main():
+    if ACT == "exit_before_ready":
+        sys.stderr.write("ImportError: No module named 'missing_framework'\n")
+        sys.exit(3)
+    if ACT == "silent_before_ready":
+        time.sleep(60)
+    worker.hello()
+    worker.ready("acts", "1.0")
+    start = worker.start()
+
+    if ACT == "grandchild_holds_stdout":
+        # A grandchild in the worker's process group inherits stdout and outlives the worker.
+        protocol_fd = worker._worker()._writer.fileno()
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                 pass_fds=(protocol_fd,))
+        worker.emit("agent", "child", {"pid": child.pid})
+        finish()
+        os._exit(0)
+    elif ACT == "ignores_signals":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        worker.emit("agent", "pid", {"pid": os.getpid()})
+        time.sleep(60)
+    elif ACT == "stdout_no_newline":
+        # One endless line straight to the protocol descriptor, in chunks.
+        out = worker._worker()._writer
+        chunk = "x" * (1024 * 1024)
+        for _ in range(int(ARG)):
+            out.write(chunk)
+        out.flush()
+        out.write("\n")
+        finish()
+    elif ACT == "stderr_lines":
+        line = ("e" * 1023 + "\n") * 1024
+        for _ in range(int(ARG)):
+            sys.stderr.write(line)
+        finish()
+    elif ACT == "env":
+        worker.emit("agent", "env", {"env": dict(os.environ), "cwd": os.getcwd()})
+        finish()
+    elif ACT == "stdin_after_start":
+        worker.emit("agent", "stdin", {"rest": sys.stdin.read()})
+        finish()
+    elif ACT == "kill_self":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif ACT == "eat_memory":
+        block = bytearray(int(ARG) * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        finish(str(len(block)))
+    elif ACT == "no_result":
+        worker.tool_call("noop", {})
+    elif ACT == "write_after_exit":
+        # A forked child (same group) keeps writing after the worker exits.
+        if os.fork() == 0:
+            time.sleep(0.3)
+            worker.emit("agent", "late", {})
+            os._exit(0)
+        finish()
+    else:
+        worker.emit("agent", "unknown_act", {"act": ACT, "input": json.dumps(start.input)})
+        finish()
+
+
+main()
