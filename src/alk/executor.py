@@ -116,16 +116,17 @@ class _Context:
         return self.root / "ws" / f"{item.scenario.id}-{item.repeat:02d}"
 
     def request(self, cwd: Path, start: dict | None) -> RunRequest:
-        home, tmp = cwd / ".home", cwd / ".tmp"
-        home.mkdir(parents=True)
-        tmp.mkdir()
+        # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
+        # there is the repeat's own and goes with it (and costs no extra folders per repeat).
+        cwd.mkdir(parents=True)
         env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
         env.update(self.secrets)
-        env.update(HOME=str(home), TMPDIR=str(tmp), PYTHONPATH=str(self.sdk))
+        env.update(HOME=str(cwd), TMPDIR=str(cwd), PYTHONPATH=str(self.sdk))
         argv = tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
                      for arg in self.plan.lane.command)
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
-                          hello=hello_message(self.plan.lane.name), start=start)
+                          hello=hello_message(self.plan.lane.name), start=start,
+                          redactor=self.redactor)
 
     def probe(self) -> Observation:
         path = self.out_dir / "transcripts" / self.plan.run_id / "preflight.jsonl"
@@ -146,7 +147,7 @@ class _Context:
             checks = ()
             if obs.result is not None:
                 checks = expectation.check(item.scenario.expect, obs.result, obs.tool_calls,
-                                           workspace)
+                                           workspace, obs.uncounted_tool_calls)
             for check in checks:
                 log.harness("check", {"name": check.name, "ok": check.ok,
                                       "expected": check.expected, "actual": check.actual})

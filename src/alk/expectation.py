@@ -20,7 +20,7 @@ BRIEF_CHARS = 300
 
 
 def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[str, int],
-          workspace: Path) -> tuple[Check, ...]:
+          workspace: Path, uncounted_tool_calls: int = 0) -> tuple[Check, ...]:
     checks: list[Check] = []
     output = result.get("output")
     if expect.stop_reason is not None:
@@ -41,6 +41,11 @@ def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[s
         checks.append(Check("end_state", is_subset(expect.end_state, actual), expect.end_state,
                             _brief(actual)))
     for name, count in (expect.tool_calls or {}).items():
+        if name not in tool_calls and uncounted_tool_calls:
+            checks.append(Check(f"tool_calls.{name}", False, count,
+                                f"unknown: {uncounted_tool_calls} call(s) to tool names past the "
+                                "per-run limit were not counted by name"))
+            continue
         actual = tool_calls.get(name, 0)
         checks.append(Check(f"tool_calls.{name}", actual == count, count, actual))
     for file in expect.files:
@@ -66,9 +71,10 @@ def is_subset(expected: Any, actual: Any) -> bool:
 
 def _check_file(file: FileExpectation, workspace: Path) -> list[Check]:
     label = f"files[{file.path}]"
-    path = workspace / file.path
-    real = os.path.realpath(path)
-    inside = real == str(workspace) or real.startswith(str(workspace) + os.sep)
+    # Compare resolved paths: the workspace itself may sit behind a symlink (/tmp on macOS).
+    base = os.path.realpath(workspace)
+    real = os.path.realpath(workspace / file.path)
+    inside = real.startswith(base + os.sep)
     exists = inside and os.path.isfile(real)
     checks = []
     if file.exists is not None:

@@ -6,6 +6,8 @@ author can fix it without reading this code.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import re
 import tomllib
@@ -100,8 +102,9 @@ class _Table:
         return f"{self.field}.{key}" if self.field else key
 
     def fail(self, key: str, message: str) -> None:
-        label = self.name(key) if key else (self.field or "lane")
-        raise LaneError(f"{self.where}: {label} {message}")
+        label = self.name(key) if key else self.field
+        raise LaneError(f"{self.where}: {label} {message}" if label else
+                        f"{self.where}: {message}")
 
     def get(self, key: str, kind: type | tuple[type, ...], required: bool = False,
             default: Any = None) -> Any:
@@ -124,7 +127,8 @@ class _Table:
 
     def positive(self, key: str, default: float) -> float:
         value = self.get(key, (int, float), default=default)
-        if not value > 0:
+        # TOML allows inf and nan; neither is a usable timeout or size.
+        if not (value > 0 and math.isfinite(value)):
             self.fail(key, f"must be a positive number, got {value}")
         return float(value)
 
@@ -252,8 +256,6 @@ def _display(path: Path) -> str:
 
 
 def _closest(key: str, allowed: set[str]) -> str | None:
-    import difflib
-
     matches = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
     return matches[0] if matches else None
 

@@ -149,6 +149,7 @@ class Observation:
     result: Mapping[str, Any] | None = None
     bad_result: str | None = None
     tool_calls: Mapping[str, int] = field(default_factory=dict)
+    uncounted_tool_calls: int = 0
     trajectory: tuple[str, ...] = ()
     violations: tuple[Violation, ...] = ()
     violation_count: int = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 MASK = "[REDACTED]"
 # Shorter values (a flag like "1") are not secrets, and masking them would garble every line.
@@ -32,8 +32,30 @@ class Redactor:
     def __bool__(self) -> bool:
         return self._pattern is not None
 
+    @property
+    def longest(self) -> int:
+        """Length of the longest form a secret takes; text kept around a cut needs this much."""
+        return len(self._forms[0]) if self._forms else 0
+
     def redact(self, text: str) -> str:
         return self._pattern.sub(MASK, text) if self._pattern else text
+
+    def redact_value(self, value: Any) -> Any:
+        """Redacts inside a JSON-like value before it is serialized, so that the result stays
+        valid JSON even when a secret is spelled like a number or a literal (a port, `true`)."""
+        if not self._pattern:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {self.redact(str(k)): self.redact_value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.redact_value(item) for item in value]
+        if value is None:
+            return None
+        text = json.dumps(value) if isinstance(value, (bool, int, float)) else str(value)
+        redacted = self.redact(text)
+        return value if redacted == text else redacted
 
     def cut(self, text: str, limit: int) -> str:
         """Redact, then keep at most `limit` characters, dropping a trailing partial secret."""
@@ -47,3 +69,17 @@ class Redactor:
                     kept = kept[:-size]
                     break
         return kept + "…"
+
+    def tail(self, text: str, limit: int) -> str:
+        """Redact, then keep the last `limit` characters, dropping a leading partial secret.
+        `text` should reach `longest` characters further back than the limit."""
+        text = self.redact(text)
+        if len(text) <= limit:
+            return text
+        kept = text[-limit:]
+        for form in self._forms:
+            for size in range(min(len(form) - 1, len(kept)), 0, -1):
+                if kept.startswith(form[-size:]):
+                    kept = kept[size:]
+                    break
+        return "…" + kept

@@ -41,7 +41,8 @@ class TranscriptWriter:
         self._head_left = cap_bytes // 2
         self._tail_cap = cap_bytes - cap_bytes // 2
         self._max_event = max(256, min(MAX_EVENT_BYTES, cap_bytes // 4))
-        self._tail: deque[bytes] = deque()
+        self._tail: deque[tuple[int, float, bytes]] = deque()
+        self._first_dropped = (0, 0.0)
         self._tail_bytes = 0
         self._dropped_events = 0
         self._dropped_bytes = 0
@@ -58,10 +59,14 @@ class TranscriptWriter:
         if self.sha256 is not None:
             return self.sha256
         if self._dropped_events:
+            # The marker stands where the dropped events stood, with the first one's seq and t,
+            # so that seq and t still only grow down the file.
+            seq, t = self._first_dropped
             marker = {"dropped_events": self._dropped_events,
-                      "dropped_bytes": self._dropped_bytes}
-            self._write(self._line(HARNESS, HARNESS, "truncated", marker))
-        for line in self._tail:
+                      "dropped_bytes": self._dropped_bytes,
+                      "seqs": [seq, seq + self._dropped_events - 1]}
+            self._write(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
+        for _, _, line in self._tail:
             self._write(line)
         self._file.close()
         self.sha256 = self._hash.hexdigest()
@@ -77,30 +82,36 @@ class TranscriptWriter:
 
     def _append(self, source: str, channel: str, type: str, payload: Mapping[str, Any]) -> None:
         self._seq += 1
-        line = self._line(source, channel, type, payload)
+        seq, t = self._seq, round(self._clock() - self._t0, 4)
+        line = self._line(seq, t, source, channel, type, payload)
         if len(line) > self._max_event:
-            cut = self._redactor.cut(line.decode(), EXCERPT_CHARS)
-            line = self._line(source, channel, type, {"cut": True, "bytes": len(line),
-                                                      "excerpt": cut})
+            # JSON escapes can triple an excerpt's size; keep it well inside the event bound.
+            cut = self._redactor.cut(line.decode(), min(EXCERPT_CHARS, self._max_event // 8))
+            line = self._line(seq, t, source, channel, type,
+                              {"cut": True, "bytes": len(line), "excerpt": cut})
         if len(line) <= self._head_left:
             self._head_left -= len(line)
             self._write(line)
             return
         self._head_left = 0
-        self._tail.append(line)
+        self._tail.append((seq, t, line))
         self._tail_bytes += len(line)
         while self._tail_bytes > self._tail_cap:
-            dropped = self._tail.popleft()
+            dropped_seq, dropped_t, dropped = self._tail.popleft()
+            if not self._dropped_events:
+                self._first_dropped = (dropped_seq, dropped_t)
             self._tail_bytes -= len(dropped)
             self._dropped_events += 1
             self._dropped_bytes += len(dropped)
 
-    def _line(self, source: str, channel: str, type: str, payload: Mapping[str, Any]) -> bytes:
-        event = {"seq": self._seq, "t": round(self._clock() - self._t0, 4), "source": source,
-                 "channel": channel, "type": type, "payload": payload}
+    def _line(self, seq: int, t: float, source: str, channel: str, type: str,
+              payload: Mapping[str, Any]) -> bytes:
+        event = {"seq": seq, "t": t, "source": source,
+                 "channel": self._redactor.redact(channel), "type": self._redactor.redact(type),
+                 "payload": self._redactor.redact_value(payload)}
         text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
         # Lone surrogates (from a worker's JSON) cannot be encoded; keep the line valid UTF-8.
-        data = self._redactor.redact(text).encode("utf-8", "backslashreplace")
+        data = text.encode("utf-8", "backslashreplace")
         return data + b"\n"
 
     def _write(self, line: bytes) -> None:

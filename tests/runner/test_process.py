@@ -42,7 +42,7 @@ def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, en
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
-        timeout_s=timeout, hello=hello_message("acts"), start=start)
+        timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets))
     path = tmp_path / "t.jsonl"
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
@@ -75,7 +75,7 @@ def test_handshake_order_and_clean_pass(tmp_path):
     assert types(events, "harness")[:4] == ["spawn", "hello", "preflight", "start"]
     assert types(events)[2] == "framework_ready"
     assert attribute(obs).cause == Cause.PASSED
-    assert obs.cpu_s > 0 and obs.peak_rss_mb and 3 < obs.peak_rss_mb < 200
+    assert obs.cpu_s > 0 and obs.peak_rss_mb and 1 < obs.peak_rss_mb < 200
 
 
 def test_rejected_preflight_sends_abort_and_never_start(tmp_path):
@@ -160,6 +160,17 @@ def test_environment_is_scrubbed_and_declared_values_redacted(tmp_path):
     assert set(seen) <= {"PATH", "PYTHONPATH", "DECLARED", "LC_CTYPE"}
     assert seen["DECLARED"] == "[REDACTED]"
     assert secret not in (tmp_path / "t.jsonl").read_text()
+
+
+def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path):
+    secret = "q7Z0k3-Xv9pL2m-Tr8Wy4c-Hn6Jd5"
+    obs, _, _ = run_act(tmp_path, "leak_secret", env={"LEAKED": secret}, secrets=[secret])
+    verdict = attribute(obs)
+    reported = " ".join([verdict.detail, obs.stderr_tail, *(v.detail for v in obs.violations)])
+    assert "[REDACTED]" in reported
+    pieces = {secret[i:i + 6] for i in range(len(secret) - 5)}
+    for text in (reported, (tmp_path / "t.jsonl").read_text()):
+        assert not [p for p in pieces if p in text]
 
 
 def test_output_after_the_worker_exited_is_not_evidence(tmp_path):

@@ -64,6 +64,16 @@ def main():
     elif ACT == "stdin_after_start":
         worker.emit("agent", "stdin", {"rest": sys.stdin.read()})
         finish()
+    elif ACT == "leak_secret":
+        # The secret straddles every cut alk makes: the 200-character excerpt of a bad line,
+        # the start of the stderr tail, and the last stderr line quoted in a detail.
+        secret = os.environ["LEAKED"]
+        out = worker._worker()._writer
+        out.write("y" * 190 + secret + "\n")
+        out.flush()
+        sys.stderr.write(secret + "z" * (4096 - len(secret) // 2) + "\n")
+        sys.stderr.write("w" * 290 + secret + "\n")
+        sys.exit(1)
     elif ACT == "kill_self":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif ACT == "eat_memory":

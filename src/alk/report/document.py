@@ -90,7 +90,7 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
 
 def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
     """Writes atomically (a reader never sees half a file) and returns the redacted document."""
-    text = redactor.redact(json.dumps(document, ensure_ascii=False, indent=1, default=str))
+    text = json.dumps(redactor.redact_value(document), ensure_ascii=False, indent=1, default=str)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".result-", suffix=".tmp")
     try:

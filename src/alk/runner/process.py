@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from alk.records import Observation, Preflight
+from alk.redaction import Redactor
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -39,17 +40,18 @@ TERM_GRACE_S = 0.5
 ABORT_GRACE_S = 1.0
 # What is already in the pipes when the worker exits is its evidence; reading stops after this.
 DRAIN_LIMIT_S = 0.2
-# VmHWM is sampled on a timer and whenever the worker writes (at most every READ_SAMPLE_S),
-# and once more at its result event, so that a worker that lives 30 ms is still measured.
-SAMPLE_INTERVAL_S = 0.05
-READ_SAMPLE_S = 0.002
+# The worker's peak RSS is sampled from /proc (VmHWM, monotonic) on this timer and at its result
+# event: ru_maxrss cannot be used alone, as a child's starts at the harness's own peak. A read
+# costs ~30 µs, 0.3% of a worker's time at this interval.
+SAMPLE_INTERVAL_S = 0.01
 # After SIGKILL a process ends unless stuck in the kernel; never wait on it longer than this.
 REAP_LIMIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
 class RunRequest:
-    """One worker process to run. `start` is None for a preflight-only probe."""
+    """One worker process to run. `start` is None for a preflight-only probe. `redactor` holds
+    the values that must not appear in what the runner reports (its transcript has its own)."""
 
     argv: tuple[str, ...]
     cwd: str
@@ -58,6 +60,7 @@ class RunRequest:
     hello: Mapping[str, Any]
     start: Mapping[str, Any] | None
     line_limit_bytes: int = LINE_LIMIT_BYTES
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 Gate = Callable[[Mapping[str, Any]], Preflight]
@@ -90,7 +93,6 @@ class _Session:
         self.timed_out = False
         self.killed_by_harness = False
         self.peak_rss_kb = 0
-        self.last_sample = 0.0
         self.harness_error: str | None = None
         self.rusage: Any = None
         self.started_at = 0.0
@@ -118,7 +120,8 @@ class _Session:
         self.proc = proc
         self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
                                           "cwd": request.cwd, "env": sorted(request.env)})
-        self._send(request.hello, "hello")
+        self._send(request.hello)
+        self.transcript.harness("hello", dict(request.hello))
         try:
             status, rusage = self._loop(started)
         except BaseException:
@@ -167,10 +170,12 @@ class _Session:
             result=self.state.result,
             bad_result=self.state.bad_result,
             tool_calls=dict(self.state.tool_calls),
+            uncounted_tool_calls=self.state.uncounted_tool_calls,
             trajectory=tuple(self.state.trajectory),
             violations=tuple(self.state.violations),
             violation_count=self.state.violation_count,
-            stderr_tail=self.stderr_tail.decode("utf-8", "replace"),
+            stderr_tail=request.redactor.tail(self.stderr_tail.decode("utf-8", "replace"),
+                                              STDERR_TAIL_BYTES),
             harness_error=self.harness_error,
         )
 
@@ -189,12 +194,12 @@ class _Session:
         stdin_fd = proc.stdin.fileno()
         os.set_blocking(stdin_fd, False)
         stdin_registered = False
-        next_sample = 0.0
+        next_sample = started + SAMPLE_INTERVAL_S
         try:
             while True:
                 now = time.monotonic()
                 if now >= next_sample:
-                    self._sample(now)
+                    self._sample()
                     next_sample = now + SAMPLE_INTERVAL_S
                 if not self.timed_out and now >= deadline:
                     self.timed_out = True
@@ -288,10 +293,9 @@ class _Session:
 
     # -- stdin ----------------------------------------------------------------------------------
 
-    def _send(self, message: Mapping[str, Any], kind: str, close: bool = False) -> None:
+    def _send(self, message: Mapping[str, Any], close: bool = False) -> None:
         self.stdin_pending += encode(message)
         self.close_stdin_when_sent = close
-        self.transcript.harness(kind, dict(message))
         self._flush_stdin()
 
     def _flush_stdin(self) -> None:
@@ -330,14 +334,10 @@ class _Session:
             stream.open = False
             return False
         self._split(stream, chunk)
-        now = time.monotonic()
-        if now - self.last_sample >= READ_SAMPLE_S:
-            self._sample(now)
         return True
 
-    def _sample(self, now: float) -> None:
+    def _sample(self) -> None:
         self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.proc.pid))
-        self.last_sample = now
 
     def _split(self, stream: _Stream, chunk: bytes) -> None:
         limit = self.request.line_limit_bytes
@@ -372,37 +372,45 @@ class _Session:
     def _line(self, stream: _Stream, raw: bytes, cut: bool) -> None:
         if stream.name == "stderr":
             self.stderr_tail += raw + b"\n"
-            del self.stderr_tail[:-STDERR_TAIL_BYTES]
+            # Keep enough before the tail that a secret across its start is still redacted.
+            del self.stderr_tail[:-(STDERR_TAIL_BYTES + 4 * self.request.redactor.longest)]
             self.transcript.worker("stderr", "line", {
                 "text": raw.decode("utf-8", "replace"), **({"cut": True} if cut else {})})
             return
-        outcome = self.state.accept(decode_line(raw, cut))
+        outcome = self.state.accept(decode_line(raw, cut, self.request.redactor))
         if isinstance(outcome, WorkerEvent):
+            if outcome.type == "framework_ready" and self.state.phase is Phase.READY:
+                self._on_ready(outcome)
+                return
             self.transcript.worker(outcome.channel, outcome.type, outcome.payload)
             if outcome.type == "result":
-                self._sample(time.monotonic())
-            if outcome.type == "framework_ready" and self.state.phase is Phase.READY:
-                self._on_ready(outcome.payload)
+                self._sample()
         else:
             self.transcript.harness("violation", {"kind": outcome.kind, "line": outcome.line,
                                                   "detail": outcome.detail})
 
-    def _on_ready(self, payload: Mapping[str, Any]) -> None:
-        self.preflight = self.gate(payload)
+    def _on_ready(self, ready: WorkerEvent) -> None:
+        """Judges framework_ready and answers with start or abort. The answer goes out before
+        the three events are logged: the worker is blocked on stdin until it arrives."""
+        self.preflight = self.gate(ready.payload)
+        start = self.request.start
+        if self.preflight.ok and start is not None:
+            self.state.phase = Phase.STARTED
+            kind = "start"
+            message = {**start, "deadline_s": round(max(0.0, self.deadline_left()), 3)}
+        else:
+            self.state.phase = Phase.ABORTED
+            self.escalation = [(time.monotonic() + ABORT_GRACE_S, signal.SIGKILL)]
+            kind = "abort"
+            message = abort_message(self.preflight.detail if not self.preflight.ok
+                                    else "preflight probe only")
+        self._send(message, close=True)
+        self.transcript.worker(ready.channel, ready.type, ready.payload)
         self.transcript.harness("preflight", {
             "ok": self.preflight.ok, "framework": self.preflight.framework,
             "version": self.preflight.version, "cause": self.preflight.cause,
             "detail": self.preflight.detail})
-        start = self.request.start
-        if self.preflight.ok and start is not None:
-            remaining = max(0.0, self.deadline_left())
-            self.state.phase = Phase.STARTED
-            self._send({**start, "deadline_s": round(remaining, 3)}, "start", close=True)
-        else:
-            reason = self.preflight.detail if not self.preflight.ok else "preflight probe only"
-            self.state.phase = Phase.ABORTED
-            self.escalation = [(time.monotonic() + ABORT_GRACE_S, signal.SIGKILL)]
-            self._send(abort_message(reason), "abort", close=True)
+        self.transcript.harness(kind, message)
 
     def deadline_left(self) -> float:
         return self.request.timeout_s - (time.monotonic() - self.started_at)

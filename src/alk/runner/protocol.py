@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, Mapping
 
 from alk.records import Violation
+from alk.redaction import Redactor
 from alk.worker import CHANNELS, PROTOCOL_VERSION
 
 HARNESS_CHANNEL = "harness"
@@ -48,20 +49,25 @@ class WorkerEvent:
     payload: dict[str, Any]
 
 
-def decode_line(raw: bytes, cut: bool = False) -> WorkerEvent | tuple[str, str]:
-    """One stdout line → an event, or `(violation kind, detail)`."""
+_NO_SECRETS = Redactor()
+
+
+def decode_line(raw: bytes, cut: bool = False,
+                redactor: Redactor = _NO_SECRETS) -> WorkerEvent | tuple[str, str]:
+    """One stdout line → an event, or `(violation kind, detail)`. Details quote the line, with
+    the lane's secrets redacted before the quote is cut (no prefix of a secret survives)."""
     if cut:
-        return "line_too_long", f"line longer than the limit, cut: {_excerpt(raw)}"
+        return "line_too_long", f"line longer than the limit, cut: {_excerpt(raw, redactor)}"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return "invalid_utf8", f"line is not UTF-8: {_excerpt(raw)}"
+        return "invalid_utf8", f"line is not UTF-8: {_excerpt(raw, redactor)}"
     try:
         message = json.loads(text)
     except (ValueError, RecursionError):
-        return "not_json", f"line is not JSON: {_excerpt(raw)}"
+        return "not_json", f"line is not JSON: {_excerpt(raw, redactor)}"
     if not isinstance(message, dict):
-        return "not_object", f"line is JSON but not an object: {_excerpt(raw)}"
+        return "not_object", f"line is JSON but not an object: {_excerpt(raw, redactor)}"
     channel, kind, payload = message.get("channel"), message.get("type"), message.get("payload", {})
     if channel == HARNESS_CHANNEL:
         return "harness_channel", f"worker claimed the harness channel (type {kind!r}); ignored"
@@ -83,6 +89,9 @@ class ProtocolState:
         self.result: dict[str, Any] | None = None
         self.bad_result: str | None = None
         self.tool_calls: dict[str, int] = {}
+        # Calls to names past MAX_TOOL_NAMES: not counted by name, but never forgotten, so that
+        # flooding junk names cannot hide a call the lane forbids.
+        self.uncounted_tool_calls = 0
         self.trajectory: list[str] = []
         self.violations: list[Violation] = []
         self.violation_count = 0
@@ -127,6 +136,8 @@ class ProtocolState:
         if event.type == "call":
             if name in self.tool_calls or len(self.tool_calls) < MAX_TOOL_NAMES:
                 self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
+            else:
+                self.uncounted_tool_calls += 1
         elif event.type == "result" and len(self.trajectory) < MAX_TRAJECTORY_STEPS:
             # Only a real boolean true is success: the string "false" is truthy.
             self.trajectory.append(f"{name}:{'ok' if event.payload.get('ok') is True else 'error'}")
@@ -153,6 +164,7 @@ def result_problem(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _excerpt(raw: bytes) -> str:
-    text = raw[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
-    return repr(text[:EXCERPT_CHARS]) + ("…" if len(raw) > EXCERPT_CHARS else "")
+def _excerpt(raw: bytes, redactor: Redactor) -> str:
+    text = raw[: (EXCERPT_CHARS + redactor.longest) * 4].decode("utf-8", "replace")
+    kept = redactor.cut(text, EXCERPT_CHARS)
+    return repr(kept[:-1]) + "…" if kept.endswith("…") and kept != text else repr(kept)

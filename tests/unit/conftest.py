@@ -1,0 +1,36 @@
+"""Shared factories for the unit tests: records built by hand, no files, no processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from alk.records import Expectations, Lane, Scenario
+
+
+def _lane(scenario_ids: tuple[str, ...] = ("a", "b", "c"), **fields: Any) -> Lane:
+    values: dict[str, Any] = {
+        "name": "demo",
+        "description": "",
+        "framework": "fw",
+        "requirement": ">=1.0,<2",
+        "command": ("{python}", "worker.py"),
+        "required_env": (),
+        "timeout_s": 30.0,
+        "repeats": 3,
+        "scenarios": tuple(Scenario(sid, f"task {sid}", {}, Expectations())
+                           for sid in scenario_ids),
+        "path": Path("lanes/demo.toml"),
+        "root": Path("."),
+        "transcript_cap_bytes": 64 * 1024 * 1024,
+    }
+    values.update(fields)
+    return Lane(**values)
+
+
+@pytest.fixture
+def make_lane() -> Callable[..., Lane]:
+    """`make_lane(("a", "b"), repeats=2)`: a validated-looking `Lane` record, no file behind it."""
+    return _lane

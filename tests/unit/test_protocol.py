@@ -1,0 +1,280 @@
+"""alk.runner.protocol: decoding one stdout line, and following a worker through the handshake and
+the run with bounded memory. Pure: bytes in, events and violations out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from alk.records import Violation
+from alk.runner import protocol
+from alk.runner.protocol import (
+    MAX_TOOL_NAMES,
+    MAX_TRAJECTORY_STEPS,
+    MAX_VIOLATIONS_KEPT,
+    Phase,
+    ProtocolState,
+    WorkerEvent,
+    decode_line,
+    result_problem,
+)
+
+
+def line(**message: Any) -> bytes:
+    return json.dumps(message).encode()
+
+
+def event(channel: str, type: str, **payload: Any) -> WorkerEvent:
+    return WorkerEvent(channel, type, payload)
+
+
+READY = event("framework", "framework_ready", framework="fw", framework_version="1.0")
+GOOD_RESULT = {"output": "done", "stop_reason": "accepted", "end_state": {"phase": "stopped"}}
+
+
+def started() -> ProtocolState:
+    """A state after framework_ready and after alk sent start (the runner sets the phase)."""
+    state = ProtocolState()
+    state.accept(READY)
+    state.phase = Phase.STARTED
+    return state
+
+
+def kinds(state: ProtocolState) -> list[str]:
+    return [v.kind for v in state.violations]
+
+
+# --- decode_line ---------------------------------------------------------------------------
+
+
+def test_decodes_a_good_event() -> None:
+    decoded = decode_line(line(channel="tool", type="call", payload={"name": "echo"}))
+    assert decoded == WorkerEvent("tool", "call", {"name": "echo"})
+
+
+def test_payload_defaults_to_an_empty_object() -> None:
+    assert decode_line(line(channel="agent", type="thinking")) == WorkerEvent("agent", "thinking",
+                                                                              {})
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (b"nope", ("not_json", "line is not JSON: 'nope'")),
+    (b"", ("not_json", "line is not JSON: ''")),
+    (b"[1, 2]", ("not_object", "line is JSON but not an object: '[1, 2]'")),
+    (b'"text"', ("not_object", "line is JSON but not an object: '\"text\"'")),
+    (line(channel="harness", type="attribution"),
+     ("harness_channel", "worker claimed the harness channel (type 'attribution'); ignored")),
+    (line(channel="system", type="x"),
+     ("unknown_channel", "channel must be one of agent, tool, model, user, framework, "
+                         "got 'system'")),
+    (line(type="x"),
+     ("unknown_channel", "channel must be one of agent, tool, model, user, framework, "
+                         "got None")),
+    (line(channel="agent"), ("bad_type", "'type' must be a non-empty string, got None")),
+    (line(channel="agent", type=""), ("bad_type", "'type' must be a non-empty string, got ''")),
+    (line(channel="agent", type=3), ("bad_type", "'type' must be a non-empty string, got 3")),
+    (line(channel="agent", type="x", payload=[1]),
+     ("bad_payload", "'payload' must be an object, got list")),
+    (line(channel="agent", type="x", payload=None),
+     ("bad_payload", "'payload' must be an object, got NoneType")),
+])
+def test_bad_lines_are_violations(raw: bytes, expected: tuple[str, str]) -> None:
+    assert decode_line(raw) == expected
+
+
+def test_invalid_utf8() -> None:
+    kind, detail = decode_line(b'{"channel":"agent","type":"x\xff"}')
+    assert kind == "invalid_utf8"
+    assert detail.startswith("line is not UTF-8: '{\"channel\"")
+
+
+@pytest.mark.parametrize("raw", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    b'{"channel":"agent","type":"x","payload":{"p":' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+])
+def test_deep_nesting_is_a_violation_not_a_crash(raw: bytes) -> None:
+    kind, detail = decode_line(raw)
+    assert kind == "not_json"
+    assert detail.startswith("line is not JSON: ")
+    assert detail.endswith("…")  # the excerpt is bounded, not 200,000 characters
+    assert len(detail) < 300
+
+
+def test_a_cut_line_is_a_violation_even_if_it_parses() -> None:
+    assert decode_line(line(channel="agent", type="x"), cut=True) == (
+        "line_too_long", "line longer than the limit, cut: '{\"channel\": \"agent\", \"type\": "
+                         "\"x\"}'")
+
+
+def test_excerpts_are_bounded() -> None:
+    kind, detail = decode_line(b"x" * 10_000)
+    assert kind == "not_json"
+    assert detail == f"line is not JSON: {'x' * protocol.EXCERPT_CHARS!r}…"
+
+
+# --- handshake -----------------------------------------------------------------------------
+
+
+def test_framework_ready_first_moves_to_ready() -> None:
+    state = ProtocolState()
+    assert state.phase is Phase.AWAIT_READY
+    assert state.accept(READY) is READY
+    assert state.phase is Phase.READY
+    assert state.ready == {"framework": "fw", "framework_version": "1.0"}
+    assert state.violation_count == 0
+
+
+def test_events_before_ready_are_violations() -> None:
+    state = ProtocolState()
+    outcome = state.accept(event("agent", "thinking"))
+    assert outcome == Violation("before_ready", 1, "agent/thinking before framework_ready; the "
+                                                   "first line must be it")
+    assert state.phase is Phase.AWAIT_READY
+    assert state.ready is None
+
+
+def test_events_after_ready_but_before_start_are_violations() -> None:
+    state = ProtocolState()
+    state.accept(READY)
+    outcome = state.accept(event("tool", "call", name="search"))
+    assert outcome == Violation("before_start", 2, "tool/call before alk sent start; wait for "
+                                                   "start() first")
+    assert state.tool_calls == {}  # not counted either
+    state.accept(event("agent", "result", **GOOD_RESULT))
+    assert state.result is None
+
+
+def test_duplicate_ready_is_a_violation_and_ignored() -> None:
+    state = started()
+    second = event("framework", "framework_ready", framework="other", framework_version="9")
+    assert state.accept(second) == Violation("duplicate_ready", 2,
+                                             "framework_ready sent twice; ignored")
+    assert state.ready == {"framework": "fw", "framework_version": "1.0"}
+    assert state.phase is Phase.STARTED
+
+
+def test_decoded_violations_are_recorded_with_their_line_number() -> None:
+    state = started()
+    state.accept(decode_line(b"{"))
+    assert state.violations == [Violation("not_json", 2, "line is not JSON: '{'")]
+    assert state.lines == 2
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def test_tool_calls_are_counted_by_name() -> None:
+    state = started()
+    for name in ["search", "search", "fetch"]:
+        state.accept(event("tool", "call", name=name))
+    state.accept(event("tool", "result", name="search", ok=True))  # results are not calls
+    assert state.tool_calls == {"search": 2, "fetch": 1}
+
+
+def test_tool_event_without_a_string_name_is_a_violation() -> None:
+    state = started()
+    state.accept(event("tool", "call", name=7))
+    assert kinds(state) == ["bad_tool_event"]
+    assert state.violations[0].detail == "tool/call without a string 'name'"
+    assert state.tool_calls == {}
+
+
+@pytest.mark.parametrize("ok, step", [
+    (True, "lookup:ok"), (False, "lookup:error"), ("false", "lookup:error"),
+    ("true", "lookup:error"), (1, "lookup:error"), (None, "lookup:error"),
+])
+def test_trajectory_only_a_real_true_is_ok(ok: Any, step: str) -> None:
+    state = started()
+    state.accept(event("tool", "result", name="lookup", ok=ok))
+    assert state.trajectory == [step]
+
+
+def test_trajectory_keeps_order() -> None:
+    state = started()
+    state.accept(event("tool", "result", name="a", ok=True))
+    state.accept(event("tool", "result", name="b", ok=False))
+    state.accept(event("tool", "result", name="a"))
+    assert state.trajectory == ["a:ok", "b:error", "a:error"]
+
+
+def test_a_good_result_is_kept() -> None:
+    state = started()
+    state.accept(event("agent", "result", **GOOD_RESULT))
+    assert state.result == GOOD_RESULT
+    assert state.bad_result is None
+
+
+@pytest.mark.parametrize("payload, problem", [
+    ({"output": 3, "stop_reason": "x"}, "result.output must be a string, got int"),
+    ({"stop_reason": "x"}, "result.output must be a string, got NoneType"),
+    ({"output": "x"}, "result.stop_reason must be a string, got NoneType"),
+    ({"output": "x", "stop_reason": ["x"]}, "result.stop_reason must be a string, got list"),
+    ({"output": "x", "stop_reason": "x", "end_state": [1]}, "result.end_state must be an object"),
+    ({"output": "x", "stop_reason": "x", "end_state": None},
+     "result.end_state must be an object"),
+])
+def test_bad_results(payload: dict[str, Any], problem: str) -> None:
+    assert result_problem(payload) == problem
+    state = started()
+    state.accept(event("agent", "result", **payload))
+    assert state.bad_result == problem
+    assert state.result is None
+
+
+def test_end_state_may_be_left_out() -> None:
+    assert result_problem({"output": "", "stop_reason": "done"}) is None
+
+
+def test_a_second_result_is_a_bad_result() -> None:
+    state = started()
+    state.accept(event("agent", "result", **GOOD_RESULT))
+    state.accept(event("agent", "result", **GOOD_RESULT))
+    assert state.bad_result == "the worker sent a second result event"
+
+
+def test_a_result_after_a_bad_one_does_not_replace_it() -> None:
+    state = started()
+    state.accept(event("agent", "result", output=1, stop_reason="x"))
+    state.accept(event("agent", "result", **GOOD_RESULT))
+    assert state.result is None
+    assert state.bad_result == "the worker sent a second result event"
+
+
+# --- bounded memory ------------------------------------------------------------------------
+
+
+def test_violations_kept_are_bounded_but_all_are_counted() -> None:
+    state = started()
+    total = MAX_VIOLATIONS_KEPT + 25
+    for _ in range(total):
+        state.accept(decode_line(b"garbage"))
+    assert state.violation_count == total
+    assert len(state.violations) == MAX_VIOLATIONS_KEPT
+    # The first ones are kept, with their own line numbers (line 1 was framework_ready).
+    assert [v.line for v in state.violations] == list(range(2, MAX_VIOLATIONS_KEPT + 2))
+
+
+def test_tool_names_are_bounded_but_known_names_keep_counting() -> None:
+    state = started()
+    for index in range(MAX_TOOL_NAMES):
+        state.accept(event("tool", "call", name=f"t{index}"))
+    state.accept(event("tool", "call", name="one-too-many"))
+    state.accept(event("tool", "call", name="t0"))
+    state.accept(event("tool", "call", name="t0"))
+    assert len(state.tool_calls) == MAX_TOOL_NAMES
+    assert "one-too-many" not in state.tool_calls
+    assert state.uncounted_tool_calls == 1
+    assert state.tool_calls["t0"] == 3
+
+
+def test_trajectory_is_bounded_while_calls_keep_counting() -> None:
+    state = started()
+    for _ in range(MAX_TRAJECTORY_STEPS + 5):
+        state.accept(event("tool", "call", name="step"))
+        state.accept(event("tool", "result", name="step", ok=True))
+    assert len(state.trajectory) == MAX_TRAJECTORY_STEPS
+    assert state.tool_calls == {"step": MAX_TRAJECTORY_STEPS + 5}
+    assert state.lines == 1 + 2 * (MAX_TRAJECTORY_STEPS + 5)
