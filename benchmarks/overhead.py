@@ -1,0 +1,96 @@
+"""Per-repeat cost of `alk run` against a bare spawn of the same worker, side by side.
+
+Both sides run the trivial worker (tests/workers/well_behaved.py) with the same interpreter, the
+same scrubbed environment and the same two input lines; the bare side is `subprocess.run` with
+the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, ...) so that drift
+in a shared machine lands on both sides; the medians of the per-round per-repeat times are
+compared. Target: alk / bare ≤ 1.10. A run has fixed costs (the preflight probe is one more
+spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
+to be spread as they are in real use; both figures are printed.
+
+    python benchmarks/overhead.py [--repeats 100] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from alk import api
+from alk.executor import SAFE_ENV_NAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+LANE = ROOT / "tests" / "lanes" / "trivial.toml"
+WORKER = ROOT / "tests" / "workers" / "well_behaved.py"
+TARGET = 1.10
+
+
+def bare_round(repeats: int, sdk: Path, scratch: Path) -> float:
+    env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
+    env["PYTHONPATH"] = str(sdk)
+    lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
+             json.dumps({"type": "start", "run_id": "bench", "repeat": 1, "seed": 1,
+                         "scenario": {"id": "echo", "task": "Say hello", "input": {}}}) + "\n")
+    began = time.perf_counter()
+    for number in range(repeats):
+        workspace = scratch / f"bare-{number}"
+        workspace.mkdir()
+        done = subprocess.run([sys.executable, str(WORKER)], input=lines.encode(), env=env,
+                              cwd=workspace, capture_output=True)
+        assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
+    return (time.perf_counter() - began) / repeats
+
+
+def alk_round(repeats: int, out: Path) -> float:
+    lane = api.load_lane(LANE)
+    began = time.perf_counter()
+    run = api.run_lane(lane, repeats=repeats, out_dir=out)
+    elapsed = time.perf_counter() - began
+    assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
+    return elapsed / repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="alk-bench-"))
+    try:
+        sdk = scratch / "sdk" / "alk"
+        sdk.mkdir(parents=True)
+        (sdk / "__init__.py").write_text("")
+        shutil.copyfile(ROOT / "src" / "alk" / "worker.py", sdk / "worker.py")
+        bare, harness = [], []
+        for number in range(args.rounds):
+            round_dir = scratch / f"round-{number}"
+            round_dir.mkdir()
+            bare.append(bare_round(args.repeats, sdk.parent, round_dir))
+            harness.append(alk_round(args.repeats, round_dir))
+        bare_ms, alk_ms = statistics.median(bare) * 1000, statistics.median(harness) * 1000
+        ratio = alk_ms / bare_ms
+        print(f"worker: {WORKER.relative_to(ROOT)}  interpreter: {sys.version.split()[0]}")
+        print(f"{args.rounds} alternating rounds of {args.repeats} repeats each")
+        print(f"{'':22}{'median ms/repeat':>18}{'rounds (ms/repeat)':>40}")
+        print(f"{'bare spawn':22}{bare_ms:18.2f}    " + " ".join(f"{v * 1000:6.2f}" for v in bare))
+        print(f"{'alk run (per repeat)':22}{alk_ms:18.2f}    "
+              + " ".join(f"{v * 1000:6.2f}" for v in harness))
+        print(f"ratio alk / bare: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
+              f"{'met' if ratio <= TARGET else 'NOT met'})")
+        print(f"alk's side includes each run's fixed costs (probe spawn, statistics, "
+              f"result.json): about one bare spawn, i.e. {bare_ms / args.repeats:.2f} ms a repeat "
+              f"at {args.repeats} repeats; the rest is per repeat (handshake, transcript, checks).")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
