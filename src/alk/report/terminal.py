@@ -53,8 +53,8 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
     else:
         parts.append(_scenario_table(scenarios, doc.get("aggregate") or {}))
         parts.append(_icc_line((doc.get("aggregate") or {}).get("icc") or {}))
-        parts.append(Text("Passed: passed/scored (void repeats are never scored) · pass^n: chance "
-                          "that n repeats in a row all pass", style="dim"))
+        parts.append(Text("n/m under a verdict: passed/scored (void repeats are never scored) · "
+                          "pass^n: chance that n repeats in a row all pass", style="dim"))
         parts.extend(_paths_line(s) for s in scenarios
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
         parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS)
@@ -102,34 +102,34 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
 
 
 def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table:
-    # One line a scenario and one failure column (layer, then its causes) keep the table
-    # readable at 80 columns, the width of a pipe or a CI log.
-    table = _table(("Scenario", {"style": "bold", "overflow": "fold", "min_width": 10}),
-                   ("Verdict", {"style": "bold", "no_wrap": True}),
-                   ("Pass rate [95% CI]", {"min_width": 6}),
-                   ("Passed", {"justify": "right", "no_wrap": True}),
+    # Fits 80 columns, the width of a pipe or a CI log: counts sit under the verdict, and the
+    # failure column comes last and wraps, so that no other column is ever cut.
+    table = _table(("Scenario", {"style": "bold", "overflow": "fold", "max_width": 24}),
+                   ("Verdict", {"no_wrap": True}),
+                   ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
-                   ("Failures by layer", {"ratio": 1, "min_width": 18}),
-                   ("p50", {"justify": "right", "no_wrap": True}))
+                   ("p50", {"justify": "right", "no_wrap": True}),
+                   ("Failures by layer", {"ratio": 1, "min_width": 12}))
     for s in scenarios:
-        verdict = s.get("verdict")
-        table.add_row(
-            Text(str(s.get("id"))), Text(str(verdict or _DASH), style=_style(verdict)),
-            _rate(s), _counts(s), _pass_hat(s),
-            _failures(s.get("layers") or {}, s.get("causes") or {}),
-            _seconds(s.get("durations") or {}),
-        )
+        table.add_row(Text(str(s.get("id"))), _verdict(s), _rate(s), _pass_hat(s),
+                      _seconds(s.get("durations") or {}),
+                      _failures(s.get("layers") or {}, s.get("causes") or {}))
     if aggregate:
         verdicts = [(f"{n} {v}", _style(v)) for v, n in (aggregate.get("verdicts") or {}).items()
                     if n]
         # The pooled lane row is the table's footer, under a rule, so it never reads as a scenario.
         table.show_footer = True
-        footers = (Text("lane (pooled)"), _joined(verdicts, " "), _rate(aggregate),
-                   _counts(aggregate), _pass_hat(aggregate),
+        footers = (Text("lane (pooled)"), _joined([*verdicts, *_counts(aggregate)]),
+                   _rate(aggregate), _pass_hat(aggregate), Text(""),
                    _failures(aggregate.get("layers") or {}, aggregate.get("causes") or {}))
         for column, footer in zip(table.columns, footers):
             column.footer = footer
     return table
+
+
+def _verdict(stats: Mapping[str, Any]) -> Text:
+    verdict = stats.get("verdict")
+    return _joined([(str(verdict or _DASH), f"bold {_style(verdict)}"), *_counts(stats)])
 
 
 def _icc_line(icc: Mapping[str, Any]) -> Text:
@@ -226,13 +226,13 @@ def _rate(stats: Mapping[str, Any]) -> Text:
     return text
 
 
-def _counts(stats: Mapping[str, Any]) -> Text:
-    """Passed of scored, and void beside it: a rate means little without its n."""
+def _counts(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Passed of scored, and void apart: a rate means little without its n."""
     counts = stats.get("counts") or {}
-    text = Text(f"{counts.get('passed', 0)}/{counts.get('scored', 0)}")
+    parts = [(f"{counts.get('passed', 0)}/{counts.get('scored', 0)}", "")]
     if counts.get("void"):
-        text.append(f" +{counts['void']} void", style="magenta")
-    return text
+        parts.append((f"+{counts['void']} void", "magenta"))
+    return parts
 
 
 def _pass_hat(stats: Mapping[str, Any]) -> Text:
