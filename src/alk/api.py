@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from alk.errors import LaneError, RunNotFoundError
 from alk.executor import Execution, Runner, execute
 from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk.plan import build_plan, new_run_id
-from alk.records import Lane, Plan, RepeatResult
+from alk.records import ExitCode, Lane, Plan, RepeatResult
 from alk.redaction import Redactor
 from alk.report.document import (
     build_document,
@@ -32,10 +33,12 @@ from alk.report.document import (
 )
 from alk.transcript import read_transcript
 
-__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "read_repeat_events"]
+__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "read_repeat_events",
+           "transcript_intact"]
 
-# While a run goes on, result.json is rewritten at most this often (a killed run loses at
-# most this much); rewriting after every repeat would cost a fast lane a few percent.
+# While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
+# killed run loses at most the repeats of this long); after every repeat would cost a fast lane
+# a few percent.
 CHECKPOINT_INTERVAL_S = 1.0
 
 
@@ -46,7 +49,7 @@ class RunResult:
 
     document: dict[str, Any]
     path: Path
-    exit_code: int
+    exit_code: ExitCode
     interrupted: bool
 
 
@@ -75,20 +78,25 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
     started_at = datetime.now(timezone.utc)
     path = result_path(out_dir, plan.run_id)
     redactor = Redactor(environ[name] for name in lane.required_env if name in environ)
+
+    def checkpoint(execution: Execution) -> None:
+        write_document(path, build_document(plan, execution, status="running",
+                                            started_at=started_at, finished_at=None), redactor)
+
+    # A run is on disk from its start: `alk report RUN_ID` works while it goes on.
+    checkpoint(Execution())
     last_checkpoint = time.monotonic()
 
-    def checkpoint(result: RepeatResult, execution: Execution) -> None:
+    def after_repeat(result: RepeatResult, execution: Execution) -> None:
         nonlocal last_checkpoint
         if on_repeat:
             on_repeat(result)
         if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S:
-            write_document(path, build_document(plan, execution, status="running",
-                                                started_at=started_at, finished_at=None),
-                           redactor)
+            checkpoint(execution)
             last_checkpoint = time.monotonic()
 
-    execution = execute(plan, out_dir, runner=runner, environ=environ,
-                        keep_workspaces=keep_workspaces, on_repeat=checkpoint)
+    execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
+                        keep_workspaces=keep_workspaces, on_repeat=after_repeat)
     status = "interrupted" if execution.interrupted else "complete"
     document = write_document(path, build_document(
         plan, execution, status=status, started_at=started_at,
@@ -116,3 +124,12 @@ def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
     known = ", ".join(entry["id"] for entry in document["scenarios"])
     raise RunNotFoundError(f"run {document['run_id']} has no scenario '{scenario}' "
                            f"(it has: {known})")
+
+
+def transcript_intact(entry: Mapping[str, Any], out_dir: Path = Path(".")) -> bool:
+    """Does a repeat's transcript still hash to the sha256 recorded in its result?"""
+    try:
+        data = (out_dir / entry["transcript"]).read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha256(data).hexdigest() == entry["sha256"]

@@ -8,21 +8,20 @@ Exit codes: 0 every scenario passed; 1 a scenario failed or was flaky; 2 usage o
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from alk import api, conformance
 from alk.errors import AlkError
 from alk.lane import LANES_DIR
-from alk.records import Plan, RepeatResult
+from alk.records import ExitCode, Plan, RepeatResult
 from alk.report import terminal
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 app = typer.Typer(
     name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -35,11 +34,20 @@ OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ a
 
 
 def main() -> None:
+    # A CI job cancelled (SIGTERM) or a closed terminal (SIGHUP) stops a run like Ctrl-C does:
+    # the worker's group is ended and the repeats finished so far are saved.
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _interrupt)
     app()
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _fail(message: str, code: int = ExitCode.USAGE) -> None:
+    # The message may quote a lane's values or a worker's text: never read it as markup.
+    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), message))
     raise typer.Exit(code)
 
 
@@ -75,7 +83,7 @@ def run(
         typer.echo(json.dumps(result.document, ensure_ascii=False, indent=1))
     else:
         console.print(terminal.run_report(result.document))
-    raise typer.Exit(EXIT_INTERRUPTED if result.interrupted else result.exit_code)
+    raise typer.Exit(ExitCode.INTERRUPTED if result.interrupted else result.exit_code)
 
 
 @app.command()
@@ -112,11 +120,14 @@ def show(
     except AlkError as exc:
         _fail(str(exc))
     console = Console()
-    console.print(f"[bold]{document['run_id']}[/] {scenario} repeat {repeat}: "
-                  f"{entry['outcome']}/{entry['cause']} — {entry['detail']}", highlight=False)
+    console.print(Text.assemble((document["run_id"], "bold"), f" {scenario} repeat {repeat}: ",
+                                f"{entry['outcome']}/{entry['cause']} — {entry['detail']}"))
     console.print(terminal.transcript_view(events, set(channel) or None))
-    console.print(f"{entry['transcript']}  sha256 {entry['sha256']}", style="dim",
-                  highlight=False)
+    intact = api.transcript_intact(entry, out)
+    console.print(Text.assemble(
+        (f"{entry['transcript']}  sha256 {entry['sha256']} ", "dim"),
+        ("matches the file", "green") if intact else
+        ("does NOT match the file: it changed after the run", "bold red")))
 
 
 @app.command()
@@ -125,7 +136,7 @@ def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes f
     found, errors = api.list_lanes(lanes_dir)
     Console().print(terminal.lanes_table(found, errors))
     if errors:
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitCode.USAGE)
 
 
 @app.command()
@@ -144,7 +155,7 @@ def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
     except AlkError as exc:
         _fail(str(exc))
     Console().print(terminal.findings_view(findings))
-    raise typer.Exit(0 if all(f.ok for f in findings) else 1)
+    raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
 
 
 class _RunProgress:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from alk.causes import CATALOGUE, Cause
 from alk.errors import TranscriptError
 from alk.records import Outcome
-from alk.transcript import read_transcript
+from alk.transcript import probe_transcript, read_transcript
 
 _STDOUT_HINT = ("only protocol lines may go to stdout; write diagnostics to stderr (after "
                 "`worker.hello()` the SDK sends print() there)")
@@ -76,14 +76,15 @@ def _handshake(document: Mapping[str, Any]) -> Finding:
 
 
 def _probe(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
-    path = out_dir / document["paths"]["transcripts"] / "preflight.jsonl"
+    path = out_dir / probe_transcript(document["run_id"])
     events = _events(path)
     findings = []
     ready = next((e for e in events if e.get("type") == "framework_ready"), None)
     if ready and not ready.get("payload", {}).get("package_paths"):
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
-                                hint="pass `worker.package_paths(DIST)` so that crashes inside "
-                                     "the framework can be told from crashes in the worker"))
+                                hint="pass `worker.package_paths(DIST)`: recorded with every "
+                                     "repeat, they show whether a crash's deepest frame is inside "
+                                     "the framework or in the worker's own code"))
     if any(e.get("type") == "kill" for e in events):
         findings.append(Finding(Level.WARN, "the worker did not exit after abort",
                                 hint="exit when alk sends abort (`worker.start()` does)"))

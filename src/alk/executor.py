@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
@@ -21,11 +21,11 @@ from alk.attribution import attribute, void
 from alk.causes import Cause
 from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
-from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.runner.process import Gate, LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
-from alk.transcript import TranscriptWriter
+from alk.transcript import TranscriptWriter, probe_transcript, repeat_transcript
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
 SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -37,25 +37,12 @@ class Runner(Protocol):
         ...
 
 
-@dataclass
-class Execution:
-    """What a plan's execution produced so far; `void` is set when the whole run could not run."""
-
-    preflight: Preflight | None = None
-    void: Attribution | None = None
-    repeats: list[RepeatResult] = field(default_factory=list)
-    interrupted: bool = False
-
-
-def transcript_path(run_id: str, scenario_id: str, repeat: int) -> Path:
-    return Path("transcripts") / run_id / scenario_id / f"repeat-{repeat:02d}.jsonl"
-
-
-def execute(plan: Plan, out_dir: Path, *, runner: Runner | None = None,
+def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | None = None,
             environ: Mapping[str, str] = os.environ, keep_workspaces: bool = False,
             on_repeat: Callable[[RepeatResult, Execution], None] | None = None) -> Execution:
     """Runs the plan. On KeyboardInterrupt the current worker is ended, the repeats finished so
-    far are kept, and `interrupted` is set; the exception does not propagate."""
+    far are kept, and `interrupted` is set; the exception does not propagate. `redactor` holds
+    the values of the lane's `required_env` as found in `environ`."""
     runner = runner or LocalRunner()
     lane = plan.lane
     execution = Execution()
@@ -64,13 +51,13 @@ def execute(plan: Plan, out_dir: Path, *, runner: Runner | None = None,
         execution.void = void(Cause.ENV_MISSING, f"required_env {', '.join(missing)} not set in "
                                                  "alk's environment; nothing was started")
         return execution
-    secrets = {name: environ[name] for name in lane.required_env}
-    redactor = Redactor(secrets.values())
+    env = {name: environ[name] for name in (*SAFE_ENV_NAMES, *lane.required_env)
+           if name in environ}
     gate = functools.partial(check_ready, lane)
     root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
+    execution.workspaces = root if keep_workspaces else None
     try:
-        sdk = _install_sdk(root)
-        context = _Context(plan, out_dir, runner, gate, redactor, secrets, sdk, root)
+        context = _Context(plan, out_dir, runner, gate, redactor, env, _install_sdk(root), root)
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
@@ -108,7 +95,7 @@ class _Context:
     runner: Runner
     gate: Gate
     redactor: Redactor
-    secrets: dict[str, str]
+    env: dict[str, str]
     sdk: Path
     root: Path
 
@@ -119,9 +106,7 @@ class _Context:
         # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
         # there is the repeat's own and goes with it (and costs no extra folders per repeat).
         cwd.mkdir(parents=True)
-        env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
-        env.update(self.secrets)
-        env.update(HOME=str(cwd), TMPDIR=str(cwd), PYTHONPATH=str(self.sdk))
+        env = {**self.env, "HOME": str(cwd), "TMPDIR": str(cwd), "PYTHONPATH": str(self.sdk)}
         argv = tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
                      for arg in self.plan.lane.command)
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
@@ -129,20 +114,22 @@ class _Context:
                           redactor=self.redactor)
 
     def probe(self) -> Observation:
-        path = self.out_dir / "transcripts" / self.plan.run_id / "preflight.jsonl"
+        path = self.out_dir / probe_transcript(self.plan.run_id)
         with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes, self.redactor) as log:
             return self.runner.run(self.request(self.root / "probe", None), self.gate, log)
 
     def repeat(self, item: RepeatSpec) -> RepeatResult:
-        relative = transcript_path(self.plan.run_id, item.scenario.id, item.repeat)
+        relative = repeat_transcript(self.plan.run_id, item.scenario.id, item.repeat)
         workspace = self.workspace(item)
         start = {"type": "start", "run_id": self.plan.run_id,
                  "scenario": {"id": item.scenario.id, "task": item.scenario.task,
                               "input": dict(item.scenario.input)},
                  "repeat": item.repeat, "seed": item.seed}
-        log = TranscriptWriter(self.out_dir / relative, self.plan.lane.transcript_cap_bytes,
-                               self.redactor)
+        log: TranscriptWriter | None = None
+        obs = Observation(spawned=False)
         try:
+            log = TranscriptWriter(self.out_dir / relative, self.plan.lane.transcript_cap_bytes,
+                                   self.redactor)
             obs = self.runner.run(self.request(workspace, start), self.gate, log)
             checks = ()
             if obs.result is not None:
@@ -153,23 +140,33 @@ class _Context:
                                       "expected": check.expected, "actual": check.actual})
             verdict = attribute(obs, checks)
         except KeyboardInterrupt:
-            log.harness("interrupted", {"detail": "alk was interrupted; repeat discarded"})
-            log.close()
+            _close_quietly(log, "interrupted", {"detail": "alk was interrupted; repeat discarded"})
             raise
-        except OSError as exc:
-            # The harness's own I/O failed (disk full, permissions): void, never the worker's.
-            obs = Observation(spawned=False)
+        except Exception as exc:  # noqa: BLE001 - alk's own failure voids the repeat, never the run
+            # Disk full, a permission, a bug in alk: void (lane_infra), never the worker's.
             verdict = void(Cause.HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
         detail = self.redactor.cut(verdict.detail, DETAIL_CHARS)
-        log.harness("attribution", {"outcome": verdict.outcome.value, "cause": verdict.cause,
-                                    "detail": detail})
-        sha256 = log.close()
-        claimed = (obs.result or {}).get("verification")
+        sha256 = _close_quietly(log, "attribution", {
+            "outcome": verdict.outcome.value, "cause": verdict.cause, "detail": detail})
         return RepeatResult(
             scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
             violations=obs.violation_count, trajectory=obs.trajectory,
-            claimed=claimed, transcript=str(relative), sha256=sha256,
+            claimed=(obs.result or {}).get("verification"), transcript=str(relative),
+            sha256=sha256,
         )
+
+
+def _close_quietly(log: TranscriptWriter | None, kind: str, payload: dict) -> str:
+    """Writes the last harness event and closes; a transcript that cannot be written any more
+    (the error being recorded may be that very one) yields an empty hash, not a crash."""
+    if log is None:
+        return ""
+    try:
+        log.harness(kind, payload)
+        return log.close()
+    except OSError:
+        log.abandon()
+        return ""

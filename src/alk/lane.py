@@ -178,7 +178,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         description=top.text("description", default=""),
         framework=framework,
         requirement=requirement,
-        command=tuple(_resolve_arg(arg, root) for arg in command),
+        command=tuple(_resolve_arg(arg, root, where, i) for i, arg in enumerate(command)),
         required_env=tuple(required_env),
         timeout_s=top.positive("timeout_s", default=30),
         repeats=repeats,
@@ -197,12 +197,29 @@ def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
         table.fail("id", f"must be letters, digits, '.', '_' or '-' (it names a folder), "
                          f"got {scenario_id!r}")
     expect = _parse_expect(table.get("expect", dict, default={}), where, f"{table.field}.expect")
+    scenario_input = table.get("input", dict, default={})
+    _require_json(scenario_input, where, f"{table.field}.input")
     return Scenario(
         id=scenario_id,
         task=table.text("task", required=True),
-        input=table.get("input", dict, default={}),
+        input=scenario_input,
         expect=expect,
     )
+
+
+def _require_json(value: Any, where: str, field: str) -> None:
+    """TOML has dates and times; JSON, which the worker and the checks speak, does not."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _require_json(item, where, f"{field}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _require_json(item, where, f"{field}[{index}]")
+    elif not isinstance(value, (str, int, float, bool)):
+        raise LaneError(f"{where}: {field} must hold only JSON values (text, numbers, booleans, "
+                        f"lists, tables), got a {type(value).__name__} ({value}); quote it")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise LaneError(f"{where}: {field} must be a finite number, got {value}")
 
 
 def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
@@ -213,6 +230,9 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
             re.compile(pattern)
         except re.error as exc:
             table.fail("output_matches", f"is not a valid regular expression: {exc}")
+    end_state = table.get("end_state", dict)
+    if end_state is not None:
+        _require_json(end_state, where, f"{field}.end_state")
     tool_calls = table.get("tool_calls", dict)
     for tool, count in (tool_calls or {}).items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -226,26 +246,34 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
         length = entry.get("json_length", int)
         if length is not None and length < 0:
             entry.fail("json_length", f"must be ≥ 0, got {length}")
-        files.append(FileExpectation(rel, entry.get("exists", bool), length,
-                                     entry.data.get("json_subset")))
+        subset = entry.data.get("json_subset")
+        if subset is not None:
+            _require_json(subset, where, f"{entry.field}.json_subset")
+        files.append(FileExpectation(rel, entry.get("exists", bool), length, subset))
     return Expectations(
         stop_reason=table.text("stop_reason"),
         output_contains=table.text("output_contains"),
         output_equals=table.text("output_equals"),
         output_matches=pattern,
-        end_state=table.get("end_state", dict),
+        end_state=end_state,
         tool_calls=tool_calls,
         files=tuple(files),
     )
 
 
-def _resolve_arg(arg: str, root: Path) -> str:
-    """A relative path to an existing file under the lane root becomes absolute; the worker's cwd
-    is its own workspace, so a relative path would not resolve there."""
+def _resolve_arg(arg: str, root: Path, where: str, index: int) -> str:
+    """A relative path (it has a '/' or ends in .py) resolves from the lane root and must exist:
+    the worker's cwd is its own fresh workspace, where a relative path would find nothing, and a
+    typo is better caught here than as 20 void repeats."""
     if arg == PYTHON_PLACEHOLDER or arg.startswith("-") or os.path.isabs(arg):
         return arg
     candidate = root / arg
-    return str(candidate) if ("/" in arg or "." in arg) and candidate.exists() else arg
+    if candidate.exists():
+        return str(candidate) if ("/" in arg or "." in arg) else arg
+    if "/" in arg or arg.endswith(".py"):
+        raise LaneError(f"{where}: command[{index}] {arg!r} does not exist under {root} "
+                        "(relative paths resolve from the folder that holds lanes/)")
+    return arg
 
 
 def _display(path: Path) -> str:

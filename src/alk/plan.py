@@ -7,6 +7,7 @@ machine over a long run spreads across scenarios instead of landing on one.
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from datetime import datetime, timezone
 from typing import Sequence
@@ -34,7 +35,7 @@ def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
     repeats = lane.repeats if repeats is None else repeats
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
-    if timeout_s is not None and not timeout_s > 0:
+    if timeout_s is not None and not (timeout_s > 0 and math.isfinite(timeout_s)):
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout_s}")
     known = {scenario.id: scenario for scenario in lane.scenarios}
     unknown = [sid for sid in scenario_ids if sid not in known]

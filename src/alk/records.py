@@ -7,7 +7,7 @@ are never mutated after construction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -28,6 +28,16 @@ class Verdict(StrEnum):
     FAIL = "fail"
     FLAKY = "flaky"
     VOID = "void"
+
+
+class ExitCode(IntEnum):
+    """What `alk` exits with; also `RunResult.exit_code` in the Python API."""
+
+    PASS = 0  # every repeat of every scenario passed
+    FAIL = 1  # a scenario failed or was flaky
+    USAGE = 2  # a usage or lane error: nothing ran
+    VOID = 3  # nothing failed, but something could not be scored
+    INTERRUPTED = 130
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,3 +214,15 @@ class RepeatResult:
     @property
     def passed(self) -> bool:
         return self.outcome is Outcome.PASS
+
+
+@dataclass
+class Execution:
+    """What a plan's execution produced; filled in as it runs (the one record that is not
+    frozen). `void` is set when the whole run could not run."""
+
+    preflight: Preflight | None = None
+    void: Attribution | None = None
+    repeats: list[RepeatResult] = field(default_factory=list)
+    interrupted: bool = False
+    workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None

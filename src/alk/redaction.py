@@ -70,11 +70,12 @@ class Redactor:
                     break
         return kept + "…"
 
-    def tail(self, text: str, limit: int) -> str:
+    def tail(self, text: str, limit: int, trimmed: bool = False) -> str:
         """Redact, then keep the last `limit` characters, dropping a leading partial secret.
-        `text` should reach `longest` characters further back than the limit."""
+        `trimmed` says the caller already dropped the text's start: it may begin inside a
+        secret even when it is short."""
         text = self.redact(text)
-        if len(text) <= limit:
+        if len(text) <= limit and not trimmed:
             return text
         kept = text[-limit:]
         for form in self._forms:

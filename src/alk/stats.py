@@ -123,10 +123,11 @@ def icc1(groups: Sequence[Sequence[float]]) -> Icc:
     if denom == 0.0:
         return undefined("no variance: every scored repeat had the same outcome")
     value = (msb - msw) / denom
-    # Same as 1 + (k0-1)·ICC, but exactly 0 when MSB is 0 instead of float dust.
-    design = k0 * msb / denom
-    effective = big_n / design if design > 0.0 else None
-    return Icc(value, k0, a, big_n, msb, msw, design, effective, None)
+    # Design effect 1 + (k0-1)·ICC, floored at 1: a negative ICC (repeats of a scenario less
+    # alike than chance) is sampling noise here, and must never make N repeats count as more
+    # than N independent ones.
+    design = max(1.0, k0 * msb / denom)
+    return Icc(value, k0, a, big_n, msb, msw, design, big_n / design, None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,23 @@ from alk.redaction import Redactor
 
 HARNESS = "harness"
 WORKER = "worker"
+TRANSCRIPTS_DIR = "transcripts"
 # An event larger than this keeps only an excerpt of its payload; it bounds the tail buffer too.
 MAX_EVENT_BYTES = 1024 * 1024
 EXCERPT_CHARS = 2000
+
+
+def run_transcripts(run_id: str) -> Path:
+    """Where a run's transcripts go, relative to the output folder."""
+    return Path(TRANSCRIPTS_DIR) / run_id
+
+
+def probe_transcript(run_id: str) -> Path:
+    return run_transcripts(run_id) / "preflight.jsonl"
+
+
+def repeat_transcript(run_id: str, scenario_id: str, repeat: int) -> Path:
+    return run_transcripts(run_id) / scenario_id / f"repeat-{repeat:02d}.jsonl"
 
 
 class TranscriptWriter:
@@ -50,6 +64,9 @@ class TranscriptWriter:
 
     def harness(self, type: str, payload: Mapping[str, Any] | None = None) -> None:
         self._append(HARNESS, HARNESS, type, payload or {})
+        # alk's own observations reach the disk at once: if alk itself is killed, the
+        # transcript still says what it saw. (Worker lines are flushed by the buffer.)
+        self._file.flush()
 
     def worker(self, channel: str, type: str, payload: Mapping[str, Any]) -> None:
         self._append(WORKER, channel, type, payload)
@@ -71,6 +88,14 @@ class TranscriptWriter:
         self._file.close()
         self.sha256 = self._hash.hexdigest()
         return self.sha256
+
+    def abandon(self) -> None:
+        """Closes without writing more (the file could not be written)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        self.sha256 = ""
 
     def __enter__(self) -> TranscriptWriter:
         return self
@@ -107,9 +132,14 @@ class TranscriptWriter:
     def _line(self, seq: int, t: float, source: str, channel: str, type: str,
               payload: Mapping[str, Any]) -> bytes:
         event = {"seq": seq, "t": t, "source": source,
-                 "channel": self._redactor.redact(channel), "type": self._redactor.redact(type),
-                 "payload": self._redactor.redact_value(payload)}
-        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
+                 "channel": self._redactor.redact(channel), "type": self._redactor.redact(type)}
+        try:
+            event["payload"] = self._redactor.redact_value(payload)
+            text = json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
+        except RecursionError:
+            # Nested deeper than redaction or encoding can walk: keep the event, not its body.
+            event["payload"] = {"dropped": "payload nested too deeply to record"}
+            text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
         # Lone surrogates (from a worker's JSON) cannot be encoded; keep the line valid UTF-8.
         data = text.encode("utf-8", "backslashreplace")
         return data + b"\n"
@@ -138,7 +168,3 @@ def read_transcript(path: Path) -> list[dict[str, Any]]:
             raise TranscriptError(f"{path}:{number}: not a transcript event")
         events.append(event)
     return events
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

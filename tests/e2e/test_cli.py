@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -201,7 +202,8 @@ def test_check_worker_names_what_breaks_the_protocol(tmp_path):
     assert good.returncode == 0 and "speaks protocol v1" in good.stdout
 
 
-def test_interrupt_keeps_a_consistent_partial_result(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "alk", "run", "--lane",
                              str(LANES / "hangs.toml"), "-n", "3", "--timeout", "30"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -210,7 +212,7 @@ def test_interrupt_keeps_a_consistent_partial_result(tmp_path):
         assert time.monotonic() < deadline, "the run never started a repeat"
         time.sleep(0.05)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     proc.communicate(timeout=10)
     assert proc.returncode == 130
     document = result_of(tmp_path)
@@ -220,4 +222,26 @@ def test_interrupt_keeps_a_consistent_partial_result(tmp_path):
     lines = log.read_text().splitlines()
     assert json.loads(lines[-1])["type"] == "interrupted"
     spawn = json.loads(lines[0])["payload"]["pid"]
-    assert not Path(f"/proc/{spawn}").exists() or "Z" in Path(f"/proc/{spawn}/stat").read_text()
+    assert _gone(spawn)
+    assert not list(Path(tempfile.gettempdir()).glob(f"alk-{document['run_id']}-*"))
+
+
+def _gone(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+def test_void_repeats_beside_passes_are_never_green(tmp_path):
+    # Every other start of the worker (the probe is the first) exits before framework_ready.
+    lane = write_lane(tmp_path, "half", f'framework = "acts"\nversion = ">=1"\n'
+                      f'command = ["{{python}}", "{ACTS}", "void_every_other", '
+                      f'"{tmp_path / "starts"}"]\n[[scenarios]]\nid = "a"\ntask = "t"\n')
+    done = alk("run", "--lane", lane, "-n", 4, cwd=tmp_path)
+    [scenario] = result_of(tmp_path)["scenarios"]
+    assert scenario["verdict"] == "pass"
+    assert scenario["counts"] == {"requested": 4, "completed": 4, "void": 2, "scored": 2,
+                                  "passed": 2}
+    assert done.returncode == 3

@@ -36,14 +36,14 @@ def reject(ready):
 
 
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
-            cap=64 * 1024 * 1024, secrets=()):
+            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl"):
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
         timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets))
-    path = tmp_path / "t.jsonl"
+    path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
         obs = LocalRunner().run(request, gate, log)
@@ -162,12 +162,15 @@ def test_environment_is_scrubbed_and_declared_values_redacted(tmp_path):
     assert secret not in (tmp_path / "t.jsonl").read_text()
 
 
-def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path):
+@pytest.mark.parametrize("text", ["ascii", "multibyte"])
+def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path, text):
     secret = "q7Z0k3-Xv9pL2m-Tr8Wy4c-Hn6Jd5"
-    obs, _, _ = run_act(tmp_path, "leak_secret", env={"LEAKED": secret}, secrets=[secret])
+    obs, _, _ = run_act(tmp_path, "leak_secret", text, env={"LEAKED": secret},
+                        secrets=[secret])
     verdict = attribute(obs)
     reported = " ".join([verdict.detail, obs.stderr_tail, *(v.detail for v in obs.violations)])
-    assert "[REDACTED]" in reported
+    if text == "ascii":
+        assert "[REDACTED]" in reported
     pieces = {secret[i:i + 6] for i in range(len(secret) - 5)}
     for text in (reported, (tmp_path / "t.jsonl").read_text()):
         assert not [p for p in pieces if p in text]
@@ -183,16 +186,18 @@ def test_output_after_the_worker_exited_is_not_evidence(tmp_path):
 def test_floods_keep_harness_memory_and_transcript_bounded(tmp_path):
     cap = 4 * 1024 * 1024
     rss_before = _reset_peak_rss()
-    obs, events, _ = run_act(tmp_path, "stdout_no_newline", "200", cap=cap)
-    obs2, _, _ = run_act(tmp_path, "stderr_lines", "200", cap=cap)
+    obs, _, _ = run_act(tmp_path, "stdout_no_newline", "200", cap=cap, name="stdout.jsonl")
+    obs2, _, _ = run_act(tmp_path, "stderr_lines", "200", cap=cap, name="stderr.jsonl")
     growth_mb = (_peak_rss_kb() - rss_before) / 1024
     assert growth_mb < 64, f"the harness grew by {growth_mb:.0f} MiB reading 400 MiB"
-    assert (tmp_path / "t.jsonl").stat().st_size <= cap + 4096
     assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
     assert obs.violations[0].kind == "line_too_long"
     assert attribute(obs2).cause == Cause.PASSED
-    for line in (tmp_path / "t.jsonl").read_bytes().splitlines():
-        json.loads(line)
+    for name in ("stdout.jsonl", "stderr.jsonl"):
+        path = tmp_path / name
+        assert path.stat().st_size <= cap + 4096, name
+        events = [json.loads(line) for line in path.read_bytes().splitlines()]
+        assert events[-1]["type"] == "exit", name  # the tail survives the cap
 
 
 def _reset_peak_rss() -> int:

@@ -122,12 +122,25 @@ def test_scenario_input_and_expectations_are_parsed(root: Path) -> None:
 
 
 def test_relative_command_paths_resolve_from_the_folder_holding_lanes(root: Path) -> None:
-    text = lane_toml(command=["{python}", "-u", "workers/w.py", "workers/missing.py", "python3",
+    text = lane_toml(command=["{python}", "-u", "workers/w.py", "python3", "pkg.module",
                               "/abs/tool.py"])
     lane = load_lane(write(root, text))
 
     assert lane.command == ("{python}", "-u", str(root.resolve() / "workers" / "w.py"),
-                            "workers/missing.py", "python3", "/abs/tool.py")
+                            "python3", "pkg.module", "/abs/tool.py")
+
+
+@pytest.mark.parametrize("arg", ["workers/missing.py", "typo.py"])
+def test_a_relative_command_path_that_does_not_exist_is_a_lane_error(root: Path,
+                                                                       arg: str) -> None:
+    message = lane_error(root, lane_toml(command=["{python}", arg]))
+    assert message.startswith(f"{WHERE}: command[1] {arg!r} does not exist under ")
+    assert "relative paths resolve from the folder that holds lanes/" in message
+
+
+def test_toml_dates_are_not_json_values(root: Path) -> None:
+    message = lane_error(root, lane_toml(scenario() + "[scenarios.input]\nsince = 2024-01-01\n"))
+    assert message.startswith(f"{WHERE}: scenarios[0].input.since must hold only JSON values")
 
 
 def test_a_lane_outside_a_lanes_folder_resolves_from_its_own_folder(tmp_path: Path) -> None:

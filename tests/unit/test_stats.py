@@ -221,12 +221,13 @@ def test_icc_random_groups_match_anova() -> None:
         assert (icc.value, icc.msb, icc.msw, icc.k0) == pytest.approx(ref, rel=1e-9, abs=1e-12)
 
 
-def test_icc_negative_and_zero_design_effect() -> None:
-    # Both scenarios pass half the time: MSB = 0, MSW = 1/2, k0 = 2 → ICC = -1, design effect 0.
+def test_icc_negative_floors_the_design_effect_at_one() -> None:
+    # Both scenarios pass half the time: MSB = 0, MSW = 1/2, k0 = 2 → ICC = -1, and
+    # 1 + (k0-1)·ICC = 0; floored at 1, so the 4 repeats count as 4, never as more.
     icc = icc1([[1, 0], [0, 1]])
     assert icc.value == pytest.approx(-1.0)
-    assert icc.design_effect == 0.0
-    assert icc.effective_n is None
+    assert icc.design_effect == 1.0
+    assert icc.effective_n == 4
     assert icc.reason is None
 
 

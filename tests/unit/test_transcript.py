@@ -13,7 +13,7 @@ import pytest
 
 from alk.errors import TranscriptError
 from alk.redaction import MASK, MIN_SECRET_CHARS, Redactor
-from alk.transcript import EXCERPT_CHARS, TranscriptWriter, read_transcript, sha256_of
+from alk.transcript import EXCERPT_CHARS, TranscriptWriter, read_transcript
 
 
 def writer(path: Path, cap: int = 1024 * 1024, secrets: Iterable[str] = (),
@@ -63,7 +63,7 @@ def test_close_returns_the_sha256_of_the_file_bytes(tmp_path: Path) -> None:
     log.worker("agent", "message", {"text": "hello"})
     digest = log.close()
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert digest == sha256_of(path)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert log.close() == digest  # closing twice writes nothing more
 
 
@@ -290,3 +290,12 @@ def test_read_transcript_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError) as caught:
         read_transcript(path)
     assert str(caught.value) == f"{path}: cannot read the transcript: No such file or directory"
+
+
+def test_tail_drops_a_leading_partial_secret_even_when_short() -> None:
+    secret = "q7Z0k3-Xv9pL2m"
+    redactor = Redactor([secret])
+    # The caller cut the text's start in bytes: it begins inside the secret.
+    text = secret[5:] + "é" * 10
+    assert redactor.tail(text, 4096, trimmed=True) == "…" + "é" * 10
+    assert redactor.tail(secret + "é" * 10, 4096) == MASK + "é" * 10

@@ -25,6 +25,13 @@ def main():
     if ACT == "exit_before_ready":
         sys.stderr.write("ImportError: No module named 'missing_framework'\n")
         sys.exit(3)
+    if ACT == "void_every_other":
+        # Counts its own starts in a file named by ARG: every other start never gets ready.
+        count = int(open(ARG).read()) if os.path.exists(ARG) else 0
+        with open(ARG, "w") as counter:
+            counter.write(str(count + 1))
+        if count % 2:
+            sys.exit(3)
     if ACT == "silent_before_ready":
         time.sleep(60)
     worker.hello()
@@ -68,6 +75,10 @@ def main():
         # The secret straddles every cut alk makes: the 200-character excerpt of a bad line,
         # the start of the stderr tail, and the last stderr line quoted in a detail.
         secret = os.environ["LEAKED"]
+        if ARG == "multibyte":
+            # Few characters, many bytes: the tail is cut in bytes before it is in characters.
+            sys.stderr.write(secret + "é" * 2100 + "\n")
+            sys.exit(1)
         out = worker._worker()._writer
         out.write("y" * 190 + secret + "\n")
         out.flush()

@@ -16,17 +16,13 @@ from typing import Any
 
 from alk import __version__
 from alk.errors import RunNotFoundError, TranscriptError
-from alk.executor import Execution
-from alk.records import Plan, RepeatResult, Verdict
+from alk.records import ExitCode, Execution, Plan, RepeatResult, Verdict
 from alk.redaction import Redactor
 from alk.stats import summarize_lane, summarize_scenario
+from alk.transcript import run_transcripts
 
 SCHEMA = "alk.result/1"
 RESULT_NAME = "result.json"
-
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_VOID = 3
 
 
 def result_path(out_dir: Path, run_id: str) -> Path:
@@ -71,7 +67,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                      "scenarios": [s.id for s in plan.scenarios]},
         "preflight": gate,
         "paths": {"result": str(Path("reports") / plan.run_id / RESULT_NAME),
-                  "transcripts": str(Path("transcripts") / plan.run_id)},
+                  "transcripts": str(run_transcripts(plan.run_id)),
+                  "workspaces": str(execution.workspaces) if execution.workspaces else None},
         "scenarios": scenarios,
         "aggregate": summarize_lane(stats).to_dict(),
     }
@@ -128,11 +125,13 @@ def latest_run_id(out_dir: Path) -> str:
     return runs[-1]
 
 
-def exit_code(document: dict[str, Any]) -> int:
-    """0 every scenario passed; 1 any failed or flaky; 3 void (something could not be scored)."""
+def exit_code(document: dict[str, Any]) -> ExitCode:
+    """FAIL when a scenario failed or was flaky; else VOID when anything could not be scored
+    (a void repeat, a void scenario, a void run), so that 19 void repeats beside one pass are
+    never read as green; else PASS."""
     verdicts = {scenario["verdict"] for scenario in document["scenarios"]}
     if verdicts & {Verdict.FAIL.value, Verdict.FLAKY.value}:
-        return EXIT_FAIL
-    if Verdict.VOID.value in verdicts or not verdicts:
-        return EXIT_VOID
-    return EXIT_PASS
+        return ExitCode.FAIL
+    if not verdicts or Verdict.VOID.value in verdicts or document["aggregate"]["counts"]["void"]:
+        return ExitCode.VOID
+    return ExitCode.PASS

@@ -46,7 +46,8 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
     """
     parts: list[RenderableType] = [_header(doc)]
     preflight, scenarios = doc.get("preflight") or {}, doc.get("scenarios") or []
-    if not preflight.get("ok", True):
+    # ok is None when alk was interrupted before the probe answered: not a failed preflight.
+    if preflight.get("ok") is False:
         parts.append(_preflight_panel(doc))
         ids = ", ".join(str(s.get("id")) for s in scenarios) or _DASH
         parts.append(Text(f"not scored: {ids}", style="magenta"))
@@ -86,10 +87,11 @@ def _header(doc: Mapping[str, Any]) -> Text:
 def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
     lane, preflight = doc.get("lane") or {}, doc.get("preflight") or {}
     cause = preflight.get("cause") or "preflight_failed"
-    framework = preflight.get("framework") or lane.get("reported_framework") or "?"
+    framework = preflight.get("framework") or lane.get("reported_framework")
     version = preflight.get("version") or lane.get("reported_version") or "(no version)"
+    reported = f"{framework} {version}" if framework else "nothing (no framework_ready)"
     body = Text.assemble(
-        ("worker reported  ", "dim"), (f"{framework} {version}", "bold red"),
+        ("worker reported  ", "dim"), (reported, "bold red"),
         ("\nlane requires    ", "dim"),
         (f"{lane.get('framework') or '?'} {lane.get('requirement') or 'any'}", "bold"))
     if preflight.get("detail"):
@@ -198,8 +200,11 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
 
 
 def _paths(paths: Mapping[str, Any]) -> Text:
-    return Text.assemble(("\nreport       ", "dim"), str(paths.get("result") or _DASH),
+    text = Text.assemble(("\nreport       ", "dim"), str(paths.get("result") or _DASH),
                          ("\ntranscripts  ", "dim"), str(paths.get("transcripts") or _DASH))
+    if paths.get("workspaces"):
+        text.append_text(Text.assemble(("\nworkspaces   ", "dim"), str(paths["workspaces"])))
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from alk.transcript import TranscriptWriter
 
 READ_CHUNK_BYTES = 64 * 1024
 LINE_LIMIT_BYTES = 1024 * 1024
-STDERR_TAIL_BYTES = 4096
+STDERR_TAIL_CHARS = 4096
 # After a timeout: SIGINT first (a Python worker prints where it hung), then TERM, then KILL.
 INT_GRACE_S = 0.5
 TERM_GRACE_S = 0.5
@@ -90,6 +90,7 @@ class _Session:
         self.stdin_pending = bytearray()
         self.close_stdin_when_sent = False
         self.stderr_tail = bytearray()
+        self.stderr_trimmed = False
         self.timed_out = False
         self.killed_by_harness = False
         self.peak_rss_kb = 0
@@ -118,20 +119,24 @@ class _Session:
                                                      "error": detail})
             return Observation(spawned=False, spawn_error=detail)
         self.proc = proc
-        self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
-                                          "cwd": request.cwd, "env": sorted(request.env)})
-        self._send(request.hello)
-        self.transcript.harness("hello", dict(request.hello))
         try:
+            self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
+                                              "cwd": request.cwd, "env": sorted(request.env)})
+            self._send(request.hello)
+            self.transcript.harness("hello", dict(request.hello))
             status, rusage = self._loop(started)
         except BaseException:
-            # alk itself is stopping (Ctrl-C): never leave the worker's group behind.
+            # alk itself is stopping (Ctrl-C, SIGTERM, a bug): never leave the group behind.
             self._kill_group(signal.SIGKILL, quiet=True)
-            try:
-                os.waitpid(proc.pid, 0)
-                proc.returncode = -signal.SIGKILL
-            except ChildProcessError:
-                pass
+            until = time.monotonic() + REAP_LIMIT_S
+            while time.monotonic() < until:
+                try:
+                    if os.waitpid(proc.pid, os.WNOHANG)[0]:
+                        proc.returncode = -signal.SIGKILL
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.005)
             raise
         duration = time.monotonic() - started
 
@@ -175,7 +180,7 @@ class _Session:
             violations=tuple(self.state.violations),
             violation_count=self.state.violation_count,
             stderr_tail=request.redactor.tail(self.stderr_tail.decode("utf-8", "replace"),
-                                              STDERR_TAIL_BYTES),
+                                              STDERR_TAIL_CHARS, self.stderr_trimmed),
             harness_error=self.harness_error,
         )
 
@@ -201,6 +206,13 @@ class _Session:
                 if now >= next_sample:
                     self._sample()
                     next_sample = now + SAMPLE_INTERVAL_S
+                # Exit first: a worker that ended at the deadline ended, it did not time out.
+                if self._exited():
+                    break
+                if self.killed_by_harness and now > self.killed_at + REAP_LIMIT_S:
+                    self.harness_error = (f"worker pid {proc.pid} did not end within "
+                                          f"{REAP_LIMIT_S:.0f} s of SIGKILL")
+                    return None, None
                 if not self.timed_out and now >= deadline:
                     self.timed_out = True
                     self.transcript.harness("timeout", {
@@ -210,12 +222,6 @@ class _Session:
                         (now + INT_GRACE_S + TERM_GRACE_S, signal.SIGKILL)]
                 while self.escalation and now >= self.escalation[0][0]:
                     self._kill_group(self.escalation.pop(0)[1])
-                status = self._poll_exit()
-                if status is not None:
-                    break
-                if self.killed_by_harness and now > self.killed_at + REAP_LIMIT_S:
-                    self.harness_error = "the worker did not end within 2 s of SIGKILL"
-                    return None, None
 
                 want_write = bool(self.stdin_pending)
                 if want_write != stdin_registered and stdin_fd >= 0:
@@ -232,7 +238,7 @@ class _Session:
                     timeout = min(timeout, 0.02)
                 for key, _ in selector.select(timeout):
                     if key.data == "exit":
-                        continue  # handled by _poll_exit at the top of the loop
+                        continue  # handled by _exited() at the top of the loop
                     if key.data == "stdin":
                         self._flush_stdin()
                         if not self.stdin_pending and stdin_registered:
@@ -249,9 +255,11 @@ class _Session:
                     # After the start message the worker reads EOF.
                     self._close_stdin()
                     stdin_fd = -1
-            # The worker is gone: end whatever it left in its group, then take what it had
-            # already written; a grandchild that escaped the group cannot hold us here.
+            # The worker is gone but not yet reaped, so its pid (the group id) cannot have been
+            # reused: end whatever it left in its group, reap it, then take what it had already
+            # written; a grandchild that escaped the group cannot hold us here.
             self._kill_group(signal.SIGKILL, quiet=True)
+            status = self._reap()
             drain_until = time.monotonic() + DRAIN_LIMIT_S
             for stream in streams.values():
                 while stream.open and time.monotonic() < drain_until and self._read(stream):
@@ -269,15 +277,20 @@ class _Session:
 
     # -- process control ------------------------------------------------------------------------
 
-    def _poll_exit(self) -> int | None:
+    def _exited(self) -> bool:
+        """Has the worker exited? Leaves it a zombie (WNOWAIT) so its pid stays reserved."""
         try:
-            pid, status, rusage = os.wait4(self.proc.pid, os.WNOHANG)
+            return os.waitid(os.P_PID, self.proc.pid,
+                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
         except ChildProcessError:
-            self.harness_error = "the worker's exit status was lost"
-            return 0
-        if pid == 0:
+            return True
+
+    def _reap(self) -> int | None:
+        try:
+            _, status, self.rusage = os.wait4(self.proc.pid, 0)
+        except ChildProcessError:
+            self.harness_error = f"the exit status of worker pid {self.proc.pid} was lost"
             return None
-        self.rusage = rusage
         return status
 
     def _kill_group(self, sig: int, quiet: bool = False) -> None:
@@ -346,11 +359,14 @@ class _Session:
             newline = chunk.find(b"\n", start)
             if newline < 0:
                 break
-            piece = chunk[start:newline]
             if stream.discarding:
                 stream.discarding = False
+            elif len(stream.buffer) + newline - start > limit:
+                # Complete but overlong: the same line is cut whatever the read sizes were.
+                stream.buffer += chunk[start:start + limit - len(stream.buffer)]
+                self._line(stream, bytes(stream.buffer), cut=True)
             else:
-                stream.buffer += piece
+                stream.buffer += chunk[start:newline]
                 self._line(stream, bytes(stream.buffer), cut=False)
             stream.buffer.clear()
             start = newline + 1
@@ -372,8 +388,12 @@ class _Session:
     def _line(self, stream: _Stream, raw: bytes, cut: bool) -> None:
         if stream.name == "stderr":
             self.stderr_tail += raw + b"\n"
-            # Keep enough before the tail that a secret across its start is still redacted.
-            del self.stderr_tail[:-(STDERR_TAIL_BYTES + 4 * self.request.redactor.longest)]
+            # Keep enough before the tail (4 bytes a character at most) that a secret across
+            # its start is still redacted whole.
+            keep = 4 * (STDERR_TAIL_CHARS + self.request.redactor.longest)
+            if len(self.stderr_tail) > keep:
+                del self.stderr_tail[:-keep]
+                self.stderr_trimmed = True
             self.transcript.worker("stderr", "line", {
                 "text": raw.decode("utf-8", "replace"), **({"cut": True} if cut else {})})
             return
