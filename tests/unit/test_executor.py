@@ -1,0 +1,111 @@
+"""The executor with a scripted runner: the branches that real processes reach only rarely."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from alk.causes import Cause
+from alk.executor import execute
+from alk.plan import build_plan
+from alk.records import Expectations, Observation, Outcome, Preflight, Scenario
+from alk.redaction import Redactor
+
+OK = Preflight(True, "fw", "1.0")
+PASSING = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, started=True,
+                      exit_code=0, result={"output": "hi", "stop_reason": "done",
+                                           "end_state": {}})
+
+
+class ScriptedRunner:
+    """Answers each run with the next scripted item: an Observation, or an exception to raise.
+    The first item answers the preflight probe."""
+
+    def __init__(self, *script):
+        self.script = list(script)
+        self.requests = []
+
+    def run(self, request, gate, transcript):
+        self.requests.append(request)
+        transcript.harness("spawn", {"pid": 0})
+        item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+@pytest.fixture
+def plan(make_lane):
+    lane = make_lane(scenarios=(Scenario("a", "t", {}, Expectations(output_equals="hi")),),
+                     required_env=("TOKEN",))
+    return build_plan(lane, "run-1", repeats=3, seed=1)
+
+
+def run(plan, tmp_path, runner, environ=None, **options):
+    environ = {"TOKEN": "tok-value-1234", "PATH": "/bin"} if environ is None else environ
+    return execute(plan, tmp_path, Redactor([environ.get("TOKEN", "")]), runner=runner,
+                   environ=environ, **options)
+
+
+def test_missing_environment_voids_the_run_before_any_process(plan, tmp_path):
+    runner = ScriptedRunner()
+    execution = run(plan, tmp_path, runner, environ={"PATH": "/bin"})
+    assert execution.void.cause == Cause.ENV_MISSING and "TOKEN" in execution.void.detail
+    assert runner.requests == [] and execution.repeats == []
+
+
+def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):
+    probe = Observation(spawned=True, ready={"framework": "fw"}, exit_code=0,
+                        preflight=Preflight(False, "fw", "0.1", Cause.VERSION_UNSUPPORTED, "old"))
+    runner = ScriptedRunner(probe)
+    execution = run(plan, tmp_path, runner)
+    assert execution.void.cause == Cause.VERSION_UNSUPPORTED
+    assert len(runner.requests) == 1 and runner.requests[0].start is None
+
+
+def test_the_worker_sees_only_the_safe_base_and_declared_names(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    environ = {"TOKEN": "tok-value-1234", "PATH": "/bin", "TZ": "UTC", "HARNESS_KEY": "no"}
+    execution = run(plan, tmp_path, runner, environ=environ)
+    env = runner.requests[1].env
+    assert set(env) == {"TOKEN", "PATH", "TZ", "HOME", "TMPDIR", "PYTHONPATH"}
+    assert env["HOME"] == env["TMPDIR"] == runner.requests[1].cwd
+    assert [r.outcome for r in execution.repeats] == [Outcome.PASS] * 3
+
+
+def test_an_error_of_alk_voids_one_repeat_and_the_run_goes_on(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, OSError(28, "No space left on device"), PASSING)
+    execution = run(plan, tmp_path, runner)
+    causes = [r.cause for r in execution.repeats]
+    assert causes == [Cause.PASSED, Cause.HARNESS_ERROR, Cause.PASSED]
+    assert "No space left" in execution.repeats[1].detail
+    last = json.loads((tmp_path / execution.repeats[1].transcript).read_text().splitlines()[-1])
+    assert last["payload"]["cause"] == Cause.HARNESS_ERROR
+
+
+def test_an_interrupt_keeps_finished_repeats_and_removes_the_workspaces(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, KeyboardInterrupt())
+    execution = run(plan, tmp_path, runner)
+    assert execution.interrupted and len(execution.repeats) == 1
+    assert not Path(runner.requests[0].cwd).parent.exists()
+    lines = (tmp_path / "transcripts/run-1/a/repeat-02.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["type"] == "interrupted"
+
+
+def test_kept_workspaces_are_reported(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    execution = run(plan, tmp_path, runner, keep_workspaces=True)
+    assert execution.workspaces is not None and execution.workspaces.is_dir()
+    assert Path(runner.requests[2].cwd).is_dir()
+
+
+def test_a_claim_is_recorded_but_checks_decide(plan, tmp_path):
+    lying = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, started=True,
+                        exit_code=0, result={"output": "wrong", "stop_reason": "done",
+                                             "end_state": {}, "verification": {"passed": True}})
+    runner = ScriptedRunner(PASSING, lying, PASSING, PASSING)
+    execution = run(plan, tmp_path, runner)
+    first = execution.repeats[0]
+    assert first.outcome is Outcome.AGENT and first.claimed == {"passed": True}
