@@ -23,6 +23,9 @@ from alk.redaction import Redactor
 HARNESS = "harness"
 WORKER = "worker"
 TRANSCRIPTS_DIR = "transcripts"
+# alk's observations that reach the disk at once, so that a transcript still says what happened
+# if alk itself is killed (the worker's pid, a timeout); the rest waits for the buffer.
+FLUSHED_TYPES = frozenset({"spawn", "timeout", "kill", "exit", "interrupted"})
 # An event larger than this keeps only an excerpt of its payload; it bounds the tail buffer too.
 MAX_EVENT_BYTES = 1024 * 1024
 EXCERPT_CHARS = 2000
@@ -64,9 +67,8 @@ class TranscriptWriter:
 
     def harness(self, type: str, payload: Mapping[str, Any] | None = None) -> None:
         self._append(HARNESS, HARNESS, type, payload or {})
-        # alk's own observations reach the disk at once: if alk itself is killed, the
-        # transcript still says what it saw. (Worker lines are flushed by the buffer.)
-        self._file.flush()
+        if type in FLUSHED_TYPES:
+            self._file.flush()
 
     def worker(self, channel: str, type: str, payload: Mapping[str, Any]) -> None:
         self._append(WORKER, channel, type, payload)
