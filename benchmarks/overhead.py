@@ -4,7 +4,8 @@ Both sides run the trivial worker (tests/workers/well_behaved.py) with the same 
 same scrubbed environment and the same two input lines; the bare side is `subprocess.run` with
 the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, ...) so that drift
 in a shared machine lands on both sides; the medians of the per-round per-repeat times are
-compared. Target: alk / bare ≤ 1.10. A run has fixed costs (the preflight probe is one more
+compared. Target: alk / bare ≤ 1.10, each side in the same containment (a process group; and,
+where the machine offers it, a PID namespace, alk's default there). A run has fixed costs (the preflight probe is one more
 spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
 to be spread as they are in real use; both figures are printed.
 
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from alk import api
 from alk.executor import SAFE_ENV_NAMES
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Isolation, detect
+from alk.runner.process import LocalRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 LANE = ROOT / "tests" / "lanes" / "trivial.toml"
@@ -33,7 +36,7 @@ WORKER = ROOT / "tests" / "workers" / "well_behaved.py"
 TARGET = 1.10
 
 
-def bare_round(repeats: int, sdk: Path, scratch: Path) -> float:
+def bare_round(repeats: int, sdk: Path, scratch: Path, prefix: tuple[str, ...]) -> float:
     env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
     env["PYTHONPATH"] = str(sdk)
     lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
@@ -41,18 +44,18 @@ def bare_round(repeats: int, sdk: Path, scratch: Path) -> float:
                          "scenario": {"id": "echo", "task": "Say hello", "input": {}}}) + "\n")
     began = time.perf_counter()
     for number in range(repeats):
-        workspace = scratch / f"bare-{number}"
+        workspace = scratch / f"bare-{len(prefix)}-{number}"
         workspace.mkdir()
-        done = subprocess.run([sys.executable, str(WORKER)], input=lines.encode(), env=env,
-                              cwd=workspace, capture_output=True)
+        done = subprocess.run([*prefix, sys.executable, str(WORKER)], input=lines.encode(),
+                              env=env, cwd=workspace, capture_output=True)
         assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
     return (time.perf_counter() - began) / repeats
 
 
-def alk_round(repeats: int, out: Path) -> float:
+def alk_round(repeats: int, out: Path, isolation: Isolation) -> float:
     lane = api.load_lane(LANE)
     began = time.perf_counter()
-    run = api.run_lane(lane, repeats=repeats, out_dir=out)
+    run = api.run_lane(lane, repeats=repeats, out_dir=out, runner=LocalRunner(isolation))
     elapsed = time.perf_counter() - began
     assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
     return elapsed / repeats
@@ -64,30 +67,42 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="alk-bench-"))
+    # Each pair compares alk with a bare spawn in the same containment, so that the ratio is
+    # alk's own cost; the PID namespace's cost is the difference between the two bare lines.
+    pairs = [("no namespace", PROCESS_GROUP_ONLY)]
+    if detect().containment is Containment.PID_NAMESPACE:
+        pairs.append(("PID namespace", detect()))
     try:
         sdk = scratch / "sdk" / "alk"
         sdk.mkdir(parents=True)
         (sdk / "__init__.py").write_text("")
         shutil.copyfile(ROOT / "src" / "alk" / "worker.py", sdk / "worker.py")
-        bare, harness = [], []
+        times: dict[str, list[float]] = {}
         for number in range(args.rounds):
-            round_dir = scratch / f"round-{number}"
-            round_dir.mkdir()
-            bare.append(bare_round(args.repeats, sdk.parent, round_dir))
-            harness.append(alk_round(args.repeats, round_dir))
-        bare_ms, alk_ms = statistics.median(bare) * 1000, statistics.median(harness) * 1000
-        ratio = alk_ms / bare_ms
+            for label, isolation in pairs:
+                round_dir = scratch / f"round-{number}-{len(isolation.prefix)}"
+                round_dir.mkdir()
+                times.setdefault(f"bare spawn, {label}", []).append(
+                    bare_round(args.repeats, sdk.parent, round_dir, isolation.prefix))
+                times.setdefault(f"alk run, {label}", []).append(
+                    alk_round(args.repeats, round_dir, isolation))
+        median = {name: statistics.median(values) * 1000 for name, values in times.items()}
         print(f"worker: {WORKER.relative_to(ROOT)}  interpreter: {sys.version.split()[0]}")
         print(f"{args.rounds} alternating rounds of {args.repeats} repeats each")
-        print(f"{'':22}{'median ms/repeat':>18}{'rounds (ms/repeat)':>40}")
-        print(f"{'bare spawn':22}{bare_ms:18.2f}    " + " ".join(f"{v * 1000:6.2f}" for v in bare))
-        print(f"{'alk run (per repeat)':22}{alk_ms:18.2f}    "
-              + " ".join(f"{v * 1000:6.2f}" for v in harness))
-        print(f"ratio alk / bare: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
-              f"{'met' if ratio <= TARGET else 'NOT met'})")
-        print(f"alk's side includes each run's fixed costs (probe spawn, statistics, "
-              f"result.json): about one bare spawn, i.e. {bare_ms / args.repeats:.2f} ms a repeat "
-              f"at {args.repeats} repeats; the rest is per repeat (handshake, transcript, checks).")
+        print(f"{'':28}{'median ms/repeat':>18}    rounds (ms/repeat)")
+        for name, values in times.items():
+            print(f"{name:28}{median[name]:18.2f}    "
+                  + " ".join(f"{v * 1000:6.2f}" for v in values))
+        for label, _ in pairs:
+            ratio = median[f"alk run, {label}"] / median[f"bare spawn, {label}"]
+            print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
+                  f"{'met' if ratio <= TARGET else 'NOT met'})")
+        if len(pairs) == 2:
+            cost = median["bare spawn, PID namespace"] - median["bare spawn, no namespace"]
+            print(f"the PID namespace itself costs {cost:.2f} ms a spawn "
+                  f"(alk's default here: {detect().reason})")
+        print("alk's side includes each run's fixed costs (one more spawn for the preflight "
+              "probe, statistics, result.json), spread over the run's repeats.")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from alk import __version__
 from alk.errors import LaneError, RunNotFoundError
 from alk.executor import Execution, Runner, execute
 from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk.plan import build_plan, new_run_id
 from alk.records import ExitCode, Lane, Plan, RepeatResult
 from alk.redaction import Redactor
+from alk.runner.isolation import detect
 from alk.report.document import (
     build_document,
     exit_code,
@@ -34,7 +37,7 @@ from alk.report.document import (
 from alk.transcript import read_transcript
 
 __all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "read_repeat_events",
-           "transcript_intact"]
+           "transcript_intact", "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
 # killed run loses at most the repeats of this long); after every repeat would cost a fast lane
@@ -133,3 +136,19 @@ def transcript_intact(entry: Mapping[str, Any], out_dir: Path = Path(".")) -> bo
     except OSError:
         return False
     return hashlib.sha256(data).hexdigest() == entry["sha256"]
+
+
+def doctor() -> list[tuple[str, str, str]]:
+    """What this machine gives a worker: (name, value, why) rows for `alk doctor`."""
+    isolation = detect()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    return [
+        ("alk", __version__,
+         f"Python {platform.python_version()} on {platform.system()} {platform.release()}"),
+        ("containment", isolation.containment.value, isolation.reason),
+        ("kill on exit", "every process of the namespace" if isolation.prefix
+         else "the worker's process group", "what ends when a worker exits or times out"),
+        ("worker user", "root" if uid == 0 else f"uid {uid}",
+         "workers run as alk's own user; they can read what it can read"),
+        ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),
+    ]

@@ -145,6 +145,12 @@ def causes() -> None:
     Console().print(terminal.causes_table())
 
 
+@app.command()
+def doctor() -> None:
+    """Show how this machine contains workers, and why."""
+    Console().print(terminal.doctor_view(api.doctor()))
+
+
 @app.command("check-worker")
 def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
     """Check a worker against protocol v1: the handshake, then one repeat of each scenario."""

@@ -153,7 +153,7 @@ class _Context:
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
-            violations=obs.violation_count, trajectory=obs.trajectory,
+            containment=obs.containment, violations=obs.violation_count, trajectory=obs.trajectory,
             claimed=(obs.result or {}).get("verification"), transcript=str(relative),
             sha256=sha256,
         )

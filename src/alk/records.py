@@ -147,6 +147,7 @@ class Observation:
 
     spawned: bool
     spawn_error: str | None = None
+    containment: str | None = None  # how the worker was contained (runner.isolation)
     ready: Mapping[str, Any] | None = None
     preflight: Preflight | None = None
     started: bool = False
@@ -200,6 +201,7 @@ class RepeatResult:
     timed_out: bool
     peak_rss_mb: float | None
     cpu_s: float | None
+    containment: str | None
     violations: int
     trajectory: tuple[str, ...]
     claimed: Any

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from alk.plan import repeat_seed
+from alk.runner.isolation import detect
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -60,7 +61,9 @@ def test_reference_lane_passes_with_evidence(tmp_path):
         assert scenario["id"] in done.stdout
         assert scenario["counts"] == {"requested": 3, "completed": 3, "void": 0, "scored": 3,
                                       "passed": 3}
+    assert f"containment  {detect().containment.value} (12 repeats)" in done.stdout
     for repeat in repeats_of(document):
+        assert repeat["containment"] == detect().containment.value
         data = (tmp_path / repeat["transcript"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == repeat["sha256"]
         last = json.loads(data.splitlines()[-1])
@@ -190,6 +193,8 @@ def test_report_show_lanes_and_causes(tmp_path):
     assert missing.returncode == 2 and "no repeat 9" in missing.stderr
     listed = alk("lanes", "--dir", LANES, cwd=tmp_path)
     assert listed.returncode == 0 and "old_version" in listed.stdout and "oldie" in listed.stdout
+    doctor = alk("doctor", cwd=tmp_path)
+    assert doctor.returncode == 0 and detect().containment.value in doctor.stdout
     causes = alk("causes", cwd=tmp_path)
     assert "version_unsupported" in causes.stdout and "wrong_files" in causes.stdout
 

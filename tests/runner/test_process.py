@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from alk.attribution import attribute
 from alk.records import Preflight
 from alk.redaction import Redactor
 from alk.runner import process
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, detect
 from alk.runner.process import LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, read_transcript
@@ -36,7 +38,7 @@ def reject(ready):
 
 
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
-            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl"):
+            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None):
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     request = RunRequest(
@@ -46,7 +48,7 @@ def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, en
     path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
-        obs = LocalRunner().run(request, gate, log)
+        obs = (runner or LocalRunner()).run(request, gate, log)
         elapsed = time.monotonic() - began
     return obs, read_transcript(path), elapsed
 
@@ -131,6 +133,32 @@ def test_spawn_failure_is_an_observation_not_an_exception(tmp_path):
     assert not obs.spawned and attribute(obs).cause == Cause.SPAWN_FAILED
 
 
+@pytest.mark.skipif(detect().containment is not Containment.PID_NAMESPACE,
+                    reason=f"no PID namespace here: {detect().reason}")
+def test_a_grandchild_that_escaped_the_group_dies_with_the_namespace(tmp_path):
+    obs, events, elapsed = run_act(tmp_path, "escape")
+    escaped = next(e["payload"]["pid"] for e in events if e["type"] == "escaped")
+    assert obs.containment == "pid_namespace"
+    assert elapsed < 2.0
+    assert gone(escaped), "a setsid() grandchild survived its worker"
+    assert attribute(obs).cause == Cause.PASSED
+
+
+def test_process_group_containment_still_returns_in_time(tmp_path):
+    """Without a namespace an escaped grandchild outlives the repeat (the documented limit of
+    this level), but it can neither hold alk on its pipes nor add evidence after the exit."""
+    obs, events, elapsed = run_act(tmp_path, "escape", runner=LocalRunner(PROCESS_GROUP_ONLY))
+    escaped = next(e["payload"]["pid"] for e in events if e["type"] == "escaped")
+    try:
+        assert obs.containment == "process_group" and elapsed < 2.0
+        assert attribute(obs).cause == Cause.PASSED
+        stderr_after_exit = [e for e in events if e["channel"] == "stderr"
+                             and e["seq"] > next(x["seq"] for x in events if x["type"] == "exit")]
+        assert stderr_after_exit == []
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+
+
 def test_stdin_reads_eof_after_start(tmp_path):
     obs, events, _ = run_act(tmp_path, "stdin_after_start")
     assert next(e for e in events if e["type"] == "stdin")["payload"]["rest"] == ""
@@ -138,7 +166,7 @@ def test_stdin_reads_eof_after_start(tmp_path):
 
 
 def test_death_by_signal(tmp_path):
-    obs, _, _ = run_act(tmp_path, "kill_self")
+    obs, _, _ = run_act(tmp_path, "segfault")
     verdict = attribute(obs)
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGSEGV" in verdict.detail
 

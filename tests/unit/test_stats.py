@@ -54,6 +54,7 @@ def rep(
         timed_out=False,
         peak_rss_mb=None,
         cpu_s=None,
+        containment=None,
         violations=0,
         trajectory=tuple(trajectory),
         claimed=None,

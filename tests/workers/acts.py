@@ -17,6 +17,17 @@ ACT = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
+def host_pid():
+    """This process's pid as the host sees it (inside a PID namespace getpid() says 1)."""
+    return int(os.readlink("/proc/self"))
+
+
+def wait_for(path):
+    while not os.path.exists(path) or not open(path).read():
+        time.sleep(0.01)
+    return int(open(path).read())
+
+
 def finish(output="done"):
     worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})
 
@@ -41,15 +52,16 @@ def main():
     if ACT == "grandchild_holds_stdout":
         # A grandchild in the worker's process group inherits stdout and outlives the worker.
         protocol_fd = worker._worker()._writer.fileno()
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                                 pass_fds=(protocol_fd,))
-        worker.emit("agent", "child", {"pid": child.pid})
+        subprocess.Popen([sys.executable, "-c", "import os, time; open('child.pid', 'w')"
+                          ".write(os.readlink('/proc/self')); time.sleep(60)"],
+                         pass_fds=(protocol_fd,))
+        worker.emit("agent", "child", {"pid": wait_for("child.pid")})
         finish()
         os._exit(0)
     elif ACT == "ignores_signals":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        worker.emit("agent", "pid", {"pid": os.getpid()})
+        worker.emit("agent", "pid", {"pid": host_pid()})
         time.sleep(60)
     elif ACT == "stdout_no_newline":
         # One endless line straight to the protocol descriptor, in chunks.
@@ -85,8 +97,27 @@ def main():
         sys.stderr.write(secret + "z" * (4096 - len(secret) // 2) + "\n")
         sys.stderr.write("w" * 290 + secret + "\n")
         sys.exit(1)
-    elif ACT == "kill_self":
-        os.kill(os.getpid(), signal.SIGSEGV)
+    elif ACT == "escape":
+        # Double fork and setsid(): the grandchild leaves the worker's process group and
+        # session, and keeps writing to stderr long after the worker is gone.
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open("escaped.pid", "w").write(str(host_pid()))
+                for _ in range(600):
+                    sys.stderr.write("still here\n")
+                    sys.stderr.flush()
+                    time.sleep(0.1)
+                os._exit(0)
+            os._exit(0)
+        worker.emit("agent", "escaped", {"pid": wait_for("escaped.pid")})
+        finish()
+    elif ACT == "segfault":
+        # A real fault, as native framework code would crash: the kernel's SIGSEGV ends even a
+        # PID-namespace init (a signal the worker sends itself would not).
+        import ctypes
+
+        ctypes.string_at(0)
     elif ACT == "eat_memory":
         block = bytearray(int(ARG) * 1024 * 1024)
         for i in range(0, len(block), 4096):

@@ -60,6 +60,9 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
         parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS)
     parts.append(_paths(doc.get("paths") or {}))
+    containment = _containment(scenarios)
+    if containment is not None:
+        parts.append(containment)
     return Group(*parts)
 
 
@@ -197,6 +200,19 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
             text.append(f"\n{cause}: {CATALOGUE[cause].action}", style="italic dim")
     # Padding rather than leading spaces, so that a wrapped detail stays indented too.
     return Group(title, Padding(text, (0, 0, 0, 2), expand=False))
+
+
+def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
+    """How the repeats' workers were contained: a reviewer weighs a verdict by it."""
+    used: dict[str, int] = {}
+    for scenario in scenarios:
+        for repeat in scenario.get("repeats") or []:
+            if repeat.get("containment"):
+                used[repeat["containment"]] = used.get(repeat["containment"], 0) + 1
+    if not used:
+        return None
+    return Text.assemble(("containment  ", "dim"),
+                         ", ".join(f"{name} ({count} repeats)" for name, count in used.items()))
 
 
 def _paths(paths: Mapping[str, Any]) -> Text:
@@ -418,3 +434,13 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
     verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
                else Text(f"{failed} problem(s) to fix", style="bold red"))
     return Group(*lines, Text(), verdict)
+
+
+def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
+    """`alk doctor`: what this machine gives a worker, and why."""
+    table = _table(("", {"style": "bold", "no_wrap": True}), ("", {"no_wrap": True}),
+                   ("", {"style": "dim"}))
+    table.show_header = False
+    for name, value, why in facts:
+        table.add_row(Text(name), Text(value), Text(why))
+    return table

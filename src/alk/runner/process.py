@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from alk.records import Observation, Preflight
 from alk.redaction import Redactor
+from alk.runner.isolation import Isolation, detect
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -67,10 +69,20 @@ Gate = Callable[[Mapping[str, Any]], Preflight]
 
 
 class LocalRunner:
-    """Runs workers as local processes in their own session (process group)."""
+    """Runs workers as local processes, each in its own session and, where the machine allows,
+    its own PID namespace (see `isolation`)."""
+
+    def __init__(self, isolation: Isolation | None = None) -> None:
+        self._isolation = isolation
+
+    @property
+    def isolation(self) -> Isolation:
+        if self._isolation is None:
+            self._isolation = detect()
+        return self._isolation
 
     def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
-        return _Session(request, gate, transcript).run()
+        return _Session(request, gate, transcript, self.isolation).run()
 
 
 @dataclass
@@ -83,8 +95,12 @@ class _Stream:
 
 
 class _Session:
-    def __init__(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> None:
+    def __init__(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter,
+                 isolation: Isolation) -> None:
         self.request, self.gate, self.transcript = request, gate, transcript
+        self.isolation = isolation
+        # The pid to sample: the worker itself, not the `unshare` in front of it.
+        self.worker_pid: int | None = None
         self.state = ProtocolState()
         self.preflight: Preflight | None = None
         self.stdin_pending = bytearray()
@@ -107,21 +123,28 @@ class _Session:
         request = self.request
         started = self.started_at = time.monotonic()
         parent_hwm_kb = _vm_hwm_kb("self")
+        containment = self.isolation.containment.value
         try:
+            # Behind `unshare` a missing program would look like an early exit; say it plainly.
+            if self.isolation.prefix and not _executable(request.argv[0], request.env):
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory")
             proc = subprocess.Popen(
-                request.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=request.cwd, env=dict(request.env),
-                start_new_session=True, close_fds=True,
+                (*self.isolation.prefix, *request.argv), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
+                env=dict(request.env), start_new_session=True, close_fds=True,
             )
         except OSError as exc:
             detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
             self.transcript.harness("spawn_failed", {"argv": list(request.argv),
                                                      "error": detail})
-            return Observation(spawned=False, spawn_error=detail)
+            return Observation(spawned=False, spawn_error=detail, containment=containment)
         self.proc = proc
+        if not self.isolation.prefix:
+            self.worker_pid = proc.pid
         try:
             self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
-                                              "cwd": request.cwd, "env": sorted(request.env)})
+                                              "cwd": request.cwd, "env": sorted(request.env),
+                                              "containment": containment})
             self._send(request.hello)
             self.transcript.harness("hello", dict(request.hello))
             status, rusage = self._loop(started)
@@ -163,6 +186,7 @@ class _Session:
         })
         return Observation(
             spawned=True,
+            containment=containment,
             ready=self.state.ready,
             preflight=self.preflight,
             started=self.state.phase is Phase.STARTED,
@@ -350,7 +374,10 @@ class _Session:
         return True
 
     def _sample(self) -> None:
-        self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.proc.pid))
+        if self.worker_pid is None:
+            self.worker_pid = _first_child(self.proc.pid)
+        if self.worker_pid is not None:
+            self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.worker_pid))
 
     def _split(self, stream: _Stream, chunk: bytes) -> None:
         limit = self.request.line_limit_bytes
@@ -442,6 +469,20 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+def _first_child(pid: int) -> int | None:
+    """The process `pid` started (the worker behind `unshare`), from /proc."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+            found = children.read().split()
+    except OSError:
+        return None
+    return int(found[0]) if found else None
+
+
+def _executable(program: str, env: Mapping[str, str]) -> bool:
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
 
 
 def _vm_hwm_kb(pid: int | str) -> int:
