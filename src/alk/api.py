@@ -69,13 +69,14 @@ def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tupl
 
 def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str] = (),
              seed: int | None = None, timeout_s: float | None = None,
+             limits: Mapping[str, int] | None = None,
              out_dir: Path = Path("."), runner: Runner | None = None,
              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
              on_plan: Callable[[Plan], None] | None = None,
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     environ = os.environ if environ is None else environ
     plan = build_plan(lane, new_run_id(), repeats=repeats, scenario_ids=scenarios, seed=seed,
-                      timeout_s=timeout_s)
+                      timeout_s=timeout_s, limits=limits)
     if on_plan:
         on_plan(plan)
     started_at = datetime.now(timezone.utc)

@@ -12,6 +12,7 @@ import signal
 from typing import Any, Sequence
 
 from alk.causes import Cause, outcome_of
+from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation
 
 _CHECK_CAUSES = (
@@ -47,6 +48,10 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
     if obs.timed_out:
         return _make(Cause.TIMEOUT, f"no exit within the timeout ({obs.duration_s:.1f} s run)"
                                     f"{_last_event_hint(obs)}{_stderr(obs)}")
+    breached = _limit_breached(obs)
+    if breached is not None:
+        return _make(CAUSES[breached], f"limit {breached} = {obs.limits[breached]}: "
+                                       f"{_status(obs)}{_stderr(obs)}")
     if obs.signal is not None:
         return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}{_stderr(obs)}")
     if obs.exit_code != 0:
@@ -64,6 +69,25 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
     if failed:
         return _make(_check_cause(failed[0].name), "; ".join(_describe(c) for c in failed))
     return _make(Cause.PASSED, f"{len(checks)} checks held")
+
+
+def _limit_breached(obs: Observation) -> str | None:
+    """The limit that ended a failed run, from the kernel's signal or the limit's own error as
+    the last lines of stderr show it; None when the run did not fail or no limit explains it."""
+    if obs.exit_code == 0 or not obs.limits:
+        return None
+    # CPU time is measured, not guessed from the signal: as a namespace's PID 1 the worker
+    # ignores SIGXCPU and dies of the SIGKILL at the hard limit.
+    if "cpu_s" in obs.limits and (obs.signal == signal.SIGXCPU
+                                  or (obs.cpu_s or 0) >= obs.limits["cpu_s"]):
+        return "cpu_s"
+    if obs.signal == signal.SIGXFSZ and "max_file_mb" in obs.limits:
+        return "max_file_mb"
+    tail = "\n".join(obs.stderr_tail.strip().splitlines()[-5:])
+    for name, signs in SIGNS.items():
+        if name in obs.limits and any(sign in tail for sign in signs):
+            return name
+    return None
 
 
 def _make(cause: Cause, detail: str) -> Attribution:

@@ -30,6 +30,11 @@ class Cause(StrEnum):
     PROTOCOL_VIOLATION = "protocol_violation"
     BAD_RESULT = "bad_result"
     NO_RESULT = "no_result"
+    MEMORY_LIMIT = "memory_limit"
+    CPU_LIMIT = "cpu_limit"
+    PROCESS_LIMIT = "process_limit"
+    OPEN_FILES_LIMIT = "open_files_limit"
+    FILE_SIZE_LIMIT = "file_size_limit"
     # agent: the run finished, the harness's own check of the result failed
     WRONG_STOP_REASON = "wrong_stop_reason"
     WRONG_OUTPUT = "wrong_output"
@@ -122,6 +127,32 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker exited cleanly without a `result` event.",
         "Always end a run with `result(...)`, also when the agent gives up.",
+    ),
+    Cause.MEMORY_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker crashed on the lane's `memory_mb` limit (address space): MemoryError or a "
+        "failed allocation.",
+        "Raise `[limits] memory_mb` if the framework needs it, or find what grows.",
+    ),
+    Cause.CPU_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker used up the lane's `cpu_s` limit of CPU time (SIGXCPU, then SIGKILL).",
+        "Look for a busy loop in the transcript's last events, or raise `[limits] cpu_s`.",
+    ),
+    Cause.PROCESS_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker failed to start a process or thread past the lane's `max_processes` limit.",
+        "Raise `[limits] max_processes`, or look for runaway forking.",
+    ),
+    Cause.OPEN_FILES_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker crashed on the lane's `max_open_files` limit (Too many open files).",
+        "Look for leaked files or sockets, or raise `[limits] max_open_files`.",
+    ),
+    Cause.FILE_SIZE_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker crashed writing a file larger than the lane's `max_file_mb` limit.",
+        "Raise `[limits] max_file_mb` if such files are expected.",
     ),
     Cause.WRONG_STOP_REASON: CauseInfo(
         Outcome.AGENT,

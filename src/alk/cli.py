@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from alk import api, conformance
-from alk.errors import AlkError
+from alk.errors import AlkError, UsageError
 from alk.lane import LANES_DIR
 from alk.records import ExitCode, Plan, RepeatResult
 from alk.report import terminal
@@ -66,15 +66,19 @@ def run(
                                  "the report."),
     keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep each repeat's "
                                          "workspace folder (in the system temp folder)."),
+    limit: List[str] = typer.Option([], "--limit", help="NAME=VALUE, over the lane's [limits] "
+                                    "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
+                                    "max_open_files, max_file_mb."),
     out: Path = OutOpt,
 ) -> None:
     """Run a lane: every scenario, N fresh worker processes each; report and exit by verdict."""
     console = Console()
     try:
         loaded = api.load_lane(lane)
+        limits = _parse_limits(limit)
         with _RunProgress(enabled=not as_json) as progress:
             result = api.run_lane(loaded, repeats=repeats, scenarios=scenario, seed=seed,
-                                  timeout_s=timeout, out_dir=out,
+                                  timeout_s=timeout, limits=limits, out_dir=out,
                                   keep_workspaces=keep_workspaces,
                                   on_plan=progress.plan, on_repeat=progress.advance)
     except AlkError as exc:
@@ -162,6 +166,16 @@ def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
         _fail(str(exc))
     Console().print(terminal.findings_view(findings))
     raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
+
+
+def _parse_limits(values: List[str]) -> dict[str, int]:
+    limits = {}
+    for value in values:
+        name, _, number = value.partition("=")
+        if not number.isdigit():
+            raise UsageError(f"--limit {value!r}: expected NAME=WHOLE_NUMBER, e.g. memory_mb=2048")
+        limits[name.strip()] = int(number)
+    return limits
 
 
 class _RunProgress:

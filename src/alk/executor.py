@@ -111,7 +111,7 @@ class _Context:
                      for arg in self.plan.lane.command)
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
-                          redactor=self.redactor)
+                          redactor=self.redactor, limits=self.plan.limits)
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)

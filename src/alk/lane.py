@@ -17,7 +17,9 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError
-from alk.records import Expectations, FileExpectation, Lane, Scenario
+from alk.limits import NAMES as LIMIT_NAMES
+from alk.limits import with_overrides
+from alk.records import Expectations, FileExpectation, Lane, Limits, Scenario
 
 LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
@@ -32,7 +34,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
-    "repeats", "transcript_cap_mb", "scenarios",
+    "repeats", "transcript_cap_mb", "limits", "scenarios",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect"}
 _EXPECT_FIELDS = {
@@ -187,7 +189,19 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         root=root,
         transcript_cap_bytes=int(top.positive("transcript_cap_mb", DEFAULT_TRANSCRIPT_CAP_MB)
                                  * 1024 * 1024),
+        limits=with_overrides(Limits(), _parse_limits(top.get("limits", dict, default={}), where)),
     )
+
+
+def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:
+    table = _Table(raw, where, "limits", set(LIMIT_NAMES))
+    values = {}
+    for name in raw:
+        value = table.get(name, int)
+        if value < 0:
+            table.fail(name, f"must be a whole number ≥ 0 (0 lifts the limit), got {value}")
+        values[name] = value
+    return values
 
 
 def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:

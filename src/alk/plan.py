@@ -10,9 +10,11 @@ import hashlib
 import math
 import secrets
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from alk.errors import UsageError
+from alk.limits import NAMES as LIMIT_NAMES
+from alk.limits import with_overrides
 from alk.records import Lane, Plan, RepeatSpec
 
 
@@ -31,7 +33,8 @@ def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:
 
 def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
                scenario_ids: Sequence[str] = (), seed: int | None = None,
-               timeout_s: float | None = None) -> Plan:
+               timeout_s: float | None = None, limits: Mapping[str, int] | None = None) -> Plan:
+    """`limits` override the lane's `[limits]` by name (0 lifts one)."""
     repeats = lane.repeats if repeats is None else repeats
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
@@ -46,5 +49,10 @@ def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
     seed = secrets.randbelow(2**31) if seed is None else seed
     items = tuple(RepeatSpec(scenario, number, repeat_seed(seed, scenario.id, number))
                   for number in range(1, repeats + 1) for scenario in chosen)
+    unknown_limits = sorted(set(limits or {}) - set(LIMIT_NAMES))
+    if unknown_limits:
+        raise UsageError(f"--limit {unknown_limits[0]!r} is not a limit; limits: "
+                         f"{', '.join(LIMIT_NAMES)}")
     return Plan(run_id=run_id, lane=lane, scenarios=tuple(chosen), repeats=repeats, seed=seed,
-                timeout_s=timeout_s or lane.timeout_s, items=items)
+                timeout_s=timeout_s or lane.timeout_s, items=items,
+                limits=with_overrides(lane.limits, limits or {}))

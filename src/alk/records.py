@@ -45,6 +45,21 @@ class ExitCode(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits in force for a repeat (see `alk.limits`); None means not limited."""
+
+    memory_mb: int | None = 8192
+    cpu_s: int | None = None
+    max_processes: int | None = None
+    max_open_files: int | None = 1024
+    max_file_mb: int | None = 1024
+
+    def applied(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__
+                if getattr(self, name) is not None}
+
+
+@dataclass(frozen=True, slots=True)
 class FileExpectation:
     """A workspace file the harness reads after the run (path relative to the workspace)."""
 
@@ -91,6 +106,7 @@ class Lane:
     path: Path
     root: Path
     transcript_cap_bytes: int
+    limits: Limits = field(default_factory=Limits)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +131,7 @@ class Plan:
     seed: int
     timeout_s: float
     items: tuple[RepeatSpec, ...]
+    limits: Limits = field(default_factory=Limits)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +183,7 @@ class Observation:
     violation_count: int = 0
     stderr_tail: str = ""
     harness_error: str | None = None
+    limits: Mapping[str, int] = field(default_factory=dict)  # resource limits in force
 
 
 @dataclass(frozen=True, slots=True)

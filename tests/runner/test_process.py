@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 import alk
 from alk.causes import Cause
 from alk.attribution import attribute
-from alk.records import Preflight
+from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import process
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, detect
@@ -38,13 +39,14 @@ def reject(ready):
 
 
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
-            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None):
+            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits()):
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
-        timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets))
+        timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets),
+        limits=limits)
     path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
@@ -171,9 +173,51 @@ def test_death_by_signal(tmp_path):
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGSEGV" in verdict.detail
 
 
+def test_death_by_sigkill_from_outside(tmp_path):
+    """As the OOM killer would: behind `unshare`, too, the death is reported as SIGKILL."""
+    pid_file = tmp_path / "ws" / "me.pid"
+
+    def kill_when_ready():
+        while not (pid_file.exists() and pid_file.read_text()):
+            time.sleep(0.01)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_ready, daemon=True)
+    killer.start()
+    obs, _, _ = run_act(tmp_path, "await_kill")
+    verdict = attribute(obs)
+    assert (obs.signal, obs.exit_code) == (signal.SIGKILL, None)
+    assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGKILL" in verdict.detail
+    assert "unshare" not in verdict.detail
+
+
 def test_clean_exit_without_result(tmp_path):
     obs, _, _ = run_act(tmp_path, "no_result")
     assert attribute(obs).cause == Cause.NO_RESULT
+
+
+@pytest.mark.parametrize("act, arg, limits, cause", [
+    ("eat_memory", "600", Limits(memory_mb=300), Cause.MEMORY_LIMIT),
+    ("spin", "", Limits(cpu_s=1), Cause.CPU_LIMIT),
+    ("open_files", "200", Limits(max_open_files=64), Cause.OPEN_FILES_LIMIT),
+    ("big_file", "8", Limits(max_file_mb=2), Cause.FILE_SIZE_LIMIT),
+])
+def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause):
+    obs, events, elapsed = run_act(tmp_path, act, arg, limits=limits, timeout=8)
+    verdict = attribute(obs)
+    assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", cause), verdict.detail
+    assert elapsed < 8
+    spawn = next(e for e in events if e["type"] == "spawn")
+    assert spawn["payload"]["limits"] == limits.applied()
+
+
+def test_limits_are_inherited_and_core_dumps_are_off(tmp_path):
+    limits = Limits(memory_mb=2048, max_open_files=77)
+    obs, events, _ = run_act(tmp_path, "rlimits", limits=limits)
+    seen = next(e for e in events if e["type"] == "rlimits")["payload"]
+    assert seen["core"] == [0, 0] and seen["nofile"] == [77, 77]
+    assert seen["as"] == [2048 * 1024 * 1024] * 2
+    assert attribute(obs).cause == Cause.PASSED
 
 
 def test_peak_rss_is_the_workers_own(tmp_path):

@@ -330,3 +330,20 @@ def test_lane_not_found_without_a_lanes_dir(tmp_path: Path,
     with pytest.raises(LaneError) as caught:
         find_lane("nope", Path("lanes"))
     assert str(caught.value) == "lane 'nope' not found in lanes/ (no lanes in lanes/)"
+
+
+def test_limits_default_to_safe_values_and_can_be_set_or_lifted(root: Path) -> None:
+    assert load_lane(write(root, lane_toml())).limits.applied() == {
+        "memory_mb": 8192, "max_open_files": 1024, "max_file_mb": 1024}
+    text = lane_toml(raw="[limits]\ncpu_s = 5\nmemory_mb = 0\nmax_open_files = 64")
+    limits = load_lane(write(root, text)).limits
+    assert limits.applied() == {"cpu_s": 5, "max_open_files": 64, "max_file_mb": 1024}
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("[limits]\nmemory_gb = 2", "limits unknown field 'memory_gb'"),
+    ("[limits]\ncpu_s = -1", "limits.cpu_s must be a whole number ≥ 0"),
+    ("[limits]\ncpu_s = 1.5", "limits.cpu_s must be a whole number, got a number (1.5)"),
+])
+def test_bad_limits_are_lane_errors(root: Path, raw: str, expected: str) -> None:
+    assert lane_error(root, lane_toml(raw=raw)).startswith(f"{WHERE}: {expected}")

@@ -123,6 +123,27 @@ def main():
         for i in range(0, len(block), 4096):
             block[i] = 1
         finish(str(len(block)))
+    elif ACT == "rlimits":
+        import resource
+
+        names = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE,
+                 "as": resource.RLIMIT_AS}
+        worker.emit("agent", "rlimits", {k: list(resource.getrlimit(v)) for k, v in names.items()})
+        finish()
+    elif ACT == "await_kill":
+        open("me.pid", "w").write(str(host_pid()))
+        time.sleep(30)
+    elif ACT == "spin":
+        while True:
+            pass
+    elif ACT == "open_files":
+        handles = [open(f"f{i}", "w") for i in range(int(ARG))]
+        finish(str(len(handles)))
+    elif ACT == "big_file":
+        with open("big.bin", "wb") as big:
+            for _ in range(int(ARG)):
+                big.write(b"x" * 1024 * 1024)
+        finish()
     elif ACT == "no_result":
         worker.tool_call("noop", {})
     elif ACT == "write_after_exit":

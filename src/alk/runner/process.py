@@ -19,7 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from alk.records import Observation, Preflight
+from alk.limits import prlimit_prefix
+from alk.limits import setter as limit_setter
+from alk.records import Limits, Observation, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Isolation, detect
 from alk.runner.protocol import (
@@ -46,6 +48,7 @@ DRAIN_LIMIT_S = 0.2
 # event: ru_maxrss cannot be used alone, as a child's starts at the harness's own peak. A read
 # costs ~30 µs, 0.3% of a worker's time at this interval.
 SAMPLE_INTERVAL_S = 0.01
+UNSHARE_SIGKILL_LINE = b"unshare: sigprocmask unblock failed: Invalid argument"
 # After SIGKILL a process ends unless stuck in the kernel; never wait on it longer than this.
 REAP_LIMIT_S = 2.0
 
@@ -63,6 +66,7 @@ class RunRequest:
     start: Mapping[str, Any] | None
     line_limit_bytes: int = LINE_LIMIT_BYTES
     redactor: Redactor = field(default_factory=Redactor)
+    limits: Limits = field(default_factory=Limits)
 
 
 Gate = Callable[[Mapping[str, Any]], Preflight]
@@ -125,13 +129,17 @@ class _Session:
         parent_hwm_kb = _vm_hwm_kb("self")
         containment = self.isolation.containment.value
         try:
-            # Behind `unshare` a missing program would look like an early exit; say it plainly.
-            if self.isolation.prefix and not _executable(request.argv[0], request.env):
+            # Limits go on first (inherited by all that follows), then the namespace; behind
+            # them a missing program would look like an early exit, so say it plainly.
+            limit_prefix = prlimit_prefix(request.limits)
+            prefix = (*(limit_prefix or ()), *self.isolation.prefix)
+            if prefix and not _executable(request.argv[0], request.env):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory")
             proc = subprocess.Popen(
-                (*self.isolation.prefix, *request.argv), stdin=subprocess.PIPE,
+                (*prefix, *request.argv), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
                 env=dict(request.env), start_new_session=True, close_fds=True,
+                preexec_fn=None if limit_prefix is not None else limit_setter(request.limits),
             )
         except OSError as exc:
             detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
@@ -140,11 +148,12 @@ class _Session:
             return Observation(spawned=False, spawn_error=detail, containment=containment)
         self.proc = proc
         if not self.isolation.prefix:
-            self.worker_pid = proc.pid
+            self.worker_pid = proc.pid  # prlimit, if any, has exec'd the worker in place
         try:
             self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
                                               "cwd": request.cwd, "env": sorted(request.env),
-                                              "containment": containment})
+                                              "containment": containment,
+                                              "limits": request.limits.applied()})
             self._send(request.hello)
             self.transcript.harness("hello", dict(request.hello))
             status, rusage = self._loop(started)
@@ -171,6 +180,12 @@ class _Session:
             else:
                 exit_code = os.waitstatus_to_exitcode(status)
                 proc.returncode = exit_code
+            if self.isolation.prefix and exit_code == 1 and self.stderr_tail.rstrip().endswith(
+                    UNSHARE_SIGKILL_LINE):
+                # `unshare` mirrors its child's death by a signal, except SIGKILL, which it
+                # cannot re-raise on itself: it says so and exits 1. The worker died by SIGKILL.
+                exit_code, sig = None, signal.SIGKILL
+                del self.stderr_tail[-len(UNSHARE_SIGKILL_LINE) - 1:]
         cpu_s = peak_kb = None
         if rusage is not None:
             cpu_s = rusage.ru_utime + rusage.ru_stime
@@ -187,6 +202,7 @@ class _Session:
         return Observation(
             spawned=True,
             containment=containment,
+            limits=request.limits.applied(),
             ready=self.state.ready,
             preflight=self.preflight,
             started=self.state.phase is Phase.STARTED,

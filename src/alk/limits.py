@@ -1,0 +1,95 @@
+"""Resource limits for a worker: names, safe defaults, and how each is enforced by the OS.
+
+A lane's `[limits]` table and `alk run --limit NAME=VALUE` set them; 0 lifts one. They are
+rlimits, set before the worker's program starts (by util-linux `prlimit` in front of it on
+Linux, in the child before exec elsewhere) and inherited by everything it starts. Core dumps
+are always off: a crashing worker would otherwise leave a `core` file as large as its memory.
+
+Limits and where they fall short:
+- `memory_mb` (RLIMIT_AS) bounds address space, not resident memory: runtimes that reserve
+  large virtual ranges (V8, some JITs) need it raised or lifted (0).
+- `max_processes` (RLIMIT_NPROC) counts every process of alk's user, and does nothing for root;
+  it is off unless set.
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import sys
+from dataclasses import fields
+from typing import Callable, Mapping
+
+from alk.causes import Cause
+from alk.records import Limits
+
+
+NAMES = tuple(f.name for f in fields(Limits))
+
+# name → (rlimit, prlimit option, bytes per unit)
+_RLIMITS = {
+    "memory_mb": (resource.RLIMIT_AS, "--as", 1024 * 1024),
+    "cpu_s": (resource.RLIMIT_CPU, "--cpu", 1),
+    "max_processes": (resource.RLIMIT_NPROC, "--nproc", 1),
+    "max_open_files": (resource.RLIMIT_NOFILE, "--nofile", 1),
+    "max_file_mb": (resource.RLIMIT_FSIZE, "--fsize", 1024 * 1024),
+}
+
+# The cause a limit's breach is attributed to, and what a Python worker prints when it hits one.
+CAUSES = {
+    "memory_mb": Cause.MEMORY_LIMIT,
+    "cpu_s": Cause.CPU_LIMIT,
+    "max_processes": Cause.PROCESS_LIMIT,
+    "max_open_files": Cause.OPEN_FILES_LIMIT,
+    "max_file_mb": Cause.FILE_SIZE_LIMIT,
+}
+SIGNS = {
+    "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory"),
+    "max_processes": ("Resource temporarily unavailable",),
+    "max_open_files": ("Too many open files",),
+    "max_file_mb": ("File too large",),
+}
+
+
+def with_overrides(base: Limits, overrides: Mapping[str, int]) -> Limits:
+    """`overrides` holds validated values; 0 lifts a limit."""
+    values = {name: getattr(base, name) for name in NAMES}
+    for name, value in overrides.items():
+        values[name] = value or None
+    return Limits(**values)
+
+
+def _pairs(limits: Limits) -> list[tuple[int, str, int, int]]:
+    """(rlimit, prlimit option, soft, hard) for each limit in force, and no core dumps."""
+    pairs = [(resource.RLIMIT_CORE, "--core", 0, 0)]
+    for name, value in limits.applied().items():
+        rlimit, option, unit = _RLIMITS[name]
+        # CPU: soft then hard one second later, so the worker gets SIGXCPU (a cause alk can
+        # name) before the SIGKILL the kernel sends at the hard limit.
+        soft, hard = value * unit, (value + 1 if name == "cpu_s" else value) * unit
+        # Only root may raise a hard limit: never ask for more than alk's own.
+        ceiling = resource.getrlimit(rlimit)[1]
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = min(soft, ceiling), min(hard, ceiling)
+        pairs.append((rlimit, option, soft, hard))
+    return pairs
+
+
+def prlimit_prefix(limits: Limits) -> tuple[str, ...] | None:
+    """argv that starts a program under these limits, or None where `prlimit` is missing."""
+    prlimit = shutil.which("prlimit") if sys.platform.startswith("linux") else None
+    if prlimit is None:
+        return None
+    return (prlimit, *(f"{option}={soft}:{hard}" for _, option, soft, hard in _pairs(limits)),
+            "--")
+
+
+def setter(limits: Limits) -> Callable[[], None]:
+    """A function for `preexec_fn` that sets these limits in the child before exec."""
+    pairs = [(rlimit, soft, hard) for rlimit, _, soft, hard in _pairs(limits)]
+
+    def set_limits() -> None:
+        for rlimit, soft, hard in pairs:
+            resource.setrlimit(rlimit, (soft, hard))
+
+    return set_limits
