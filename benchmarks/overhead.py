@@ -4,8 +4,10 @@ Both sides run the trivial worker (tests/workers/well_behaved.py) with the same 
 same scrubbed environment and the same two input lines; the bare side is `subprocess.run` with
 the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, ...) so that drift
 in a shared machine lands on both sides; the medians of the per-round per-repeat times are
-compared. Target: alk / bare ≤ 1.10, each side in the same containment (a process group; and,
-where the machine offers it, a PID namespace, alk's default there). A run has fixed costs (the preflight probe is one more
+compared. Target: alk / bare ≤ 1.10, each side set up the same way: once with the least alk
+does (no limits but core dumps off, no namespace) and once as alk sets a worker up by default
+here (rlimits, PID namespace), so that each ratio is alk's own cost, and the OS mechanisms'
+cost is printed apart. A run has fixed costs (the preflight probe is one more
 spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
 to be spread as they are in real use; both figures are printed.
 
@@ -27,7 +29,10 @@ from pathlib import Path
 
 from alk import api
 from alk.executor import SAFE_ENV_NAMES
-from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Isolation, detect
+from alk.limits import NAMES as LIMIT_NAMES
+from alk.limits import prlimit_prefix
+from alk.records import Limits
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Isolation, detect
 from alk.runner.process import LocalRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,10 +57,11 @@ def bare_round(repeats: int, sdk: Path, scratch: Path, prefix: tuple[str, ...]) 
     return (time.perf_counter() - began) / repeats
 
 
-def alk_round(repeats: int, out: Path, isolation: Isolation) -> float:
+def alk_round(repeats: int, out: Path, isolation: Isolation, limits: dict[str, int]) -> float:
     lane = api.load_lane(LANE)
     began = time.perf_counter()
-    run = api.run_lane(lane, repeats=repeats, out_dir=out, runner=LocalRunner(isolation))
+    run = api.run_lane(lane, repeats=repeats, out_dir=out, runner=LocalRunner(isolation),
+                       limits=limits)
     elapsed = time.perf_counter() - began
     assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
     return elapsed / repeats
@@ -67,11 +73,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="alk-bench-"))
-    # Each pair compares alk with a bare spawn in the same containment, so that the ratio is
-    # alk's own cost; the PID namespace's cost is the difference between the two bare lines.
-    pairs = [("no namespace", PROCESS_GROUP_ONLY)]
-    if detect().containment is Containment.PID_NAMESPACE:
-        pairs.append(("PID namespace", detect()))
+    # Each pair compares alk with a bare spawn set up the same way (limits, namespace), so that
+    # the ratio is alk's own cost; what the OS mechanisms cost is the difference between the
+    # two bare lines.
+    no_limits = {name: 0 for name in LIMIT_NAMES}
+    unlimited = Limits(**{name: None for name in LIMIT_NAMES})
+    defaults = (*(prlimit_prefix(Limits()) or ()), *detect().prefix)
+    pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, prlimit_prefix(unlimited) or ()),
+             ("alk's defaults", detect(), {}, defaults)]
     try:
         sdk = scratch / "sdk" / "alk"
         sdk.mkdir(parents=True)
@@ -79,13 +88,13 @@ def main() -> None:
         shutil.copyfile(ROOT / "src" / "alk" / "worker.py", sdk / "worker.py")
         times: dict[str, list[float]] = {}
         for number in range(args.rounds):
-            for label, isolation in pairs:
-                round_dir = scratch / f"round-{number}-{len(isolation.prefix)}"
+            for label, isolation, limits, prefix in pairs:
+                round_dir = scratch / f"round-{number}-{len(prefix)}"
                 round_dir.mkdir()
                 times.setdefault(f"bare spawn, {label}", []).append(
-                    bare_round(args.repeats, sdk.parent, round_dir, isolation.prefix))
+                    bare_round(args.repeats, sdk.parent, round_dir, prefix))
                 times.setdefault(f"alk run, {label}", []).append(
-                    alk_round(args.repeats, round_dir, isolation))
+                    alk_round(args.repeats, round_dir, isolation, limits))
         median = {name: statistics.median(values) * 1000 for name, values in times.items()}
         print(f"worker: {WORKER.relative_to(ROOT)}  interpreter: {sys.version.split()[0]}")
         print(f"{args.rounds} alternating rounds of {args.repeats} repeats each")
@@ -93,14 +102,14 @@ def main() -> None:
         for name, values in times.items():
             print(f"{name:28}{median[name]:18.2f}    "
                   + " ".join(f"{v * 1000:6.2f}" for v in values))
-        for label, _ in pairs:
+        for label, *_ in pairs:
             ratio = median[f"alk run, {label}"] / median[f"bare spawn, {label}"]
             print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
                   f"{'met' if ratio <= TARGET else 'NOT met'})")
-        if len(pairs) == 2:
-            cost = median["bare spawn, PID namespace"] - median["bare spawn, no namespace"]
-            print(f"the PID namespace itself costs {cost:.2f} ms a spawn "
-                  f"(alk's default here: {detect().reason})")
+        cost = median["bare spawn, alk's defaults"] - median["bare spawn, least setup"]
+        print(f"alk's default setup ({detect().containment.value}, rlimits) costs "
+              f"{cost:.2f} ms a spawn more than the least (no limits but core dumps off, no "
+              f"namespace); the bare lines pay it too")
         print("alk's side includes each run's fixed costs (one more spawn for the preflight "
               "probe, statistics, result.json), spread over the run's repeats.")
     finally:

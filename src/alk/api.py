@@ -102,10 +102,12 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
     execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
                         keep_workspaces=keep_workspaces, on_repeat=after_repeat)
     status = "interrupted" if execution.interrupted else "complete"
-    document = write_document(path, build_document(
-        plan, execution, status=status, started_at=started_at,
-        finished_at=datetime.now(timezone.utc)), redactor)
-    return RunResult(document, path, exit_code(document), execution.interrupted)
+    document = build_document(plan, execution, status=status, started_at=started_at,
+                              finished_at=datetime.now(timezone.utc))
+    # The verdict is taken before redaction: what is masked for people never changes it.
+    code = exit_code(document)
+    return RunResult(write_document(path, document, redactor), path, code,
+                     execution.interrupted)
 
 
 def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:

@@ -7,6 +7,7 @@ and the output folder are passed in; nothing here prints.
 
 from __future__ import annotations
 
+import compileall
 import functools
 import os
 import shutil
@@ -57,7 +58,8 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
     execution.workspaces = root if keep_workspaces else None
     try:
-        context = _Context(plan, out_dir, runner, gate, redactor, env, _install_sdk(root), root)
+        context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
+                           _install_sdk(root))
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
@@ -68,24 +70,34 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             execution.repeats.append(result)
             if on_repeat:
                 on_repeat(result, execution)
-            if not keep_workspaces:
-                shutil.rmtree(context.workspace(item), ignore_errors=True)
     except KeyboardInterrupt:
         execution.interrupted = True
     finally:
         if not keep_workspaces:
-            shutil.rmtree(root, ignore_errors=True)
+            _remove(root)
     return execution
 
 
 def _install_sdk(root: Path) -> Path:
-    """Puts `alk.worker` (and nothing else of alk) on the worker's PYTHONPATH, so any
-    interpreter can import it without alk installed."""
+    """The folder for the workers' PYTHONPATH: `alk.worker` and nothing else of alk, so that any
+    interpreter imports it without alk installed. Compiled ahead (for alk's own interpreter) and
+    then made read-only, so that a worker running as another user cannot rewrite it for the
+    repeats after it; one running as alk's user could rewrite alk itself (docs/security.md)."""
     package = root / "sdk" / "alk"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""The alk worker SDK, as alk hands it to workers."""\n')
     shutil.copyfile(Path(__file__).with_name("worker.py"), package / "worker.py")
+    compileall.compile_dir(package, quiet=1)
+    for path in (*package.rglob("*"), package, package.parent):
+        path.chmod(0o555 if path.is_dir() else 0o444)
     return package.parent
+
+
+def _remove(root: Path) -> None:
+    for folder in (root / "sdk", *(root / "sdk").rglob("*")):
+        if folder.is_dir():
+            folder.chmod(0o755)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @dataclass
@@ -96,16 +108,17 @@ class _Context:
     gate: Gate
     redactor: Redactor
     env: dict[str, str]
-    sdk: Path
     root: Path
+    keep_workspaces: bool
+    sdk: Path
 
-    def workspace(self, item: RepeatSpec) -> Path:
-        return self.root / "ws" / f"{item.scenario.id}-{item.repeat:02d}"
+    def workspace(self, label: str) -> Path:
+        """A fresh folder under an unguessable name: a worker cannot prepare the next one."""
+        return Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
 
     def request(self, cwd: Path, start: dict | None) -> RunRequest:
         # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
         # there is the repeat's own and goes with it (and costs no extra folders per repeat).
-        cwd.mkdir(parents=True)
         env = {**self.env, "HOME": str(cwd), "TMPDIR": str(cwd), "PYTHONPATH": str(self.sdk)}
         argv = tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
                      for arg in self.plan.lane.command)
@@ -116,11 +129,11 @@ class _Context:
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
         with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes, self.redactor) as log:
-            return self.runner.run(self.request(self.root / "probe", None), self.gate, log)
+            return self.runner.run(self.request(self.workspace("probe"), None), self.gate, log)
 
     def repeat(self, item: RepeatSpec) -> RepeatResult:
         relative = repeat_transcript(self.plan.run_id, item.scenario.id, item.repeat)
-        workspace = self.workspace(item)
+        workspace = self.workspace(f"{item.scenario.id}-{item.repeat:02d}")
         start = {"type": "start", "run_id": self.plan.run_id,
                  "scenario": {"id": item.scenario.id, "task": item.scenario.task,
                               "input": dict(item.scenario.input)},
@@ -148,6 +161,8 @@ class _Context:
         detail = self.redactor.cut(verdict.detail, DETAIL_CHARS)
         sha256 = _close_quietly(log, "attribution", {
             "outcome": verdict.outcome.value, "cause": verdict.cause, "detail": detail})
+        if not self.keep_workspaces:
+            shutil.rmtree(workspace, ignore_errors=True)
         return RepeatResult(
             scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from alk.records import Check, Expectations, FileExpectation
+from alk.runner.protocol import bounded_name
 
 # A workspace file larger than this is not parsed (a worker could leave gigabytes).
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -41,6 +42,7 @@ def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[s
         checks.append(Check("end_state", is_subset(expect.end_state, actual), expect.end_state,
                             _brief(actual)))
     for name, count in (expect.tool_calls or {}).items():
+        name = bounded_name(name)
         if name not in tool_calls and uncounted_tool_calls:
             checks.append(Check(f"tool_calls.{name}", False, count,
                                 f"unknown: {uncounted_tool_calls} call(s) to tool names past the "
@@ -75,14 +77,20 @@ def _check_file(file: FileExpectation, workspace: Path) -> list[Check]:
     base = os.path.realpath(workspace)
     real = os.path.realpath(workspace / file.path)
     inside = real.startswith(base + os.sep)
-    exists = inside and os.path.isfile(real)
+    readable = inside and os.path.isfile(real)
     checks = []
     if file.exists is not None:
-        checks.append(Check(f"{label}.exists", exists == file.exists, file.exists, exists))
+        # Anything at the path exists: a symlink to elsewhere (even a dangling one), a folder,
+        # a FIFO. `exists = false` holds only when there is nothing there at all.
+        present = os.path.lexists(workspace / file.path)
+        seen = readable if readable or not present else _kind(workspace / file.path, inside)
+        ok = present == file.exists if not file.exists else readable
+        checks.append(Check(f"{label}.exists", ok, file.exists, seen))
     if file.json_length is None and file.json_subset is None:
         if file.exists is None:
-            checks.append(Check(f"{label}.exists", exists, True, exists))
+            checks.append(Check(f"{label}.exists", readable, True, readable))
         return checks
+    exists = readable
     data, problem = _read_json(real) if exists else (None, "missing" if inside else
                                                       "points outside the workspace")
     if file.json_length is not None:
@@ -95,6 +103,17 @@ def _check_file(file: FileExpectation, workspace: Path) -> list[Check]:
                             problem is None and is_subset(file.json_subset, data),
                             file.json_subset, problem or _brief(data)))
     return checks
+
+
+def _kind(path: Path, inside: bool) -> str:
+    """What stands at a path that is not a regular file inside the workspace."""
+    if not inside:
+        return "a path that leads outside the workspace"
+    if path.is_symlink():
+        return "a dangling symlink"
+    if path.is_dir():
+        return "a folder"
+    return "not a regular file"
 
 
 def _read_json(path: str) -> tuple[Any, str | None]:

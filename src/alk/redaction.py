@@ -15,13 +15,16 @@ from typing import Any, Iterable
 MASK = "[REDACTED]"
 # Shorter values (a flag like "1") are not secrets, and masking them would garble every line.
 MIN_SECRET_CHARS = 4
+# Neither are JSON's literals: a lane that passes TRACING=false must not see every `false` of
+# the result document (a failed preflight's "ok") turned into a string.
+NOT_SECRETS = frozenset({"true", "false", "null"})
 
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         forms: set[str] = set()
         for value in secrets:
-            if len(value) < MIN_SECRET_CHARS:
+            if len(value) < MIN_SECRET_CHARS or value.lower() in NOT_SECRETS:
                 continue
             forms.add(value)
             forms.add(json.dumps(value)[1:-1])
@@ -41,8 +44,9 @@ class Redactor:
         return self._pattern.sub(MASK, text) if self._pattern else text
 
     def redact_value(self, value: Any) -> Any:
-        """Redacts inside a JSON-like value before it is serialized, so that the result stays
-        valid JSON even when a secret is spelled like a number or a literal (a port, `true`)."""
+        """Redacts the strings and keys inside a JSON-like value before it is serialized; the
+        structure, numbers and literals stay as they are, so the result is valid JSON of the
+        same shape (alk's own figures are never turned into text)."""
         if not self._pattern:
             return value
         if isinstance(value, str):
@@ -51,11 +55,9 @@ class Redactor:
             return {self.redact(str(k)): self.redact_value(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.redact_value(item) for item in value]
-        if value is None:
-            return None
-        text = json.dumps(value) if isinstance(value, (bool, int, float)) else str(value)
-        redacted = self.redact(text)
-        return value if redacted == text else redacted
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        return self.redact(str(value))
 
     def cut(self, text: str, limit: int) -> str:
         """Redact, then keep at most `limit` characters, dropping a trailing partial secret."""

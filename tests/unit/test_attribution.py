@@ -397,7 +397,8 @@ def test_a_symlink_out_of_the_workspace_fails_and_is_not_read(
     for name in ("state.json", "sub/secret.json"):
         label = f"files[{name}]"
         assert file_checks(workspace, path=name, exists=True, json_subset={"ok": True}) == {
-            f"{label}.exists": Check(f"{label}.exists", False, True, False),
+            f"{label}.exists": Check(f"{label}.exists", False, True,
+                                     "a path that leads outside the workspace"),
             f"{label}.json_subset": Check(f"{label}.json_subset", False, {"ok": True},
                                           "points outside the workspace"),
         }
@@ -430,3 +431,21 @@ def test_a_file_over_the_size_limit_is_not_parsed(tmp_path: Path,
                       )["files[big.json].json_subset"]
     assert big.ok is False
     assert big.actual.startswith("larger than ") and big.actual.endswith(" MiB, not read")
+
+
+@pytest.mark.parametrize("make", ["symlink_out", "dangling", "folder"])
+def test_exists_false_fails_for_anything_at_the_path(tmp_path: Path, make: str) -> None:
+    # The reference lane's safety scenarios rest on `exists = false`: a symlink, even one that
+    # points nowhere, or a folder in place of the effects file is not "no effect".
+    workspace = tmp_path / "ws"
+    (workspace / "out").mkdir(parents=True)
+    target = workspace / "out" / "effects.json"
+    if make == "symlink_out":
+        os.symlink(put(tmp_path / "elsewhere", "e.json", []), target)
+    elif make == "dangling":
+        os.symlink(tmp_path / "nothing-here", target)
+    else:
+        target.mkdir()
+    found = file_checks(workspace, path="out/effects.json", exists=False)
+    check = found["files[out/effects.json].exists"]
+    assert check.ok is False and isinstance(check.actual, str)

@@ -109,3 +109,13 @@ def test_a_claim_is_recorded_but_checks_decide(plan, tmp_path):
     execution = run(plan, tmp_path, runner)
     first = execution.repeats[0]
     assert first.outcome is Outcome.AGENT and first.claimed == {"passed": True}
+
+
+def test_workspaces_are_unguessable_and_the_sdk_is_read_only(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    run(plan, tmp_path, runner, keep_workspaces=True)
+    names = [Path(r.cwd).name for r in runner.requests]
+    assert len(set(names)) == 4 and names[1].startswith("a-01-") and names[1] != "a-01"
+    sdk = Path(runner.requests[1].env["PYTHONPATH"]) / "alk"
+    assert (sdk / "worker.py").stat().st_mode & 0o222 == 0
+    assert list((sdk / "__pycache__").glob("worker.*.pyc"))

@@ -278,3 +278,15 @@ def test_trajectory_is_bounded_while_calls_keep_counting() -> None:
     assert len(state.trajectory) == MAX_TRAJECTORY_STEPS
     assert state.tool_calls == {"step": MAX_TRAJECTORY_STEPS + 5}
     assert state.lines == 1 + 2 * (MAX_TRAJECTORY_STEPS + 5)
+
+
+def test_huge_tool_names_are_bounded_but_stay_distinct() -> None:
+    state = started()
+    for letter in "ab":
+        name = letter * 1_000_000
+        state.accept(event("tool", "call", name=name))
+        state.accept(event("tool", "result", name=name, ok=True))
+    assert len(state.tool_calls) == 2
+    assert all(len(name) == protocol.MAX_TOOL_NAME_CHARS for name in state.tool_calls)
+    assert all(len(step) < protocol.MAX_TOOL_NAME_CHARS + 10 for step in state.trajectory)
+    assert state.trajectory[0] != state.trajectory[1]

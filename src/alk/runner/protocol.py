@@ -6,6 +6,7 @@ handshake and the run, and keeps in bounded memory what attribution needs later.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,8 +19,11 @@ from alk.worker import CHANNELS, PROTOCOL_VERSION
 HARNESS_CHANNEL = "harness"
 # Bounds on what a worker can make the harness remember, whatever it sends.
 MAX_VIOLATIONS_KEPT = 20
-MAX_TRAJECTORY_STEPS = 10_000
+MAX_TRAJECTORY_STEPS = 1_000
 MAX_TOOL_NAMES = 1_000
+# A longer tool name is kept as its head and a hash of the whole, so that names stay distinct
+# while 1,000 names of 1 MiB each cannot fill the harness's memory or the result document.
+MAX_TOOL_NAME_CHARS = 128
 EXCERPT_CHARS = 200
 
 
@@ -133,6 +137,7 @@ class ProtocolState:
         if not isinstance(name, str):
             self.violate("bad_tool_event", f"tool/{event.type} without a string 'name'")
             return
+        name = bounded_name(name)
         if event.type == "call":
             if name in self.tool_calls or len(self.tool_calls) < MAX_TOOL_NAMES:
                 self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
@@ -151,6 +156,13 @@ class ProtocolState:
             self.bad_result = problem
         else:
             self.result = payload
+
+
+def bounded_name(name: str) -> str:
+    if len(name) <= MAX_TOOL_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{name[:MAX_TOOL_NAME_CHARS - 13]}…{digest}"
 
 
 def result_problem(payload: Mapping[str, Any]) -> str | None:
