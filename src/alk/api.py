@@ -58,6 +58,9 @@ class RunResult:
 
 def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tuple[str, str]]]:
     """Every lane in `lanes_dir`, and (path, message) for each that does not load."""
+    if not lanes_dir.is_dir():
+        raise LaneError(f"{lanes_dir}: no such folder; run alk from the folder that holds "
+                        "lanes/, or pass --dir")
     lanes, errors = [], []
     for path in lane_paths(lanes_dir):
         try:
@@ -111,8 +114,10 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
 
 
 def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:
-    """The saved result document of a run (the latest when `run_id` is None)."""
-    return read_document(out_dir, run_id or latest_run_id(out_dir))
+    """The saved result document of a run (the latest when `run_id` is None or "latest")."""
+    if run_id in (None, "latest"):
+        run_id = latest_run_id(out_dir)
+    return read_document(out_dir, run_id)
 
 
 def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,

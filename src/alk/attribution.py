@@ -37,17 +37,24 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
     if obs.ready is None:
         if obs.timed_out:
             return _make(Cause.TIMEOUT_BEFORE_READY,
-                         f"no framework_ready within {obs.duration_s:.1f} s{_stderr(obs)}")
+                         f"no framework_ready within {obs.duration_s:.1f} s"
+                         f"{_first_violation(obs)}{_stderr(obs)}")
         return _make(Cause.EXITED_BEFORE_READY,
-                     f"worker ended ({_status(obs)}) before framework_ready{_stderr(obs)}")
+                     f"worker ended ({_status(obs)}) before framework_ready"
+                     f"{_first_violation(obs)}{_stderr(obs)}")
     if obs.preflight is None or not obs.preflight.ok:
         cause = obs.preflight.cause if obs.preflight else Cause.HARNESS_ERROR
         return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
     if not obs.started:
         return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
     if obs.timed_out:
+        if obs.result is not None:
+            hint = ("; a result was sent, then the worker did not exit (a thread or child "
+                    "process still running?)")
+        else:
+            hint = _last_event_hint(obs)
         return _make(Cause.TIMEOUT, f"no exit within the timeout ({obs.duration_s:.1f} s run)"
-                                    f"{_last_event_hint(obs)}{_stderr(obs)}")
+                                    f"{hint}{_stderr(obs)}")
     breached = _limit_breached(obs)
     if breached is not None:
         return _make(CAUSES[breached], f"limit {breached} = {obs.limits[breached]}: "
@@ -121,6 +128,14 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def _first_violation(obs: Observation) -> str:
+    """Before the handshake, a malformed line is usually why no framework_ready was seen."""
+    if not obs.violations:
+        return ""
+    first = obs.violations[0]
+    return f"; stdout line {first.line} was not accepted: {first.kind}: {first.detail}"
 
 
 def _stderr(obs: Observation) -> str:

@@ -23,6 +23,7 @@ class Cause(StrEnum):
     VERSION_UNSUPPORTED = "version_unsupported"
     VERSION_INVALID = "version_invalid"
     HARNESS_ERROR = "harness_error"
+    CHECK_ERROR = "check_error"
     # framework_runtime: the framework crashed, hung or broke the protocol
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
@@ -93,6 +94,12 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.LANE_INFRA,
         "alk itself failed while running this repeat (a bug or the machine, not the worker).",
         "Read the detail; report it if it is alk's fault.",
+    ),
+    Cause.CHECK_ERROR: CauseInfo(
+        Outcome.LANE_INFRA,
+        "One of the lane's checks could not be carried out (a regular expression that did not "
+        "finish in time).",
+        "Fix the check the detail names in the lane file.",
     ),
     Cause.TIMEOUT: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

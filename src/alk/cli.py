@@ -38,6 +38,10 @@ def main() -> None:
     # the worker's group is ended and the repeats finished so far are saved.
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _interrupt)
+    # Started in the background (`alk run &` in a script, nohup), alk may inherit SIGINT as
+    # ignored, and so would every worker: then a timeout's SIGINT shows nothing of where a
+    # worker hung. A handler (reset to the default on exec) gives workers the default back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     app()
 
 
@@ -92,7 +96,7 @@ def run(
 
 @app.command()
 def report(
-    run_id: Optional[str] = typer.Argument(None, help="Run id (default: the latest run)."),
+    run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result document."),
     out: Path = OutOpt,
 ) -> None:
@@ -119,13 +123,14 @@ def show(
 ) -> None:
     """Print one repeat's transcript, readably."""
     try:
-        document = api.read_run(None if run_id == "latest" else run_id, out)
+        document = api.read_run(run_id, out)
         entry, events = api.read_repeat_events(document, scenario, repeat, out)
     except AlkError as exc:
         _fail(str(exc))
     console = Console()
     console.print(Text.assemble((document["run_id"], "bold"), f" {scenario} repeat {repeat}: ",
-                                f"{entry['outcome']}/{entry['cause']} — {entry['detail']}"))
+                                f"{entry['outcome']}/{entry['cause']} — ",
+                                terminal.printable(entry["detail"])))
     console.print(terminal.transcript_view(events, set(channel) or None))
     intact = api.transcript_intact(entry, out)
     console.print(Text.assemble(
@@ -137,7 +142,10 @@ def show(
 @app.command()
 def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes folder.")) -> None:
     """List the lanes: framework, version requirement, scenarios."""
-    found, errors = api.list_lanes(lanes_dir)
+    try:
+        found, errors = api.list_lanes(lanes_dir)
+    except AlkError as exc:
+        _fail(str(exc))
     Console().print(terminal.lanes_table(found, errors))
     if errors:
         raise typer.Exit(ExitCode.USAGE)

@@ -16,8 +16,9 @@ from alk.errors import TranscriptError
 from alk.records import Outcome
 from alk.transcript import probe_transcript, read_transcript
 
-_STDOUT_HINT = ("only protocol lines may go to stdout; write diagnostics to stderr (after "
-                "`worker.hello()` the SDK sends print() there)")
+_STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
+                "importing the framework, and the SDK sends print() and fd 1 to stderr from then "
+                "on")
 VIOLATION_HINTS = {
     "not_json": _STDOUT_HINT,
     "not_object": _STDOUT_HINT,
@@ -55,10 +56,9 @@ class Finding:
 
 
 def review(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
-    findings = [_handshake(document)]
+    findings = [_handshake(document), *_probe(document, out_dir)]
     if not findings[0].ok:
         return findings
-    findings += _probe(document, out_dir)
     for scenario in document["scenarios"]:
         for repeat in scenario["repeats"]:
             findings += _repeat(scenario["id"], repeat, out_dir)
@@ -78,30 +78,42 @@ def _handshake(document: Mapping[str, Any]) -> Finding:
 def _probe(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
     path = out_dir / probe_transcript(document["run_id"])
     events = _events(path)
-    findings = []
+    findings = _violations("probe (hello → framework_ready → abort)", events)
     ready = next((e for e in events if e.get("type") == "framework_ready"), None)
     if ready and not ready.get("payload", {}).get("package_paths"):
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
                                 hint="pass `worker.package_paths(DIST)`: recorded with every "
                                      "repeat, they show whether a crash's deepest frame is inside "
                                      "the framework or in the worker's own code"))
-    if any(e.get("type") == "kill" for e in events):
+    aborted = any(e.get("type") == "abort" for e in events)
+    if aborted and any(e.get("type") == "kill" for e in events):
         findings.append(Finding(Level.WARN, "the worker did not exit after abort",
                                 hint="exit when alk sends abort (`worker.start()` does)"))
+    exit_event = next((e for e in events if e.get("type") == "exit"), None)
+    status = (exit_event or {}).get("payload", {})
+    if aborted and status.get("exit_code") not in (0, None):
+        findings.append(Finding(Level.FAIL, f"the worker exited {status['exit_code']} after abort",
+                                hint="after abort, write nothing more and exit 0 (every run "
+                                     "starts with a probe that is aborted)"))
     return findings
 
 
-def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path) -> list[Finding]:
-    label = f"scenario {scenario}"
-    outcome, cause = repeat["outcome"], repeat["cause"]
+def _violations(label: str, events: list[dict[str, Any]]) -> list[Finding]:
     findings = []
-    for event in _events(out_dir / repeat["transcript"]):
+    for event in events:
         if event.get("source") == "harness" and event.get("type") == "violation":
             payload = event.get("payload", {})
             kind = payload.get("kind", "")
             findings.append(Finding(Level.FAIL, f"{label}: stdout line {payload.get('line')}: "
                                     f"{kind}", payload.get("detail", ""),
                                     VIOLATION_HINTS.get(kind, "")))
+    return findings
+
+
+def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path) -> list[Finding]:
+    label = f"scenario {scenario}"
+    outcome, cause = repeat["outcome"], repeat["cause"]
+    findings = _violations(label, _events(out_dir / repeat["transcript"]))
     if outcome in (Outcome.LANE_INFRA.value, Outcome.FRAMEWORK_RUNTIME.value):
         if cause != Cause.PROTOCOL_VIOLATION.value:
             findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat["detail"],

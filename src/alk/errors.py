@@ -7,7 +7,8 @@ mean alk itself cannot go on. The CLI prints them without a traceback.
     ├── LaneError        a lane file is missing or malformed (exit 2)
     ├── UsageError       command-line values that cannot work together (exit 2)
     ├── RunNotFoundError a run id, scenario or repeat with no saved files
-    └── TranscriptError  a transcript or result file that cannot be read
+    ├── TranscriptError  a transcript or result file that cannot be read
+    └── CheckError       one of a lane's checks could not be carried out (voids the repeat)
 """
 
 
@@ -29,3 +30,8 @@ class RunNotFoundError(AlkError):
 
 class TranscriptError(AlkError):
     """Raised when a saved transcript or result document is unreadable or of an unknown schema."""
+
+
+class CheckError(AlkError):
+    """Raised when alk cannot carry out a lane's check, such as a regular expression that does
+    not finish in time: the lane is at fault, so the repeat is void, never the agent's."""

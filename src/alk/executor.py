@@ -20,6 +20,7 @@ from typing import Callable, Mapping, Protocol
 from alk import expectation
 from alk.attribution import attribute, void
 from alk.causes import Cause
+from alk.errors import CheckError
 from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
 from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec
@@ -155,6 +156,8 @@ class _Context:
         except KeyboardInterrupt:
             _close_quietly(log, "interrupted", {"detail": "alk was interrupted; repeat discarded"})
             raise
+        except CheckError as exc:
+            verdict = void(Cause.CHECK_ERROR, str(exc))
         except Exception as exc:  # noqa: BLE001 - alk's own failure voids the repeat, never the run
             # Disk full, a permission, a bug in alk: void (lane_infra), never the worker's.
             verdict = void(Cause.HARNESS_ERROR, f"{type(exc).__name__}: {exc}")

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Mapping
 
+import regex
+
+from alk.errors import CheckError
 from alk.records import Check, Expectations, FileExpectation
 from alk.runner.protocol import bounded_name
 
 # A workspace file larger than this is not parsed (a worker could leave gigabytes).
 MAX_FILE_BYTES = 16 * 1024 * 1024
 BRIEF_CHARS = 300
+# A lane's regular expression runs on output a worker chose: bound it like any other work.
+REGEX_TIMEOUT_S = 1.0
 
 
 def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[str, int],
@@ -35,7 +39,13 @@ def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[s
         checks.append(Check("output_contains", expect.output_contains in output,
                             expect.output_contains, _brief(output)))
     if expect.output_matches is not None:
-        found = re.search(expect.output_matches, output) is not None
+        try:
+            found = regex.search(expect.output_matches, output,
+                                 timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            raise CheckError(f"output_matches {expect.output_matches!r} did not finish within "
+                             f"{REGEX_TIMEOUT_S:.0f} s on a {len(output)}-character output; "
+                             "simplify the lane's regular expression") from None
         checks.append(Check("output_matches", found, expect.output_matches, _brief(output)))
     if expect.end_state is not None:
         actual = result.get("end_state", {})

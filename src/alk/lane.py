@@ -11,6 +11,8 @@ import math
 import os
 import re
 import tomllib
+
+import regex
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,9 @@ def find_lane(name_or_path: str, lanes_dir: Path = Path(LANES_DIR)) -> Path:
     if path.is_file():
         return path
     known = sorted(p.stem for p in lanes_dir.glob("*.toml")) if lanes_dir.is_dir() else []
-    hint = f"known lanes: {', '.join(known)}" if known else f"no lanes in {lanes_dir}/"
+    hint = (f"known lanes: {', '.join(known)}" if known else
+            f"there is no {lanes_dir}/ here: run alk from the folder that holds it, or pass "
+            "the path of a .toml file")
     raise LaneError(f"lane '{name_or_path}' not found in {lanes_dir}/ ({hint})")
 
 
@@ -180,7 +184,8 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         description=top.text("description", default=""),
         framework=framework,
         requirement=requirement,
-        command=tuple(_resolve_arg(arg, root, where, i) for i, arg in enumerate(command)),
+        command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command))
+                      for i, arg in enumerate(command)),
         required_env=tuple(required_env),
         timeout_s=top.positive("timeout_s", default=30),
         repeats=repeats,
@@ -241,8 +246,8 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
     pattern = table.text("output_matches")
     if pattern is not None:
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            regex.compile(pattern)
+        except regex.error as exc:
             table.fail("output_matches", f"is not a valid regular expression: {exc}")
     end_state = table.get("end_state", dict)
     if end_state is not None:
@@ -275,19 +280,26 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
     )
 
 
-def _resolve_arg(arg: str, root: Path, where: str, index: int) -> str:
-    """A relative path (it has a '/' or ends in .py) resolves from the lane root and must exist:
-    the worker's cwd is its own fresh workspace, where a relative path would find nothing, and a
-    typo is better caught here than as 20 void repeats."""
+def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool) -> str:
+    """An argument naming an existing file under the lane root becomes absolute: the worker's
+    cwd is its own fresh workspace, where a relative path would find nothing. The program (the
+    script after `{python}`, or the command itself) must exist when it is a relative path: a
+    typo is better caught here than as 20 void repeats. Other arguments may be anything
+    (`openai/gpt-4o`, a URL)."""
     if arg == PYTHON_PLACEHOLDER or arg.startswith("-") or os.path.isabs(arg):
         return arg
     candidate = root / arg
     if candidate.exists():
         return str(candidate) if ("/" in arg or "." in arg) else arg
-    if "/" in arg or arg.endswith(".py"):
+    if program and ("/" in arg or arg.endswith(".py")):
         raise LaneError(f"{where}: command[{index}] {arg!r} does not exist under {root} "
-                        "(relative paths resolve from the folder that holds lanes/)")
+                        "(relative paths resolve from the folder that holds the lane's lanes/ "
+                        "folder, or from the lane file's own folder)")
     return arg
+
+
+def _program_index(command: list[str]) -> int:
+    return 1 if command[0] == PYTHON_PLACEHOLDER and len(command) > 1 else 0
 
 
 def _display(path: Path) -> str:

@@ -191,6 +191,12 @@ def test_death_by_sigkill_from_outside(tmp_path):
     assert "unshare" not in verdict.detail
 
 
+def test_events_written_with_ready_before_start_are_violations(tmp_path):
+    obs, _, _ = run_act(tmp_path, "no_wait")
+    assert [v.kind for v in obs.violations] == ["before_start", "before_start"]
+    assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
+
+
 def test_clean_exit_without_result(tmp_path):
     obs, _, _ = run_act(tmp_path, "no_result")
     assert attribute(obs).cause == Cause.NO_RESULT

@@ -13,6 +13,7 @@ import pytest
 from alk import expectation
 from alk.attribution import attribute, void
 from alk.causes import Cause
+from alk.errors import CheckError
 from alk.expectation import check, is_subset
 from alk.records import (
     Check,
@@ -449,3 +450,13 @@ def test_exists_false_fails_for_anything_at_the_path(tmp_path: Path, make: str) 
     found = file_checks(workspace, path="out/effects.json", exists=False)
     check = found["files[out/effects.json].exists"]
     assert check.ok is False and isinstance(check.actual, str)
+
+
+def test_a_regex_that_runs_away_is_the_lanes_fault(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        raise TimeoutError("regex timed out")
+
+    monkeypatch.setattr(expectation.regex, "search", slow)
+    with pytest.raises(CheckError, match="output_matches '.+' did not finish within 1 s"):
+        check(Expectations(output_matches="(a+)+b"), RESULT, {}, tmp_path)

@@ -210,3 +210,11 @@ def test_causes_table_lists_the_whole_catalogue():
     for code in ("passed", "env_missing", "nonzero_exit", "wrong_files"):
         assert code in out
     assert "framework_runtime" in out and "lane_infra" in out
+
+
+def test_control_characters_from_a_worker_never_reach_the_terminal():
+    events = [{"seq": 1, "t": 0.0, "source": "worker", "channel": "stderr", "type": "line",
+               "payload": {"text": "\x1b[2J\x1b]0;pwned\x07 all 20 passed"}}]
+    out = render(transcript_view(events))
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out

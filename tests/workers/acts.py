@@ -43,6 +43,18 @@ def main():
             counter.write(str(count + 1))
         if count % 2:
             sys.exit(3)
+    if ACT == "no_wait":
+        # Ready, a tool call and a result in one write, without waiting for start.
+        worker.hello()
+        lines = [{"channel": "framework", "type": "framework_ready",
+                  "payload": {"framework": "acts", "framework_version": "1.0"}},
+                 {"channel": "tool", "type": "call", "payload": {"name": "x", "args": {}}},
+                 {"channel": "agent", "type": "result",
+                  "payload": {"output": "done", "stop_reason": "accepted", "end_state": {}}}]
+        out = worker._worker()._writer
+        out.write("".join(json.dumps(line) + "\n" for line in lines))
+        out.flush()
+        sys.exit(0)
     if ACT == "silent_before_ready":
         time.sleep(60)
     worker.hello()

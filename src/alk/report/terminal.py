@@ -34,6 +34,23 @@ DETAIL_CHARS = 240
 _DASH = "—"
 
 
+# Control characters a worker may send (ESC starts terminal sequences that clear the screen,
+# retitle the window, or fake colours): shown as escapes, never sent to the terminal.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0))
+             if code not in (0x09, 0x0a)}
+
+
+def printable(value: Any) -> Any:
+    """The value with every control character in its strings (keys too) made visible."""
+    if isinstance(value, str):
+        return value.translate(_CONTROLS)
+    if isinstance(value, Mapping):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable(item) for item in value]
+    return value
+
+
 # ---------------------------------------------------------------------------------------------
 # Run report
 
@@ -44,6 +61,7 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
     When the preflight failed nothing was scored, so a panel explaining the failure replaces the
     table: an all-void table would hide the one fact that matters.
     """
+    doc = printable(doc)
     parts: list[RenderableType] = [_header(doc)]
     preflight, scenarios = doc.get("preflight") or {}, doc.get("scenarios") or []
     # ok is None when alk was interrupted before the probe answered: not a failed preflight.
@@ -58,7 +76,9 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
                           "pass^n: chance that n repeats in a row all pass", style="dim"))
         parts.extend(_paths_line(s) for s in scenarios
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
-        parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS)
+        # A pass with void repeats still needs its why: those repeats were not scored.
+        parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS
+                     or (s.get("counts") or {}).get("void"))
     parts.append(_paths(doc.get("paths") or {}))
     containment = _containment(scenarios)
     if containment is not None:
@@ -114,7 +134,7 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) 
                    ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
                    ("p50", {"justify": "right", "no_wrap": True}),
-                   ("Failures by layer", {"ratio": 1, "min_width": 12}))
+                   ("Failures by layer", {"ratio": 1, "min_width": 12, "overflow": "fold"}))
     for s in scenarios:
         table.add_row(Text(str(s.get("id"))), _verdict(s), _rate(s), _pass_hat(s),
                       _seconds(s.get("durations") or {}),
@@ -312,7 +332,7 @@ def _json(value: Any) -> str:
 def transcript_view(events: Sequence[Mapping[str, Any]],
                     channels: Collection[str] | None = None) -> RenderableType:
     """Transcript events as one table row each; only the given channels when `channels` is set."""
-    shown = [e for e in events if channels is None or e.get("channel") in channels]
+    shown = [printable(e) for e in events if channels is None or e.get("channel") in channels]
     table = _table(("seq", {"justify": "right"}), ("t (s)", {"justify": "right"}), ("source", {}),
                    ("channel", {}), ("type", {}), ("payload", {"overflow": "fold", "ratio": 1}))
     for event in shown:
@@ -382,7 +402,8 @@ def _summary(event: Mapping[str, Any]) -> str:
 
 def lanes_table(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -> RenderableType:
     """The lanes found, then one red row per lane file that failed to load, with its message."""
-    table = _table(("Lane", {"style": "bold"}), ("Framework", {}), ("Requirement", {}),
+    table = _table(("Lane", {"style": "bold", "no_wrap": True}), ("Framework", {}),
+                   ("Requirement", {}),
                    ("Scenarios", {"ratio": 1}), ("Timeout", {"justify": "right"}),
                    ("Repeats", {"justify": "right"}), ("Path", {"overflow": "fold"}))
     for lane in lanes:
@@ -424,9 +445,9 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
     lines = []
     for finding in findings:
         mark, style = _LEVEL_MARKS[str(finding.level)]
-        line = Text.assemble((f"{mark} ", style), (finding.title, style))
+        line = Text.assemble((f"{mark} ", style), (printable(finding.title), style))
         if finding.detail:
-            line.append(f"\n    {_one_line(finding.detail, 300)}")
+            line.append(f"\n    {_one_line(printable(finding.detail), 300)}")
         if finding.hint:
             line.append(f"\n    → {finding.hint}", style="dim")
         lines.append(line)

@@ -109,6 +109,7 @@ class _Session:
         self.preflight: Preflight | None = None
         self.stdin_pending = bytearray()
         self.close_stdin_when_sent = False
+        self.next_phase: Phase | None = None
         self.stderr_tail = bytearray()
         self.stderr_trimmed = False
         self.timed_out = False
@@ -306,6 +307,8 @@ class _Session:
                     pass
             for stream in streams.values():
                 self._flush_partial(stream)
+            if self.next_phase is not None:
+                self.state.phase, self.next_phase = self.next_phase, None
             return status, self.rusage
         finally:
             selector.close()
@@ -387,6 +390,10 @@ class _Session:
             stream.open = False
             return False
         self._split(stream, chunk)
+        if self.next_phase is not None:
+            # The answer to framework_ready counts from the end of the chunk that carried it:
+            # lines the worker wrote with it were written before it could read start.
+            self.state.phase, self.next_phase = self.next_phase, None
         return True
 
     def _sample(self) -> None:
@@ -458,11 +465,11 @@ class _Session:
         self.preflight = self.gate(ready.payload)
         start = self.request.start
         if self.preflight.ok and start is not None:
-            self.state.phase = Phase.STARTED
+            self.next_phase = Phase.STARTED
             kind = "start"
             message = {**start, "deadline_s": round(max(0.0, self.deadline_left()), 3)}
         else:
-            self.state.phase = Phase.ABORTED
+            self.next_phase = Phase.ABORTED
             self.escalation = [(time.monotonic() + ABORT_GRACE_S, signal.SIGKILL)]
             kind = "abort"
             message = abort_message(self.preflight.detail if not self.preflight.ok
