@@ -78,7 +78,7 @@ def main() -> None:
     # two bare lines.
     no_limits = {name: 0 for name in LIMIT_NAMES}
     unlimited = Limits(**{name: None for name in LIMIT_NAMES})
-    defaults = (*(prlimit_prefix(Limits()) or ()), *detect().prefix)
+    defaults = (*(prlimit_prefix(Limits()) or ()), *detect().prefix(detect().strongest_network))
     pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, prlimit_prefix(unlimited) or ()),
              ("alk's defaults", detect(), {}, defaults)]
     try:
@@ -107,7 +107,8 @@ def main() -> None:
             print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
                   f"{'met' if ratio <= TARGET else 'NOT met'})")
         cost = median["bare spawn, alk's defaults"] - median["bare spawn, least setup"]
-        print(f"alk's default setup ({detect().containment.value}, rlimits) costs "
+        print(f"alk's default setup ({detect().containment.value}, network "
+              f"{detect().strongest_network.value}, rlimits) costs "
               f"{cost:.2f} ms a spawn more than the least (no limits but core dumps off, no "
               f"namespace); the bare lines pay it too")
         print("alk's side includes each run's fixed costs (one more spawn for the preflight "

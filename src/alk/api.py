@@ -154,8 +154,10 @@ def doctor() -> list[tuple[str, str, str]]:
         ("alk", __version__,
          f"Python {platform.python_version()} on {platform.system()} {platform.release()}"),
         ("containment", isolation.containment.value, isolation.reason),
-        ("kill on exit", "every process of the namespace" if isolation.prefix
+        ("kill on exit", "every process of the namespace" if isolation.unshare
          else "the worker's process group", "what ends when a worker exits or times out"),
+        ("network", " or ".join(n.value for n in isolation.networks),
+         f"{isolation.network_reason}; the first is the default of a lane that does not say"),
         ("worker user", "root" if uid == 0 else f"uid {uid}",
          "workers run as alk's own user; they can read what it can read"),
         ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),

@@ -24,6 +24,7 @@ class Cause(StrEnum):
     VERSION_INVALID = "version_invalid"
     HARNESS_ERROR = "harness_error"
     CHECK_ERROR = "check_error"
+    ISOLATION_UNAVAILABLE = "isolation_unavailable"
     # framework_runtime: the framework crashed, hung or broke the protocol
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
@@ -94,6 +95,12 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.LANE_INFRA,
         "alk itself failed while running this repeat (a bug or the machine, not the worker).",
         "Read the detail; report it if it is alk's fault.",
+    ),
+    Cause.ISOLATION_UNAVAILABLE: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The lane asks for an isolation level this machine cannot give (`alk doctor` says "
+        "why); alk never runs a worker with less than the lane asks for.",
+        "Run where the level is available, or change the lane's `network` after checking.",
     ),
     Cause.CHECK_ERROR: CauseInfo(
         Outcome.LANE_INFRA,

@@ -25,6 +25,7 @@ from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
 from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
+from alk.runner.isolation import Isolation, Network
 from alk.runner.process import Gate, LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, probe_transcript, repeat_transcript
@@ -35,6 +36,10 @@ DETAIL_CHARS = 500
 
 
 class Runner(Protocol):
+    @property
+    def isolation(self) -> Isolation:
+        ...
+
     def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
         ...
 
@@ -55,12 +60,19 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
         return execution
     env = {name: environ[name] for name in (*SAFE_ENV_NAMES, *lane.required_env)
            if name in environ}
+    isolation = runner.isolation
+    network = Network(lane.network) if lane.network else isolation.strongest_network
+    if network not in isolation.networks:
+        execution.void = void(Cause.ISOLATION_UNAVAILABLE,
+                              f"the lane asks for network = \"{network}\", which this machine "
+                              f"cannot give ({isolation.network_reason}); nothing was started")
+        return execution
     gate = functools.partial(check_ready, lane)
     root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
     execution.workspaces = root if keep_workspaces else None
     try:
         context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
-                           _install_sdk(root))
+                           _install_sdk(root), network)
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
@@ -112,6 +124,7 @@ class _Context:
     root: Path
     keep_workspaces: bool
     sdk: Path
+    network: Network
 
     def workspace(self, label: str) -> Path:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one."""
@@ -125,7 +138,7 @@ class _Context:
                      for arg in self.plan.lane.command)
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
-                          redactor=self.redactor, limits=self.plan.limits)
+                          redactor=self.redactor, limits=self.plan.limits, network=self.network)
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
@@ -171,7 +184,7 @@ class _Context:
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
-            containment=obs.containment, violations=obs.violation_count, trajectory=obs.trajectory,
+            containment=obs.containment, network=obs.network, violations=obs.violation_count, trajectory=obs.trajectory,
             claimed=(obs.result or {}).get("verification"), transcript=str(relative),
             sha256=sha256,
         )

@@ -26,6 +26,7 @@ from alk.records import Expectations, FileExpectation, Lane, Limits, Scenario
 LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
 PYTHON_PLACEHOLDER = "{python}"
+NETWORKS = ("none", "host")
 
 # Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
 HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PATH", "LANG", "LC_ALL", "TZ"})
@@ -36,7 +37,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
-    "repeats", "transcript_cap_mb", "limits", "scenarios",
+    "repeats", "transcript_cap_mb", "limits", "network", "scenarios",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect"}
 _EXPECT_FIELDS = {
@@ -195,7 +196,15 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         transcript_cap_bytes=int(top.positive("transcript_cap_mb", DEFAULT_TRANSCRIPT_CAP_MB)
                                  * 1024 * 1024),
         limits=with_overrides(Limits(), _parse_limits(top.get("limits", dict, default={}), where)),
+        network=_choice(top, "network", NETWORKS),
     )
+
+
+def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str | None:
+    value = table.text(key)
+    if value is not None and value not in choices:
+        table.fail(key, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
 
 
 def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:

@@ -14,6 +14,7 @@ Limits and where they fall short:
 
 from __future__ import annotations
 
+import functools
 import resource
 import shutil
 import sys
@@ -75,6 +76,7 @@ def _pairs(limits: Limits) -> list[tuple[int, str, int, int]]:
     return pairs
 
 
+@functools.lru_cache(maxsize=16)
 def prlimit_prefix(limits: Limits) -> tuple[str, ...] | None:
     """argv that starts a program under these limits, or None where `prlimit` is missing."""
     prlimit = shutil.which("prlimit") if sys.platform.startswith("linux") else None

@@ -107,6 +107,7 @@ class Lane:
     root: Path
     transcript_cap_bytes: int
     limits: Limits = field(default_factory=Limits)
+    network: str | None = None  # "none" or "host"; None: the strongest the machine offers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +166,7 @@ class Observation:
     spawned: bool
     spawn_error: str | None = None
     containment: str | None = None  # how the worker was contained (runner.isolation)
+    network: str | None = None  # what it could reach: "none" or "host"
     ready: Mapping[str, Any] | None = None
     preflight: Preflight | None = None
     started: bool = False
@@ -220,6 +222,7 @@ class RepeatResult:
     peak_rss_mb: float | None
     cpu_s: float | None
     containment: str | None
+    network: str | None
     violations: int
     trajectory: tuple[str, ...]
     claimed: Any

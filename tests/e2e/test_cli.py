@@ -61,9 +61,11 @@ def test_reference_lane_passes_with_evidence(tmp_path):
         assert scenario["id"] in done.stdout
         assert scenario["counts"] == {"requested": 3, "completed": 3, "void": 0, "scored": 3,
                                       "passed": 3}
-    assert f"containment  {detect().containment.value} (12 repeats)" in done.stdout
+    level = f"{detect().containment.value}, network {detect().strongest_network.value}"
+    assert f"isolation    {level} (12 repeats)" in done.stdout
     for repeat in repeats_of(document):
         assert repeat["containment"] == detect().containment.value
+        assert repeat["network"] == detect().strongest_network.value
         data = (tmp_path / repeat["transcript"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == repeat["sha256"]
         last = json.loads(data.splitlines()[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ from alk.attribution import attribute
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import process
-from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, detect
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Network, detect
 from alk.runner.process import LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, read_transcript
@@ -39,14 +40,15 @@ def reject(ready):
 
 
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
-            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits()):
+            cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits(),
+            network=Network.HOST):
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
         timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets),
-        limits=limits)
+        limits=limits, network=network)
     path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
@@ -159,6 +161,22 @@ def test_process_group_containment_still_returns_in_time(tmp_path):
         assert stderr_after_exit == []
     finally:
         os.kill(escaped, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("network", list(Network))
+def test_network_none_cannot_reach_even_the_hosts_loopback(tmp_path, network):
+    if network not in detect().networks:
+        pytest.skip(f"network {network} is not available here: {detect().network_reason}")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        obs, events, _ = run_act(tmp_path, "connect", str(port), network=network)
+    reached = next(e for e in events if e["type"] == "connect")["payload"]["reached"]
+    spawn = next(e for e in events if e["type"] == "spawn")
+    assert spawn["payload"]["network"] == obs.network == network.value
+    if network is Network.NONE:
+        assert reached.startswith("no:")
+    else:
+        assert reached == "yes"
 
 
 def test_stdin_reads_eof_after_start(tmp_path):

@@ -12,6 +12,7 @@ from alk.executor import execute
 from alk.plan import build_plan
 from alk.records import Expectations, Observation, Outcome, Preflight, Scenario
 from alk.redaction import Redactor
+from alk.runner.isolation import PROCESS_GROUP_ONLY
 
 OK = Preflight(True, "fw", "1.0")
 PASSING = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, started=True,
@@ -22,6 +23,8 @@ PASSING = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, sta
 class ScriptedRunner:
     """Answers each run with the next scripted item: an Observation, or an exception to raise.
     The first item answers the preflight probe."""
+
+    isolation = PROCESS_GROUP_ONLY
 
     def __init__(self, *script):
         self.script = list(script)
@@ -54,6 +57,14 @@ def test_missing_environment_voids_the_run_before_any_process(plan, tmp_path):
     execution = run(plan, tmp_path, runner, environ={"PATH": "/bin"})
     assert execution.void.cause == Cause.ENV_MISSING and "TOKEN" in execution.void.detail
     assert runner.requests == [] and execution.repeats == []
+
+
+def test_a_network_level_the_machine_cannot_give_voids_the_run(make_lane, tmp_path):
+    lane = make_lane(network="none", required_env=("TOKEN",))
+    runner = ScriptedRunner()
+    execution = run(build_plan(lane, "run-1", repeats=2, seed=1), tmp_path, runner)
+    assert execution.void.cause == Cause.ISOLATION_UNAVAILABLE
+    assert 'network = "none"' in execution.void.detail and runner.requests == []
 
 
 def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):

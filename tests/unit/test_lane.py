@@ -354,3 +354,10 @@ def test_limits_default_to_safe_values_and_can_be_set_or_lifted(root: Path) -> N
 ])
 def test_bad_limits_are_lane_errors(root: Path, raw: str, expected: str) -> None:
     assert lane_error(root, lane_toml(raw=raw)).startswith(f"{WHERE}: {expected}")
+
+
+def test_network_is_none_host_or_unset(root: Path) -> None:
+    assert load_lane(write(root, lane_toml())).network is None
+    assert load_lane(write(root, lane_toml(network="none"))).network == "none"
+    message = lane_error(root, lane_toml(network="off"))
+    assert message == f"{WHERE}: network must be one of 'none', 'host', got 'off'"

@@ -55,6 +55,7 @@ def rep(
         peak_rss_mb=None,
         cpu_s=None,
         containment=None,
+        network=None,
         violations=0,
         trajectory=tuple(trajectory),
         claimed=None,

@@ -145,6 +145,16 @@ def main():
     elif ACT == "await_kill":
         open("me.pid", "w").write(str(host_pid()))
         time.sleep(30)
+    elif ACT == "connect":
+        import socket
+
+        try:
+            socket.create_connection(("127.0.0.1", int(ARG)), timeout=2).close()
+            reached = "yes"
+        except OSError as exc:
+            reached = f"no: {exc}"
+        worker.emit("agent", "connect", {"reached": reached})
+        finish()
     elif ACT == "spin":
         while True:
             pass

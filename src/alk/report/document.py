@@ -81,7 +81,7 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
         "cause": result.cause, "detail": result.detail, "duration_s": result.duration_s,
         "exit_code": result.exit_code, "signal": result.signal, "timed_out": result.timed_out,
         "peak_rss_mb": result.peak_rss_mb, "cpu_s": result.cpu_s,
-        "containment": result.containment,
+        "containment": result.containment, "network": result.network,
         "violations": result.violations, "trajectory": list(result.trajectory),
         "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
     }

@@ -228,11 +228,12 @@ def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     for scenario in scenarios:
         for repeat in scenario.get("repeats") or []:
             if repeat.get("containment"):
-                used[repeat["containment"]] = used.get(repeat["containment"], 0) + 1
+                level = f"{repeat['containment']}, network {repeat.get('network') or '?'}"
+                used[level] = used.get(level, 0) + 1
     if not used:
         return None
-    return Text.assemble(("containment  ", "dim"),
-                         ", ".join(f"{name} ({count} repeats)" for name, count in used.items()))
+    return Text.assemble(("isolation    ", "dim"),
+                         "; ".join(f"{name} ({count} repeats)" for name, count in used.items()))
 
 
 def _paths(paths: Mapping[str, Any]) -> Text:

@@ -1,15 +1,21 @@
-"""Which containment this machine offers a worker, found once per process.
+"""Which isolation this machine offers a worker, found once per process.
 
-`pid_namespace`: the worker runs as the first process (PID 1) of a new PID namespace, through
-util-linux `unshare --pid --fork --kill-child`. When it exits, or when alk kills it, the kernel
-ends every process of that namespace, including grandchildren that called setsid() or forked
-twice to leave the process group: escape is impossible rather than hunted. As root it needs
-nothing more; otherwise it uses an unprivileged user namespace (`--map-root-user`) where the
-kernel allows them. Measured cost: under 1 ms a spawn.
+Containment (what ends when the worker ends):
+- `pid_namespace`: the worker runs as the first process (PID 1) of a new PID namespace, through
+  util-linux `unshare --pid --fork --kill-child`. When it exits, or when alk kills it, the kernel
+  ends every process of that namespace, including grandchildren that called setsid() or forked
+  twice to leave the process group: escape is impossible rather than hunted. As root it needs
+  nothing more; otherwise it uses an unprivileged user namespace (`--map-root-user`) where the
+  kernel allows them. Measured cost: about 1 ms a spawn.
+- `process_group`: everywhere else (macOS, containers that forbid namespaces). The worker gets a
+  session and process group of its own, and alk kills the group; a process that leaves the group
+  escapes it.
 
-`process_group`: everywhere else (macOS, containers that forbid namespaces). The worker gets a
-session and process group of its own, and alk kills the group; a process that leaves the group
-escapes it.
+Network (what the worker can reach):
+- `none`: a network namespace of its own (`unshare --net`) with only a loopback that is down:
+  no route anywhere, not even to the host's own 127.0.0.1. (Unix sockets at file system paths
+  are files, not network: they still reach the host's services.) About 2.5 ms a spawn.
+- `host`: the machine's network, as alk has it.
 """
 
 from __future__ import annotations
@@ -29,42 +35,76 @@ class Containment(StrEnum):
     PROCESS_GROUP = "process_group"
 
 
+class Network(StrEnum):
+    NONE = "none"
+    HOST = "host"
+
+
+_PID_NS = ("--pid", "--fork", "--kill-child")
+
+
 @dataclass(frozen=True, slots=True)
 class Isolation:
-    """How workers are contained here: the level, the argv put before the worker's command,
-    and why (for `alk doctor` and the report)."""
+    """What this machine allows: the containment level, whether the network can be cut, the
+    `unshare` invocation that does it, and why (for `alk doctor` and the report)."""
 
     containment: Containment
-    prefix: tuple[str, ...]
+    networks: tuple[Network, ...]
+    unshare: tuple[str, ...]
     reason: str
+    network_reason: str
+
+    @property
+    def strongest_network(self) -> Network:
+        return self.networks[0]
+
+    def prefix(self, network: Network) -> tuple[str, ...]:
+        """The argv to put before a worker's command for this network level."""
+        if not self.unshare:
+            return ()
+        return (*self.unshare, *_PID_NS, *(("--net",) if network is Network.NONE else ()))
 
 
-PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (), "requested")
+PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), "requested",
+                               "requested")
 
 
 @functools.cache
 def detect() -> Isolation:
     if not sys.platform.startswith("linux"):
-        return Isolation(Containment.PROCESS_GROUP, (),
-                         f"PID namespaces are Linux-only (this is {sys.platform})")
+        why = f"PID and network namespaces are Linux-only (this is {sys.platform})"
+        return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why, why)
     unshare = shutil.which("unshare")
     if unshare is None:
-        return Isolation(Containment.PROCESS_GROUP, (),
-                         "util-linux `unshare` is not on PATH (Debian/Ubuntu: util-linux)")
-    pid_ns = ("--pid", "--fork", "--kill-child")
-    attempts = ((unshare, *pid_ns), (unshare, "--user", "--map-root-user", *pid_ns))
+        why = "util-linux `unshare` is not on PATH (Debian/Ubuntu: util-linux)"
+        return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why, why)
     errors = []
-    for prefix in attempts:
-        try:
-            done = subprocess.run([*prefix, "true"], capture_output=True, text=True,
-                                  timeout=PROBE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            errors.append(str(exc))
+    for base in ((unshare,), (unshare, "--user", "--map-root-user")):
+        problem = _try(*base, *_PID_NS)
+        if problem:
+            errors.append(problem)
             continue
-        if done.returncode == 0:
-            how = "with a user namespace" if "--user" in prefix else "as a privileged user"
-            return Isolation(Containment.PID_NAMESPACE, prefix, f"unshare --pid works {how}")
-        errors.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
-                      else f"exit {done.returncode}")
-    return Isolation(Containment.PROCESS_GROUP, (),
-                     f"unshare --pid is not permitted here: {'; '.join(errors)}")
+        how = "with a user namespace" if "--user" in base else "as a privileged user"
+        net_problem = _try(*base, *_PID_NS, "--net")
+        if net_problem:
+            return Isolation(Containment.PID_NAMESPACE, (Network.HOST,), base,
+                             f"unshare --pid works {how}",
+                             f"unshare --net is not permitted here: {net_problem}")
+        return Isolation(Containment.PID_NAMESPACE, (Network.NONE, Network.HOST), base,
+                         f"unshare --pid works {how}", f"unshare --net works {how}")
+    why = f"unshare --pid is not permitted here: {'; '.join(errors)}"
+    return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why,
+                     "needs the namespaces that are not permitted here")
+
+
+def _try(*argv: str) -> str | None:
+    """None when `argv + true` succeeds, else what went wrong."""
+    try:
+        done = subprocess.run([*argv, "true"], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}"

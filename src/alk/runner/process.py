@@ -10,6 +10,7 @@ harness's memory grow.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import selectors
 import shutil
@@ -23,7 +24,7 @@ from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
 from alk.records import Limits, Observation, Preflight
 from alk.redaction import Redactor
-from alk.runner.isolation import Isolation, detect
+from alk.runner.isolation import Isolation, Network, detect
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -46,8 +47,8 @@ ABORT_GRACE_S = 1.0
 DRAIN_LIMIT_S = 0.2
 # The worker's peak RSS is sampled from /proc (VmHWM, monotonic) on this timer and at its result
 # event: ru_maxrss cannot be used alone, as a child's starts at the harness's own peak. A read
-# costs ~30 µs, 0.3% of a worker's time at this interval.
-SAMPLE_INTERVAL_S = 0.01
+# costs ~30 µs, 0.15% of a worker's time at this interval.
+SAMPLE_INTERVAL_S = 0.02
 UNSHARE_SIGKILL_LINE = b"unshare: sigprocmask unblock failed: Invalid argument"
 # After SIGKILL a process ends unless stuck in the kernel; never wait on it longer than this.
 REAP_LIMIT_S = 2.0
@@ -67,6 +68,7 @@ class RunRequest:
     line_limit_bytes: int = LINE_LIMIT_BYTES
     redactor: Redactor = field(default_factory=Redactor)
     limits: Limits = field(default_factory=Limits)
+    network: Network = Network.HOST
 
 
 Gate = Callable[[Mapping[str, Any]], Preflight]
@@ -103,6 +105,7 @@ class _Session:
                  isolation: Isolation) -> None:
         self.request, self.gate, self.transcript = request, gate, transcript
         self.isolation = isolation
+        self.wrapper = isolation.prefix(request.network)
         # The pid to sample: the worker itself, not the `unshare` in front of it.
         self.worker_pid: int | None = None
         self.state = ProtocolState()
@@ -129,11 +132,14 @@ class _Session:
         started = self.started_at = time.monotonic()
         parent_hwm_kb = _vm_hwm_kb("self")
         containment = self.isolation.containment.value
+        if request.network not in self.isolation.networks:
+            # The executor voids such a run before it starts; never run with less than asked.
+            raise ValueError(f"network {request.network} is not available here")
         try:
             # Limits go on first (inherited by all that follows), then the namespace; behind
             # them a missing program would look like an early exit, so say it plainly.
             limit_prefix = prlimit_prefix(request.limits)
-            prefix = (*(limit_prefix or ()), *self.isolation.prefix)
+            prefix = (*(limit_prefix or ()), *self.wrapper)
             if prefix and not _executable(request.argv[0], request.env):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory")
             proc = subprocess.Popen(
@@ -148,12 +154,13 @@ class _Session:
                                                      "error": detail})
             return Observation(spawned=False, spawn_error=detail, containment=containment)
         self.proc = proc
-        if not self.isolation.prefix:
+        if not self.wrapper:
             self.worker_pid = proc.pid  # prlimit, if any, has exec'd the worker in place
         try:
             self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
                                               "cwd": request.cwd, "env": sorted(request.env),
                                               "containment": containment,
+                                              "network": request.network.value,
                                               "limits": request.limits.applied()})
             self._send(request.hello)
             self.transcript.harness("hello", dict(request.hello))
@@ -181,7 +188,7 @@ class _Session:
             else:
                 exit_code = os.waitstatus_to_exitcode(status)
                 proc.returncode = exit_code
-            if self.isolation.prefix and exit_code == 1 and self.stderr_tail.rstrip().endswith(
+            if self.wrapper and exit_code == 1 and self.stderr_tail.rstrip().endswith(
                     UNSHARE_SIGKILL_LINE):
                 # `unshare` mirrors its child's death by a signal, except SIGKILL, which it
                 # cannot re-raise on itself: it says so and exits 1. The worker died by SIGKILL.
@@ -203,6 +210,7 @@ class _Session:
         return Observation(
             spawned=True,
             containment=containment,
+            network=request.network.value,
             limits=request.limits.applied(),
             ready=self.state.ready,
             preflight=self.preflight,
@@ -505,7 +513,13 @@ def _first_child(pid: int) -> int | None:
 
 
 def _executable(program: str, env: Mapping[str, str]) -> bool:
-    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+    return _which(program, env.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=64)
+def _which(program: str, path: str) -> bool:
+    # Cached: the same lane's program is looked up before every repeat.
+    return shutil.which(program, path=path) is not None
 
 
 def _vm_hwm_kb(pid: int | str) -> int:
