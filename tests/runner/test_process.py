@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -43,7 +44,7 @@ def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, en
             cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits(),
             network=Network.HOST):
     workspace = tmp_path / "ws"
-    workspace.mkdir(exist_ok=True)
+    workspace.mkdir(parents=True, exist_ok=True)
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
@@ -55,20 +56,6 @@ def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, en
         obs = (runner or LocalRunner()).run(request, gate, log)
         elapsed = time.monotonic() - began
     return obs, read_transcript(path), elapsed
-
-
-def gone(pid, within_s=2.0):
-    """True once the process no longer exists (or is a zombie awaiting its reaper)."""
-    until = time.monotonic() + within_s
-    while time.monotonic() < until:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def types(events, source=None):
@@ -94,24 +81,27 @@ def test_rejected_preflight_sends_abort_and_never_start(tmp_path):
     assert list((tmp_path / "ws").iterdir()) == []
 
 
-def test_grandchild_holding_stdout_is_ended_and_does_not_hold_the_harness(tmp_path):
-    obs, events, elapsed = run_act(tmp_path, "grandchild_holds_stdout")
-    child = next(e["payload"]["pid"] for e in events if e["type"] == "child")
+def test_grandchild_holding_stdout_is_ended_and_does_not_hold_the_harness(tmp_path,
+                                                                         process_watch):
+    with process_watch(tmp_path / "ws") as watch:
+        obs, events, elapsed = run_act(tmp_path, "grandchild_holds_stdout")
     assert elapsed < 2.0
-    assert gone(child), "the worker's grandchild survived the repeat"
+    assert len(watch.workers()) >= 2, "the watch did not see the worker and its child"
+    assert watch.left() == [], "a process of the repeat survived it"
     assert attribute(obs).cause == Cause.PASSED
 
 
-def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path, monkeypatch):
+def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path, monkeypatch,
+                                                                        process_watch):
     monkeypatch.setattr(process, "INT_GRACE_S", 0.2)
     monkeypatch.setattr(process, "TERM_GRACE_S", 0.2)
-    obs, events, elapsed = run_act(tmp_path, "ignores_signals", timeout=1.0)
-    pid = next(e["payload"]["pid"] for e in events if e["type"] == "pid")
+    with process_watch(tmp_path / "ws") as watch:
+        obs, events, elapsed = run_act(tmp_path, "ignores_signals", timeout=1.0)
     kills = [e["payload"]["signal"] for e in events if e["type"] == "kill"]
     assert kills == ["SIGINT", "SIGTERM", "SIGKILL"]
     assert obs.timed_out and obs.signal == 9
     assert 1.0 <= elapsed < 1.0 + 2.0
-    assert gone(pid)
+    assert watch.workers() and watch.left() == []
     assert attribute(obs).cause == Cause.TIMEOUT
 
 
@@ -139,20 +129,40 @@ def test_spawn_failure_is_an_observation_not_an_exception(tmp_path):
 
 @pytest.mark.skipif(detect().containment is not Containment.PID_NAMESPACE,
                     reason=f"no PID namespace here: {detect().reason}")
-def test_a_grandchild_that_escaped_the_group_dies_with_the_namespace(tmp_path):
-    obs, events, elapsed = run_act(tmp_path, "escape")
-    escaped = next(e["payload"]["pid"] for e in events if e["type"] == "escaped")
+def test_a_grandchild_that_escaped_the_group_dies_with_the_namespace(tmp_path, process_watch):
+    with process_watch(tmp_path / "ws") as watch:
+        obs, events, elapsed = run_act(tmp_path, "escape")
     assert obs.containment == "pid_namespace"
     assert elapsed < 2.0
-    assert gone(escaped), "a setsid() grandchild survived its worker"
+    assert len(watch.workers()) >= 2
+    assert watch.left() == [], "a setsid() grandchild survived its worker"
     assert attribute(obs).cause == Cause.PASSED
 
 
-def test_process_group_containment_still_returns_in_time(tmp_path):
+@pytest.mark.skipif(detect().containment is not Containment.PID_NAMESPACE,
+                    reason=f"no PID namespace here: {detect().reason}")
+def test_the_worker_cannot_read_alks_environment_through_proc(tmp_path):
+    marker = "alk-harness-only-7c1e9b"
+    # A process of the host whose environment holds the marker, as alk's would.
+    holder = subprocess.Popen(["sleep", "30"], env={"HARNESS_ONLY_SECRET": marker})
+    try:
+        found = {}
+        for label, runner in (("namespace", LocalRunner()),
+                              ("group", LocalRunner(PROCESS_GROUP_ONLY))):
+            _, events, _ = run_act(tmp_path / label, "steal_env", marker, runner=runner)
+            found[label] = next(e for e in events if e["type"] == "stolen")["payload"]["found"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert found == {"namespace": 0, "group": 1}  # the host's /proc would give it away
+
+
+def test_process_group_containment_still_returns_in_time(tmp_path, process_watch):
     """Without a namespace an escaped grandchild outlives the repeat (the documented limit of
     this level), but it can neither hold alk on its pipes nor add evidence after the exit."""
-    obs, events, elapsed = run_act(tmp_path, "escape", runner=LocalRunner(PROCESS_GROUP_ONLY))
-    escaped = next(e["payload"]["pid"] for e in events if e["type"] == "escaped")
+    with process_watch(tmp_path / "ws") as watch:
+        obs, events, elapsed = run_act(tmp_path, "escape",
+                                       runner=LocalRunner(PROCESS_GROUP_ONLY))
     try:
         assert obs.containment == "process_group" and elapsed < 2.0
         assert attribute(obs).cause == Cause.PASSED
@@ -160,7 +170,8 @@ def test_process_group_containment_still_returns_in_time(tmp_path):
                              and e["seq"] > next(x["seq"] for x in events if x["type"] == "exit")]
         assert stderr_after_exit == []
     finally:
-        os.kill(escaped, signal.SIGKILL)
+        for pid in watch.left(within_s=0):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("network", list(Network))
@@ -191,18 +202,20 @@ def test_death_by_signal(tmp_path):
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGSEGV" in verdict.detail
 
 
-def test_death_by_sigkill_from_outside(tmp_path):
+def test_death_by_sigkill_from_outside(tmp_path, process_watch):
     """As the OOM killer would: behind `unshare`, too, the death is reported as SIGKILL."""
     pid_file = tmp_path / "ws" / "me.pid"
 
-    def kill_when_ready():
+    def kill_when_ready(watch):
         while not (pid_file.exists() and pid_file.read_text()):
             time.sleep(0.01)
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        [worker] = watch.workers()
+        os.kill(worker, signal.SIGKILL)
 
-    killer = threading.Thread(target=kill_when_ready, daemon=True)
-    killer.start()
-    obs, _, _ = run_act(tmp_path, "await_kill")
+    with process_watch(tmp_path / "ws") as watch:
+        killer = threading.Thread(target=kill_when_ready, args=(watch,), daemon=True)
+        killer.start()
+        obs, _, _ = run_act(tmp_path, "await_kill")
     verdict = attribute(obs)
     assert (obs.signal, obs.exit_code) == (signal.SIGKILL, None)
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGKILL" in verdict.detail

@@ -17,11 +17,6 @@ ACT = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
-def host_pid():
-    """This process's pid as the host sees it (inside a PID namespace getpid() says 1)."""
-    return int(os.readlink("/proc/self"))
-
-
 def wait_for(path):
     while not os.path.exists(path) or not open(path).read():
         time.sleep(0.01)
@@ -65,7 +60,7 @@ def main():
         # A grandchild in the worker's process group inherits stdout and outlives the worker.
         protocol_fd = worker._worker()._writer.fileno()
         subprocess.Popen([sys.executable, "-c", "import os, time; open('child.pid', 'w')"
-                          ".write(os.readlink('/proc/self')); time.sleep(60)"],
+                          ".write(str(os.getpid())); time.sleep(60)"],
                          pass_fds=(protocol_fd,))
         worker.emit("agent", "child", {"pid": wait_for("child.pid")})
         finish()
@@ -73,7 +68,7 @@ def main():
     elif ACT == "ignores_signals":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        worker.emit("agent", "pid", {"pid": host_pid()})
+        worker.emit("agent", "pid", {"pid": os.getpid()})
         time.sleep(60)
     elif ACT == "stdout_no_newline":
         # One endless line straight to the protocol descriptor, in chunks.
@@ -115,7 +110,7 @@ def main():
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                open("escaped.pid", "w").write(str(host_pid()))
+                open("escaped.pid", "w").write(str(os.getpid()))
                 for _ in range(600):
                     sys.stderr.write("still here\n")
                     sys.stderr.flush()
@@ -143,7 +138,7 @@ def main():
         worker.emit("agent", "rlimits", {k: list(resource.getrlimit(v)) for k, v in names.items()})
         finish()
     elif ACT == "await_kill":
-        open("me.pid", "w").write(str(host_pid()))
+        open("me.pid", "w").write(str(os.getpid()))
         time.sleep(30)
     elif ACT == "connect":
         import socket
@@ -154,6 +149,17 @@ def main():
         except OSError as exc:
             reached = f"no: {exc}"
         worker.emit("agent", "connect", {"reached": reached})
+        finish()
+    elif ACT == "steal_env":
+        # Look for a value in every process's environment this worker can read in /proc.
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and ARG.encode() in open(f"/proc/{entry}/environ", "rb").read():
+                    found.append(entry)
+            except OSError:
+                pass
+        worker.emit("agent", "stolen", {"found": len(found)})
         finish()
     elif ACT == "spin":
         while True:

@@ -1,0 +1,77 @@
+"""What every process test needs: a way to see, from the host, every process a worker started.
+
+A worker in a PID namespace with its own /proc cannot tell the host its pids; the tests find
+them instead, as the processes whose working directory is the repeat's workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+POLL_S = 0.01
+
+
+class ProcessWatch:
+    """Collects, while it runs, the host pids of every process working inside `folder`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = str(folder.resolve())
+        self.seen: dict[int, list[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> ProcessWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for entry in os.scandir("/proc"):
+                if not entry.name.isdigit() or int(entry.name) in self.seen:
+                    continue
+                try:
+                    cwd = os.readlink(f"/proc/{entry.name}/cwd")
+                    argv = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if cwd == self.folder or cwd.startswith(self.folder + os.sep):
+                    self.seen[int(entry.name)] = [a.decode(errors="replace") for a in argv if a]
+            time.sleep(POLL_S)
+
+    def workers(self) -> list[int]:
+        """The worker processes themselves: not the `prlimit`/`unshare` in front of them."""
+        return [pid for pid, argv in self.seen.items()
+                if argv and Path(argv[0]).name not in ("unshare", "prlimit")]
+
+    def left(self, within_s: float = 2.0) -> list[int]:
+        """Pids still alive (not zombies) after `within_s`."""
+        until = time.monotonic() + within_s
+        while True:
+            alive = [pid for pid in self.seen if _alive(pid)]
+            if not alive or time.monotonic() > until:
+                return alive
+            time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def process_watch():
+    if not Path("/proc/self/cwd").exists():
+        pytest.skip("needs Linux /proc")
+    return ProcessWatch
