@@ -151,7 +151,9 @@ def _protect_stdout() -> Any:
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
+    # backslashreplace: a lone surrogate in a str (it happens, with data from the web) is
+    # written as a \udXXX escape, which is still valid JSON, instead of crashing the worker.
+    return os.fdopen(protocol_fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
 
 
 def package_paths(*distributions: str) -> List[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -67,12 +69,28 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                      "scenarios": [s.id for s in plan.scenarios],
                      "limits": plan.limits.applied()},
         "preflight": gate,
+        # alk's own footprint: a worker's output must never make it grow (docs/security.md).
+        "harness": {"peak_rss_mb": round(_own_peak_rss_kb() / 1024, 1)},
         "paths": {"result": str(Path("reports") / plan.run_id / RESULT_NAME),
                   "transcripts": str(run_transcripts(plan.run_id)),
                   "workspaces": str(execution.workspaces) if execution.workspaces else None},
         "scenarios": scenarios,
         "aggregate": summarize_lane(stats).to_dict(),
     }
+
+
+def _own_peak_rss_kb() -> int:
+    # VmHWM is this process's own; ru_maxrss would include the peak of whatever started alk
+    # (a test runner, say), as a child's counter starts from its parent's.
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak  # bytes there, KiB elsewhere
 
 
 def _repeat(result: RepeatResult) -> dict[str, Any]:
