@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from alk import api
 from alk.executor import SAFE_ENV_NAMES
@@ -41,7 +42,8 @@ WORKER = ROOT / "tests" / "workers" / "well_behaved.py"
 TARGET = 1.10
 
 
-def bare_round(repeats: int, sdk: Path, scratch: Path, prefix: tuple[str, ...]) -> float:
+def bare_round(repeats: int, sdk: Path, scratch: Path,
+               prefix: Callable[[Path], tuple[str, ...]]) -> float:
     env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
     env["PYTHONPATH"] = str(sdk)
     lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
@@ -49,9 +51,10 @@ def bare_round(repeats: int, sdk: Path, scratch: Path, prefix: tuple[str, ...]) 
                          "scenario": {"id": "echo", "task": "Say hello", "input": {}}}) + "\n")
     began = time.perf_counter()
     for number in range(repeats):
-        workspace = scratch / f"bare-{len(prefix)}-{number}"
+        workspace = scratch / f"bare-{number}"
         workspace.mkdir()
-        done = subprocess.run([*prefix, sys.executable, str(WORKER)], input=lines.encode(),
+        done = subprocess.run([*prefix(workspace), sys.executable, str(WORKER)],
+                              input=lines.encode(),
                               env=env, cwd=workspace, capture_output=True)
         assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
     return (time.perf_counter() - began) / repeats
@@ -78,9 +81,19 @@ def main() -> None:
     # two bare lines.
     no_limits = {name: 0 for name in LIMIT_NAMES}
     unlimited = Limits(**{name: None for name in LIMIT_NAMES})
-    defaults = (*(prlimit_prefix(Limits()) or ()), *detect().prefix(detect().strongest_network))
-    pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, prlimit_prefix(unlimited) or ()),
-             ("alk's defaults", detect(), {}, defaults)]
+    isolation = detect()
+
+    def least(workspace: Path) -> tuple[str, ...]:
+        return prlimit_prefix(unlimited) or ()
+
+    def defaults(workspace: Path) -> tuple[str, ...]:
+        visible = (str(sdk.parent), str(ROOT), sys.prefix, sys.base_prefix)
+        return (*(prlimit_prefix(Limits()) or ()),
+                *isolation.prefix(isolation.strongest_network, isolation.strongest_filesystem,
+                                  str(workspace), visible))
+
+    pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, least),
+             ("alk's defaults", isolation, {}, defaults)]
     try:
         sdk = scratch / "sdk" / "alk"
         sdk.mkdir(parents=True)
@@ -88,13 +101,13 @@ def main() -> None:
         shutil.copyfile(ROOT / "src" / "alk" / "worker.py", sdk / "worker.py")
         times: dict[str, list[float]] = {}
         for number in range(args.rounds):
-            for label, isolation, limits, prefix in pairs:
-                round_dir = scratch / f"round-{number}-{len(prefix)}"
+            for label, setup, limits, prefix in pairs:
+                round_dir = scratch / f"round-{number}-{label[0]}"
                 round_dir.mkdir()
                 times.setdefault(f"bare spawn, {label}", []).append(
                     bare_round(args.repeats, sdk.parent, round_dir, prefix))
                 times.setdefault(f"alk run, {label}", []).append(
-                    alk_round(args.repeats, round_dir, isolation, limits))
+                    alk_round(args.repeats, round_dir, setup, limits))
         median = {name: statistics.median(values) * 1000 for name, values in times.items()}
         print(f"worker: {WORKER.relative_to(ROOT)}  interpreter: {sys.version.split()[0]}")
         print(f"{args.rounds} alternating rounds of {args.repeats} repeats each")
@@ -107,8 +120,9 @@ def main() -> None:
             print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
                   f"{'met' if ratio <= TARGET else 'NOT met'})")
         cost = median["bare spawn, alk's defaults"] - median["bare spawn, least setup"]
-        print(f"alk's default setup ({detect().containment.value}, network "
-              f"{detect().strongest_network.value}, rlimits) costs "
+        print(f"alk's default setup ({isolation.containment.value}, network "
+              f"{isolation.strongest_network.value}, filesystem "
+              f"{isolation.strongest_filesystem.value}, rlimits) costs "
               f"{cost:.2f} ms a spawn more than the least (no limits but core dumps off, no "
               f"namespace); the bare lines pay it too")
         print("alk's side includes each run's fixed costs (one more spawn for the preflight "

@@ -158,6 +158,8 @@ def doctor() -> list[tuple[str, str, str]]:
          else "the worker's process group", "what ends when a worker exits or times out"),
         ("network", " or ".join(n.value for n in isolation.networks),
          f"{isolation.network_reason}; the first is the default of a lane that does not say"),
+        ("filesystem", " or ".join(f.value for f in isolation.filesystems),
+         f"{isolation.filesystem_reason}; the first is the default of a lane that does not say"),
         ("worker user", "root" if uid == 0 else f"uid {uid}",
          "workers run as alk's own user; they can read what it can read"),
         ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),

@@ -25,7 +25,7 @@ from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
 from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.runner.isolation import Isolation, Network
+from alk.runner.isolation import Filesystem, Isolation, Network
 from alk.runner.process import Gate, LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, probe_transcript, repeat_transcript
@@ -62,17 +62,22 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
            if name in environ}
     isolation = runner.isolation
     network = Network(lane.network) if lane.network else isolation.strongest_network
-    if network not in isolation.networks:
-        execution.void = void(Cause.ISOLATION_UNAVAILABLE,
-                              f"the lane asks for network = \"{network}\", which this machine "
-                              f"cannot give ({isolation.network_reason}); nothing was started")
-        return execution
+    filesystem = (Filesystem(lane.filesystem) if lane.filesystem
+                  else isolation.strongest_filesystem)
+    for field, level, levels, why in (
+            ("network", network, isolation.networks, isolation.network_reason),
+            ("filesystem", filesystem, isolation.filesystems, isolation.filesystem_reason)):
+        if level not in levels:
+            execution.void = void(Cause.ISOLATION_UNAVAILABLE,
+                                  f"the lane asks for {field} = \"{level}\", which this machine "
+                                  f"cannot give ({why}); nothing was started")
+            return execution
     gate = functools.partial(check_ready, lane)
     root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
     execution.workspaces = root if keep_workspaces else None
     try:
         context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
-                           _install_sdk(root), network)
+                           _install_sdk(root), network, filesystem)
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
@@ -125,6 +130,7 @@ class _Context:
     keep_workspaces: bool
     sdk: Path
     network: Network
+    filesystem: Filesystem
 
     def workspace(self, label: str) -> Path:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one."""
@@ -138,7 +144,16 @@ class _Context:
                      for arg in self.plan.lane.command)
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
-                          redactor=self.redactor, limits=self.plan.limits, network=self.network)
+                          redactor=self.redactor, limits=self.plan.limits, network=self.network,
+                          filesystem=self.filesystem, visible=self.visible(argv))
+
+    def visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """What a sandboxed worker must read though it may sit under the private /tmp: the
+        SDK, the lane's folder, the interpreters and the folders of the command's files."""
+        paths = {str(self.sdk), str(self.plan.lane.root), sys.prefix, sys.base_prefix,
+                 *(os.path.dirname(os.path.realpath(arg)) for arg in argv
+                   if os.path.isabs(arg) and os.path.exists(arg))}
+        return tuple(sorted(os.path.realpath(path) for path in paths))
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
@@ -184,7 +199,8 @@ class _Context:
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
-            containment=obs.containment, network=obs.network, violations=obs.violation_count, trajectory=obs.trajectory,
+            containment=obs.containment, network=obs.network, filesystem=obs.filesystem,
+            violations=obs.violation_count, trajectory=obs.trajectory,
             claimed=(obs.result or {}).get("verification"), transcript=str(relative),
             sha256=sha256,
         )

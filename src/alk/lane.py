@@ -27,6 +27,7 @@ LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
 PYTHON_PLACEHOLDER = "{python}"
 NETWORKS = ("none", "host")
+FILESYSTEMS = ("sandbox", "workspace")
 
 # Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
 HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PATH", "LANG", "LC_ALL", "TZ"})
@@ -37,7 +38,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
-    "repeats", "transcript_cap_mb", "limits", "network", "scenarios",
+    "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "scenarios",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect"}
 _EXPECT_FIELDS = {
@@ -197,6 +198,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
                                  * 1024 * 1024),
         limits=with_overrides(Limits(), _parse_limits(top.get("limits", dict, default={}), where)),
         network=_choice(top, "network", NETWORKS),
+        filesystem=_choice(top, "filesystem", FILESYSTEMS),
     )
 
 

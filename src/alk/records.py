@@ -108,6 +108,7 @@ class Lane:
     transcript_cap_bytes: int
     limits: Limits = field(default_factory=Limits)
     network: str | None = None  # "none" or "host"; None: the strongest the machine offers
+    filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +168,7 @@ class Observation:
     spawn_error: str | None = None
     containment: str | None = None  # how the worker was contained (runner.isolation)
     network: str | None = None  # what it could reach: "none" or "host"
+    filesystem: str | None = None  # what it could write: "sandbox" or "workspace"
     ready: Mapping[str, Any] | None = None
     preflight: Preflight | None = None
     started: bool = False
@@ -223,6 +225,7 @@ class RepeatResult:
     cpu_s: float | None
     containment: str | None
     network: str | None
+    filesystem: str | None
     violations: int
     trajectory: tuple[str, ...]
     claimed: Any

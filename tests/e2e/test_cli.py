@@ -61,11 +61,13 @@ def test_reference_lane_passes_with_evidence(tmp_path):
         assert scenario["id"] in done.stdout
         assert scenario["counts"] == {"requested": 3, "completed": 3, "void": 0, "scored": 3,
                                       "passed": 3}
-    level = f"{detect().containment.value}, network {detect().strongest_network.value}"
+    level = (f"{detect().containment.value}, network {detect().strongest_network.value}, "
+             f"filesystem {detect().strongest_filesystem.value}")
     assert f"isolation    {level} (12 repeats)" in done.stdout
     for repeat in repeats_of(document):
         assert repeat["containment"] == detect().containment.value
         assert repeat["network"] == detect().strongest_network.value
+        assert repeat["filesystem"] == detect().strongest_filesystem.value
         data = (tmp_path / repeat["transcript"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == repeat["sha256"]
         last = json.loads(data.splitlines()[-1])
@@ -243,7 +245,9 @@ def _gone(pid):
 
 def test_void_repeats_beside_passes_are_never_green(tmp_path):
     # Every other start of the worker (the probe is the first) exits before framework_ready.
+    # It keeps count in a file outside its workspace, which only `workspace` lets it write.
     lane = write_lane(tmp_path, "half", f'framework = "acts"\nversion = ">=1"\n'
+                      'filesystem = "workspace"\n'
                       f'command = ["{{python}}", "{ACTS}", "void_every_other", '
                       f'"{tmp_path / "starts"}"]\n[[scenarios]]\nid = "a"\ntask = "t"\n')
     done = alk("run", "--lane", lane, "-n", 4, cwd=tmp_path)

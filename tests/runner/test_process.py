@@ -20,7 +20,7 @@ from alk.attribution import attribute
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import process
-from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Network, detect
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Filesystem, Network, detect
 from alk.runner.process import LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, read_transcript
@@ -42,14 +42,15 @@ def reject(ready):
 
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
             cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits(),
-            network=Network.HOST):
+            network=Network.HOST, filesystem=Filesystem.WORKSPACE, visible=()):
     workspace = tmp_path / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     request = RunRequest(
         argv=(sys.executable, str(ACTS), act, arg), cwd=str(workspace),
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **(env or {})},
         timeout_s=timeout, hello=hello_message("acts"), start=start, redactor=Redactor(secrets),
-        limits=limits, network=network)
+        limits=limits, network=network, filesystem=filesystem,
+        visible=(*visible, sys.prefix, sys.base_prefix))
     path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
         began = time.monotonic()
@@ -188,6 +189,40 @@ def test_network_none_cannot_reach_even_the_hosts_loopback(tmp_path, network):
         assert reached.startswith("no:")
     else:
         assert reached == "yes"
+
+
+SANDBOX = Filesystem.SANDBOX in detect().filesystems
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_a_sandboxed_worker_writes_only_its_workspace(tmp_path):
+    # Outside /tmp the system is read-only; /tmp is a private, empty one.
+    outside = Path(sys.prefix) / f"alk-sandbox-probe-{os.getpid()}"
+    try:
+        obs, events, _ = run_act(tmp_path, "write_outside", str(outside),
+                                 filesystem=Filesystem.SANDBOX,
+                                 visible=(str(SRC), str(ACTS.parent)))
+        writes = next(e for e in events if e["type"] == "writes")["payload"]
+        assert writes["results"]["in-workspace.txt"] == "written"
+        assert writes["results"][str(outside)] == "Read-only file system"
+        assert not outside.exists()
+        assert not Path("/tmp/alk-sandbox-probe").exists()  # went to the private /tmp
+        assert obs.filesystem == "sandbox" and attribute(obs).cause == Cause.PASSED
+    finally:
+        outside.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, process_watch):
+    visible = (str(SRC), str(ACTS.parent))
+    with process_watch(tmp_path / "ws") as watch:
+        obs, _, elapsed = run_act(tmp_path, "escape", filesystem=Filesystem.SANDBOX,
+                                  visible=visible)
+    assert elapsed < 2.0 and attribute(obs).cause == Cause.PASSED
+    assert watch.workers() and watch.left() == []
+    crashed, _, _ = run_act(tmp_path, "segfault", filesystem=Filesystem.SANDBOX,
+                            visible=visible)
+    assert (crashed.signal, crashed.exit_code) == (signal.SIGSEGV, None)
 
 
 def test_stdin_reads_eof_after_start(tmp_path):

@@ -67,6 +67,13 @@ def test_a_network_level_the_machine_cannot_give_voids_the_run(make_lane, tmp_pa
     assert 'network = "none"' in execution.void.detail and runner.requests == []
 
 
+def test_a_filesystem_level_the_machine_cannot_give_voids_the_run(make_lane, tmp_path):
+    lane = make_lane(filesystem="sandbox", required_env=("TOKEN",))
+    execution = run(build_plan(lane, "run-1", repeats=2, seed=1), tmp_path, ScriptedRunner())
+    assert execution.void.cause == Cause.ISOLATION_UNAVAILABLE
+    assert 'filesystem = "sandbox"' in execution.void.detail
+
+
 def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):
     probe = Observation(spawned=True, ready={"framework": "fw"}, exit_code=0,
                         preflight=Preflight(False, "fw", "0.1", Cause.VERSION_UNSUPPORTED, "old"))

@@ -361,3 +361,10 @@ def test_network_is_none_host_or_unset(root: Path) -> None:
     assert load_lane(write(root, lane_toml(network="none"))).network == "none"
     message = lane_error(root, lane_toml(network="off"))
     assert message == f"{WHERE}: network must be one of 'none', 'host', got 'off'"
+
+
+def test_filesystem_is_sandbox_workspace_or_unset(root: Path) -> None:
+    assert load_lane(write(root, lane_toml())).filesystem is None
+    assert load_lane(write(root, lane_toml(filesystem="workspace"))).filesystem == "workspace"
+    message = lane_error(root, lane_toml(filesystem="ro"))
+    assert message == f"{WHERE}: filesystem must be one of 'sandbox', 'workspace', got 'ro'"

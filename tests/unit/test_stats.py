@@ -56,6 +56,7 @@ def rep(
         cpu_s=None,
         containment=None,
         network=None,
+        filesystem=None,
         violations=0,
         trajectory=tuple(trajectory),
         claimed=None,

@@ -161,6 +161,18 @@ def main():
                 pass
         worker.emit("agent", "stolen", {"found": len(found)})
         finish()
+    elif ACT == "write_outside":
+        # Try to write where a sandboxed worker must not, and where it must.
+        results = {}
+        for target in (ARG, "/tmp/alk-sandbox-probe", "in-workspace.txt"):
+            try:
+                with open(target, "w") as handle:
+                    handle.write("written")
+                results[target] = "written"
+            except OSError as exc:
+                results[target] = exc.strerror
+        worker.emit("agent", "writes", {"results": results, "tmp": sorted(os.listdir("/tmp"))})
+        finish()
     elif ACT == "spin":
         while True:
             pass

@@ -228,7 +228,8 @@ def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     for scenario in scenarios:
         for repeat in scenario.get("repeats") or []:
             if repeat.get("containment"):
-                level = f"{repeat['containment']}, network {repeat.get('network') or '?'}"
+                level = (f"{repeat['containment']}, network {repeat.get('network') or '?'}, "
+                         f"filesystem {repeat.get('filesystem') or '?'}")
                 used[level] = used.get(level, 0) + 1
     if not used:
         return None

