@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,13 @@ class ScriptedRunner:
         if isinstance(item, BaseException):
             raise item
         return item
+
+
+@pytest.fixture(autouse=True)
+def private_temp(tmp_path, monkeypatch):
+    """Workspaces (kept ones too) go under the test's own folder, not the system's /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
 
 
 @pytest.fixture

@@ -63,6 +63,7 @@ def main():
                           ".write(str(os.getpid())); time.sleep(60)"],
                          pass_fds=(protocol_fd,))
         worker.emit("agent", "child", {"pid": wait_for("child.pid")})
+        time.sleep(0.3)  # long enough for a test polling /proc to see both processes
         finish()
         os._exit(0)
     elif ACT == "ignores_signals":
@@ -118,6 +119,7 @@ def main():
                 os._exit(0)
             os._exit(0)
         worker.emit("agent", "escaped", {"pid": wait_for("escaped.pid")})
+        time.sleep(0.3)  # long enough for a test polling /proc to see both processes
         finish()
     elif ACT == "segfault":
         # A real fault, as native framework code would crash: the kernel's SIGSEGV ends even a
