@@ -17,6 +17,8 @@ from alk import worker
 THREAT = sys.argv[1]
 SECRET = os.environ.get("HOSTILE_TOKEN", "")
 MB = 1024 * 1024
+# How much a flood writes, in MiB (the benchmark asks for more than the tests do).
+SIZE_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
 def out():
@@ -45,12 +47,12 @@ def main():
     if THREAT == "flood_stdout_lines":
         line = json.dumps({"channel": "agent", "type": "noise",
                            "payload": {"text": ("x" * 1000 + SECRET) * 60}}) + "\n"
-        for _ in range(300 * MB // len(line)):
+        for _ in range((SIZE_MB or 300) * MB // len(line)):
             out().write(line)
         finish()
     elif THREAT == "endless_line":
         chunk = ("y" * (MB - len(SECRET)) + SECRET)
-        for _ in range(256):
+        for _ in range(SIZE_MB or 256):
             out().write(chunk)
         out().write("\n")
         finish()
@@ -69,7 +71,7 @@ def main():
         finish()
     elif THREAT == "stderr_flood":
         block = ("z" * 1000 + SECRET + "\n") * 1000
-        for _ in range(256 * MB // len(block)):
+        for _ in range((SIZE_MB or 256) * MB // len(block)):
             sys.stderr.write(block)
         finish()
     elif THREAT == "fork_escape":
