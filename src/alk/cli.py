@@ -131,6 +131,7 @@ def show(
     console.print(Text.assemble((document["run_id"], "bold"), f" {scenario} repeat {repeat}: ",
                                 f"{entry['outcome']}/{entry['cause']} — ",
                                 terminal.printable(entry["detail"])))
+    console.print(terminal.repeat_facts(entry))
     console.print(terminal.transcript_view(events, set(channel) or None))
     intact = api.transcript_intact(entry, out)
     console.print(Text.assemble(

@@ -192,6 +192,8 @@ def test_report_show_lanes_and_causes(tmp_path):
     assert rendered.returncode == 0 and run_id in rendered.stdout and "nominal" in rendered.stdout
     shown = alk("show", run_id, "nominal", 1, "--channel", "tool", cwd=tmp_path)
     assert shown.returncode == 0 and "write_report" in shown.stdout
+    assert "exit 0" in shown.stdout and "peak RSS" in shown.stdout
+    assert "workers      peak RSS up to" in rendered.stdout
     assert "framework_ready" not in shown.stdout and "attribution" not in shown.stdout
     missing = alk("show", run_id, "nominal", 9, cwd=tmp_path)
     assert missing.returncode == 2 and "no repeat 9" in missing.stderr

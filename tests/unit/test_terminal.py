@@ -141,7 +141,7 @@ def test_run_report_marks_an_interrupted_run_and_missing_values():
 
 def test_run_report_puts_a_failed_preflight_first():
     out = render(run_report(document(preflight_ok=False)))
-    assert "Preflight failed: version_unsupported" in out
+    assert "Nothing ran: version_unsupported" in out
     assert "pydantic-ai 0.9.1" in out and ">=1.0,<2" in out
     assert "does not satisfy" in out
     assert "Install a version the lane supports" in out

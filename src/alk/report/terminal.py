@@ -74,6 +74,9 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
         parts.append(_icc_line((doc.get("aggregate") or {}).get("icc") or {}))
         parts.append(Text("n/m under a verdict: passed/scored (void repeats are never scored) · "
                           "pass^n: chance that n repeats in a row all pass", style="dim"))
+        resources = _resources(scenarios)
+        if resources is not None:
+            parts.append(resources)
         parts.extend(_paths_line(s) for s in scenarios
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
         # A pass with void repeats still needs its why: those repeats were not scored.
@@ -122,7 +125,9 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
     info = CATALOGUE.get(cause)
     if info is not None:
         body.append(f"\nwhat to do: {info.action}", style="italic")
-    title = Text(f"Preflight failed: {cause} (nothing ran, the run is void)", style="bold red")
+    # The same panel explains every run that was void before its repeats: a failed version
+    # check, a missing variable, an isolation level the machine cannot give.
+    title = Text(f"Nothing ran: {cause} (the run is void)", style="bold red")
     return Panel(body, title=title, title_align="left", border_style="red", expand=False)
 
 
@@ -169,6 +174,23 @@ def _icc_line(icc: Mapping[str, Any]) -> Text:
         ("groups", "{} scenarios"), ("observations", "{} scored repeats"),
     ) if isinstance(icc.get(key), int | float)]
     return text.append("  " + " · ".join(extras), style="dim") if extras else text
+
+
+def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
+    """The workers' footprint: the largest peak RSS and CPU time of any repeat, and where."""
+    repeats = [(s.get("id"), r) for s in scenarios for r in s.get("repeats") or []]
+    rss = [(r["peak_rss_mb"], sid) for sid, r in repeats if r.get("peak_rss_mb") is not None]
+    cpu = [(r["cpu_s"], sid) for sid, r in repeats if r.get("cpu_s") is not None]
+    if not rss and not cpu:
+        return None
+    text = Text("workers      ", style="dim")
+    if rss:
+        top = max(rss)
+        text.append(f"peak RSS up to {top[0]:.1f} MB ({top[1]})")
+    if cpu:
+        top = max(cpu)
+        text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s a repeat ({top[1]})")
+    return text
 
 
 def _paths_line(scenario: Mapping[str, Any]) -> Text:
@@ -467,3 +489,17 @@ def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
     for name, value, why in facts:
         table.add_row(Text(name), Text(value), Text(why))
     return table
+
+
+def repeat_facts(entry: Mapping[str, Any]) -> Text:
+    """One repeat's process facts, for `alk show`."""
+    status = (f"signal {entry['signal']}" if entry.get("signal") is not None
+              else f"exit {entry.get('exit_code')}")
+    facts = [status, f"{entry.get('duration_s') or 0:.2f} s"]
+    if entry.get("peak_rss_mb") is not None:
+        facts.append(f"peak RSS {entry['peak_rss_mb']:.1f} MB")
+    if entry.get("cpu_s") is not None:
+        facts.append(f"CPU {entry['cpu_s']:.2f} s")
+    levels = [f"{name} {entry[name]}" for name in ("containment", "network", "filesystem")
+              if entry.get(name)]
+    return Text(" · ".join(facts + levels), style="dim")

@@ -110,10 +110,9 @@ class _Session:
         self.isolation = isolation
         self.wrapper = isolation.prefix(request.network, request.filesystem, request.cwd,
                                         request.visible)
-        # How many processes stand between alk's child and the worker: unshare forks it once;
-        # bwrap forks an init of its own, which forks it.
+        # unshare and bwrap (--as-pid-1) each fork the worker once: it is their child.
         self.sandboxed = request.filesystem is Filesystem.SANDBOX and bool(self.wrapper)
-        self.wrapper_depth = 2 if self.sandboxed else (1 if self.wrapper else 0)
+        self.wrapper_depth = 1 if self.wrapper else 0
         # The pid to sample: the worker itself, not the `unshare` in front of it.
         self.worker_pid: int | None = None
         self.state = ProtocolState()
