@@ -26,6 +26,7 @@ from alk.plan import build_plan, new_run_id
 from alk.records import ExitCode, Lane, Plan, RepeatResult
 from alk.redaction import Redactor
 from alk.runner.isolation import detect
+from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.report.document import (
     build_document,
     exit_code,
@@ -160,6 +161,9 @@ def doctor() -> list[tuple[str, str, str]]:
          f"{isolation.network_reason}; the first is the default of a lane that does not say"),
         ("filesystem", " or ".join(f.value for f in isolation.filesystems),
          f"{isolation.filesystem_reason}; the first is the default of a lane that does not say"),
+        ("max_processes", "pids cgroup" if pids_cgroup_parent() else "RLIMIT_NPROC only",
+         "bounds the worker's whole tree" if pids_cgroup_parent() else
+         "no writable pids cgroup: the limit counts the user's processes, and not root's"),
         ("worker user", "root" if uid == 0 else f"uid {uid}",
          "workers run as alk's own user; they can read what it can read"),
         ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),

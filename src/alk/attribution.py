@@ -90,6 +90,8 @@ def _limit_breached(obs: Observation) -> str | None:
         return "cpu_s"
     if obs.signal == signal.SIGXFSZ and "max_file_mb" in obs.limits:
         return "max_file_mb"
+    if obs.limits_hit:
+        return obs.limits_hit[0]
     tail = "\n".join(obs.stderr_tail.strip().splitlines()[-5:])
     for name, signs in SIGNS.items():
         if name in obs.limits and any(sign in tail for sign in signs):

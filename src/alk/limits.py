@@ -9,7 +9,8 @@ Limits and where they fall short:
 - `memory_mb` (RLIMIT_AS) bounds address space, not resident memory: runtimes that reserve
   large virtual ranges (V8, some JITs) need it raised or lifted (0).
 - `max_processes` (RLIMIT_NPROC) counts every process of alk's user, and does nothing for root;
-  it is off unless set.
+  it is off unless set, and then also bounds the worker's whole tree through a pids cgroup
+  where alk may make one (`runner.pids_cgroup`).
 """
 
 from __future__ import annotations

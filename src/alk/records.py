@@ -188,6 +188,7 @@ class Observation:
     stderr_tail: str = ""
     harness_error: str | None = None
     limits: Mapping[str, int] = field(default_factory=dict)  # resource limits in force
+    limits_hit: tuple[str, ...] = ()  # limits the kernel reports as reached (pids.max)
 
 
 @dataclass(frozen=True, slots=True)

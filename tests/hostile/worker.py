@@ -126,6 +126,13 @@ def main():
         print(f"stolen: {stolen}", file=sys.stderr)
         worker.emit("agent", "stolen", {"values": stolen, "env": dict(os.environ)})
         finish("stolen" if stolen else "nothing to steal")
+    elif THREAT == "fork_bomb":
+        # Bounded at 2,000 so that a machine that does not enforce the limit survives the test.
+        for _ in range(2000):
+            if os.fork() == 0:
+                time.sleep(60)
+                os._exit(0)
+        finish("every fork succeeded")
     elif THREAT == "memory_hog":
         hoard = []
         while True:

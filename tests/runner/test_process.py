@@ -21,6 +21,7 @@ from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import process
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Filesystem, Network, detect
+from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.process import LocalRunner, RunRequest
 from alk.runner.protocol import hello_message
 from alk.transcript import TranscriptWriter, read_transcript
@@ -281,6 +282,18 @@ def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause)
     assert elapsed < 8
     spawn = next(e for e in events if e["type"] == "spawn")
     assert spawn["payload"]["limits"] == limits.applied()
+
+
+@pytest.mark.skipif(pids_cgroup_parent() is None, reason="no writable pids cgroup here")
+def test_max_processes_bounds_the_whole_tree_even_for_root(tmp_path, process_watch):
+    with process_watch(tmp_path / "ws") as watch:
+        obs, _, elapsed = run_act(tmp_path, "fork_bomb", "300", limits=Limits(max_processes=32),
+                                  filesystem=Filesystem.WORKSPACE)
+    verdict = attribute(obs)
+    assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", "process_limit")
+    assert "limit max_processes = 32" in verdict.detail
+    assert len(watch.seen) <= 32 + 2
+    assert watch.left() == []
 
 
 def test_limits_are_inherited_and_core_dumps_are_off(tmp_path):

@@ -175,6 +175,13 @@ def main():
                 results[target] = exc.strerror
         worker.emit("agent", "writes", {"results": results, "tmp": sorted(os.listdir("/tmp"))})
         finish()
+    elif ACT == "fork_bomb":
+        # Bounded, so that a machine that does not enforce the limit is not harmed by the test.
+        for _ in range(int(ARG)):
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+        finish("all forks succeeded")
     elif ACT == "spin":
         while True:
             pass

@@ -25,6 +25,8 @@ from alk.limits import setter as limit_setter
 from alk.records import Limits, Observation, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network, detect
+from alk.runner.pids_cgroup import PidsCgroup
+from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -139,6 +141,7 @@ class _Session:
         started = self.started_at = time.monotonic()
         parent_hwm_kb = _vm_hwm_kb("self")
         containment = self.isolation.containment.value
+        self.cgroup = _pids_cgroup(request.limits)
         if (request.network not in self.isolation.networks
                 or request.filesystem not in self.isolation.filesystems):
             # The executor voids such a run before it starts; never run with less than asked.
@@ -151,13 +154,18 @@ class _Session:
             prefix = (*(limit_prefix or ()), *self.wrapper)
             if prefix and not _executable(request.argv[0], request.env):
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+            steps = [step for step in (
+                None if limit_prefix is not None else limit_setter(request.limits),
+                self.cgroup.joiner() if self.cgroup else None) if step]
             proc = subprocess.Popen(
                 (*prefix, *request.argv), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
                 env=dict(request.env), start_new_session=True, close_fds=True,
-                preexec_fn=None if limit_prefix is not None else limit_setter(request.limits),
+                preexec_fn=_chain(steps) if steps else None,
             )
         except OSError as exc:
+            if self.cgroup:
+                self.cgroup.remove()
             detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
             self.transcript.harness("spawn_failed", {"argv": list(request.argv),
                                                      "error": detail})
@@ -175,6 +183,7 @@ class _Session:
             self._send(request.hello)
             self.transcript.harness("hello", dict(request.hello))
             status, rusage = self._loop(started)
+            limits_hit = ("max_processes",) if self.cgroup and self.cgroup.hit_limit() else ()
         except BaseException:
             # alk itself is stopping (Ctrl-C, SIGTERM, a bug): never leave the group behind.
             self._kill_group(signal.SIGKILL, quiet=True)
@@ -188,6 +197,9 @@ class _Session:
                     break
                 time.sleep(0.005)
             raise
+        finally:
+            if self.cgroup:
+                self.cgroup.remove()
         duration = time.monotonic() - started
 
         exit_code = sig = None
@@ -226,6 +238,7 @@ class _Session:
             network=request.network.value,
             filesystem=request.filesystem.value,
             limits=request.limits.applied(),
+            limits_hit=limits_hit,
             ready=self.state.ready,
             preflight=self.preflight,
             started=self.state.phase is Phase.STARTED,
@@ -514,6 +527,23 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+def _pids_cgroup(limits: Limits) -> PidsCgroup | None:
+    """A cgroup bounding the worker's whole tree, when the lane bounds processes and alk may."""
+    if not limits.max_processes or pids_cgroup_parent() is None:
+        return None
+    try:
+        return PidsCgroup(limits.max_processes)
+    except OSError:
+        return None
+
+
+def _chain(steps: list[Callable[[], None]]) -> Callable[[], None]:
+    def run_all() -> None:
+        for step in steps:
+            step()
+    return run_all
 
 
 def _descendant(pid: int, depth: int) -> int | None:
