@@ -62,7 +62,8 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
     if obs.signal is not None:
         return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}{_stderr(obs)}")
     if obs.exit_code != 0:
-        return _make(Cause.NONZERO_EXIT, f"exit code {obs.exit_code}{_stderr(obs)}")
+        return _make(Cause.NONZERO_EXIT,
+                     f"exit code {obs.exit_code}{_signal_hint(obs)}{_stderr(obs)}")
     if obs.bad_result:
         return _make(Cause.BAD_RESULT, obs.bad_result)
     if obs.violation_count:
@@ -117,6 +118,15 @@ def _describe(check: Check) -> str:
 def _show(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 160 else text[:160] + "…"
+
+
+def _signal_hint(obs: Observation) -> str:
+    """In the sandbox bwrap reports a death by signal N as exit 128 + N; a worker could choose
+    that code too, so it stays an exit code, with what it may mean."""
+    code = obs.exit_code or 0
+    if obs.filesystem != "sandbox" or not 128 < code < 160:
+        return ""
+    return f" (128 + {_signal_name(code - 128)}: likely killed by that signal in the sandbox)"
 
 
 def _status(obs: Observation) -> str:

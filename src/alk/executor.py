@@ -149,11 +149,29 @@ class _Context:
 
     def visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
         """What a sandboxed worker must read though it may sit under the private /tmp: the
-        SDK, the lane's folder, the interpreters and the folders of the command's files."""
-        paths = {str(self.sdk), str(self.plan.lane.root), sys.prefix, sys.base_prefix,
-                 *(os.path.dirname(os.path.realpath(arg)) for arg in argv
-                   if os.path.isabs(arg) and os.path.exists(arg))}
-        return tuple(sorted(os.path.realpath(path) for path in paths))
+        SDK, the lane's folder, alk's interpreter, and for each file the command names (the
+        program found through PATH too) the file, its folder and, for an interpreter in a
+        virtual environment, that environment. Never /tmp itself: it stays private."""
+        paths = {str(self.sdk), os.path.realpath(self.plan.lane.root), sys.prefix,
+                 sys.base_prefix}
+        program = shutil.which(argv[0], path=self.env.get("PATH")) or argv[0]
+        for arg in (program, *argv[1:]):
+            if not os.path.isabs(arg) or not os.path.exists(arg):
+                continue
+            for path in {os.path.abspath(arg), os.path.realpath(arg)}:
+                paths.add(path)
+                if os.path.isdir(path):
+                    continue  # a folder argument: that folder, not its parent
+                folder = os.path.dirname(path)  # a file: its siblings too (a script's modules)
+                paths.add(folder)
+                if os.path.exists(os.path.join(os.path.dirname(folder), "pyvenv.cfg")):
+                    paths.add(os.path.dirname(folder))
+        # Only the outermost of nested paths: a bind inside a read-only bind cannot be made.
+        kept: list[str] = []
+        for path in sorted(path for path in paths if path not in ("/", "/tmp")):
+            if not any(path.startswith(outer.rstrip("/") + "/") for outer in kept):
+                kept.append(path)
+        return tuple(kept)
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)

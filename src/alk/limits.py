@@ -46,7 +46,8 @@ CAUSES = {
     "max_file_mb": Cause.FILE_SIZE_LIMIT,
 }
 SIGNS = {
-    "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory"),
+    # Only the errors a failed allocation gives; "out of memory" alone is also a GPU's.
+    "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc"),
     "max_processes": ("Resource temporarily unavailable",),
     "max_open_files": ("Too many open files",),
     "max_file_mb": ("File too large",),

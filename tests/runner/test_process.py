@@ -223,7 +223,27 @@ def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, proc
     assert watch.workers() and watch.left() == []
     crashed, _, _ = run_act(tmp_path, "segfault", filesystem=Filesystem.SANDBOX,
                             visible=visible)
-    assert (crashed.signal, crashed.exit_code) == (signal.SIGSEGV, None)
+    # bwrap says 128 + N; a worker could say so too, so it stays an exit code, explained.
+    assert (crashed.signal, crashed.exit_code) == (None, 128 + signal.SIGSEGV)
+    verdict = attribute(crashed)
+    assert verdict.cause == Cause.NONZERO_EXIT and "128 + SIGSEGV" in verdict.detail
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_in_the_sandbox_a_timeout_still_shows_where_the_worker_hung(tmp_path, monkeypatch):
+    obs, events, elapsed = run_act(tmp_path, "hang", timeout=1.0, filesystem=Filesystem.SANDBOX,
+                                   visible=(str(SRC), str(ACTS.parent)))
+    stderr = "\n".join(e["payload"]["text"] for e in events if e["channel"] == "stderr")
+    assert "KeyboardInterrupt" in stderr and "time.sleep" in stderr
+    assert attribute(obs).cause == Cause.TIMEOUT and elapsed < 1.0 + 2.0
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_a_sandboxed_worker_cannot_change_the_hosts_kernel_settings(tmp_path):
+    obs, events, _ = run_act(tmp_path, "write_outside", "/proc/sys/vm/swappiness",
+                             filesystem=Filesystem.SANDBOX, visible=(str(SRC), str(ACTS.parent)))
+    writes = next(e for e in events if e["type"] == "writes")["payload"]["results"]
+    assert writes["/proc/sys/vm/swappiness"] == "Read-only file system"
 
 
 def test_stdin_reads_eof_after_start(tmp_path):

@@ -145,3 +145,21 @@ def test_workspaces_are_unguessable_and_the_sdk_is_read_only(plan, tmp_path):
     sdk = Path(runner.requests[1].env["PYTHONPATH"]) / "alk"
     assert (sdk / "worker.py").stat().st_mode & 0o222 == 0
     assert list((sdk / "__pycache__").glob("worker.*.pyc"))
+
+
+def test_sandbox_binds_the_program_its_venv_and_never_all_of_tmp(plan, tmp_path):
+    from alk.executor import _Context
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "python").write_text("")
+    script = tmp_path / "w.py"
+    script.write_text("")
+    context = _Context(plan, tmp_path, ScriptedRunner(), None, Redactor(), {"PATH": "/bin"},
+                       tmp_path, False, tmp_path / "sdk", None, None)
+    visible = context.visible((str(venv / "bin" / "python"), str(script), "/tmp", "--flag"))
+    assert str(tmp_path) in visible  # the folder of the script holds the venv too
+    assert "/" not in visible
+    assert "/tmp" not in visible
+    assert not [p for p in visible for q in visible if p != q and p.startswith(q + "/")]

@@ -182,6 +182,9 @@ def main():
                 time.sleep(30)
                 os._exit(0)
         finish("all forks succeeded")
+    elif ACT == "hang":
+        worker.tool_call("lookup", {})
+        time.sleep(60)
     elif ACT == "spin":
         while True:
             pass

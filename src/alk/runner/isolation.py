@@ -21,8 +21,9 @@ File system (what the worker can write, and see):
 - `workspace`: the worker writes where alk's user can; only its working directory is its own.
 
 Network (what the worker can reach):
-- `none`: a network namespace of its own (`unshare --net`) with only a loopback that is down:
-  no route anywhere, not even to the host's own 127.0.0.1. (Unix sockets at file system paths
+- `none`: a network namespace of its own (`bwrap --unshare-net` in the sandbox, where its own
+  loopback is up; `unshare --net` otherwise, where it is down): no route anywhere, not even to
+  the host's own 127.0.0.1. (Unix sockets at file system paths
   are files, not network: they still reach the host's services.) About 2.5 ms a spawn.
 - `host`: the machine's network, as alk has it.
 """
@@ -74,6 +75,7 @@ class Isolation:
     filesystems: tuple[Filesystem, ...] = (Filesystem.WORKSPACE,)
     bwrap: str | None = None
     filesystem_reason: str = "bubblewrap was not looked for"
+    pdeathsig: tuple[str, ...] = ()
 
     @property
     def strongest_network(self) -> Network:
@@ -90,7 +92,10 @@ class Isolation:
         if filesystem is Filesystem.SANDBOX and self.bwrap:
             binds = [arg for path in sorted(set(visible)) if _under_tmp(path)
                      for arg in ("--ro-bind", path, path)]
+            # /proc/sys stays read-only: the host's kernel settings (core_pattern runs a
+            # program as root on the next crash) are not the worker's to change.
             return (self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                    "--ro-bind", "/proc/sys", "/proc/sys",
                     "--tmpfs", "/tmp", *binds, "--bind", workspace, workspace,
                     "--chdir", workspace, "--unshare-pid", "--as-pid-1", "--unshare-ipc",
                     "--unshare-uts",
@@ -98,11 +103,14 @@ class Isolation:
                     "--die-with-parent", "--cap-drop", "ALL", "--")
         if not self.unshare:
             return ()
-        return (*self.unshare, *_PID_NS, *(("--net",) if network is Network.NONE else ()))
+        # setpriv: unshare outlives a SIGKILLed alk unless told to die with it (bwrap has
+        # --die-with-parent); when it dies, --kill-child ends the worker and its namespace.
+        return (*self.pdeathsig, *self.unshare, *_PID_NS,
+                *(("--net",) if network is Network.NONE else ()))
 
 
 def _under_tmp(path: str) -> bool:
-    return path == "/tmp" or path.startswith("/tmp/")
+    return path.startswith("/tmp/")
 
 
 PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), "requested",
@@ -149,6 +157,8 @@ def _detect_namespaces() -> Isolation:
     if unshare is None:
         why = "util-linux `unshare` is not on PATH (Debian/Ubuntu: util-linux)"
         return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why, why)
+    setpriv = shutil.which("setpriv")
+    pdeathsig = (setpriv, "--pdeathsig", "KILL", "--") if setpriv else ()
     errors = []
     for base in ((unshare,), (unshare, "--user", "--map-root-user")):
         problem = _try(*base, *_PID_NS)
@@ -160,9 +170,11 @@ def _detect_namespaces() -> Isolation:
         if net_problem:
             return Isolation(Containment.PID_NAMESPACE, (Network.HOST,), base,
                              f"unshare --pid works {how}",
-                             f"unshare --net is not permitted here: {net_problem}")
+                             f"unshare --net is not permitted here: {net_problem}",
+                             pdeathsig=pdeathsig)
         return Isolation(Containment.PID_NAMESPACE, (Network.NONE, Network.HOST), base,
-                         f"unshare --pid works {how}", f"unshare --net works {how}")
+                         f"unshare --pid works {how}", f"unshare --net works {how}",
+                         pdeathsig=pdeathsig)
     why = f"unshare --pid is not permitted here: {'; '.join(errors)}"
     return Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), why,
                      "needs the namespaces that are not permitted here")

@@ -210,11 +210,10 @@ class _Session:
             else:
                 exit_code = os.waitstatus_to_exitcode(status)
                 proc.returncode = exit_code
-            if self.sandboxed and exit_code is not None and 128 < exit_code < 128 + 32:
-                # bwrap reports a death by signal N as exit 128 + N, as a shell does.
-                exit_code, sig = None, exit_code - 128
-            elif self.wrapper and exit_code == 1 and self.stderr_tail.rstrip().endswith(
-                    UNSHARE_SIGKILL_LINE):
+            # (bwrap reports a death by signal N as exit 128 + N, which a worker could also
+            # choose: it stays an exit code, and the detail says what it may mean.)
+            if self.wrapper and not self.sandboxed and exit_code == 1 and \
+                    self.stderr_tail.rstrip().endswith(UNSHARE_SIGKILL_LINE):
                 # `unshare` mirrors its child's death by a signal, except SIGKILL, which it
                 # cannot re-raise on itself: it says so and exits 1. The worker died by SIGKILL.
                 exit_code, sig = None, signal.SIGKILL
@@ -372,12 +371,24 @@ class _Session:
         return status
 
     def _kill_group(self, sig: int, quiet: bool = False) -> None:
+        # The gentle signals go to the worker itself: sent to the group they would also reach
+        # the unshare or bwrap in front of it, which would die at once and take the worker
+        # down before it could say where it was stuck. SIGKILL goes to the whole group.
+        target = None
+        if sig != signal.SIGKILL and self.wrapper_depth:
+            if self.worker_pid is None:
+                self.worker_pid = _descendant(self.proc.pid, self.wrapper_depth)
+            target = self.worker_pid
         try:
-            os.killpg(self.proc.pid, sig)
+            if target is not None:
+                os.kill(target, sig)
+            else:
+                os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             return
         if not quiet:
-            self.transcript.harness("kill", {"signal": signal.Signals(sig).name, "group": True})
+            self.transcript.harness("kill", {"signal": signal.Signals(sig).name,
+                                             "group": target is None})
         if sig == signal.SIGKILL and not self.killed_by_harness:
             self.killed_by_harness = True
             self.killed_at = time.monotonic()
