@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from alk.records import Limits
+
 # cgroup v2 first (one tree); then the v1 pids controller (hybrid machines).
 _ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))
 RMDIR_LIMIT_S = 2.0
@@ -85,6 +87,16 @@ class PidsCgroup:
                 if time.monotonic() > until:
                     return
                 time.sleep(0.01)
+
+
+def for_limits(limits: Limits) -> PidsCgroup | None:
+    """A cgroup bounding the worker's whole tree, when the lane bounds processes and alk may."""
+    if not limits.max_processes or parent() is None:
+        return None
+    try:
+        return PidsCgroup(limits.max_processes)
+    except OSError:
+        return None
 
 
 def _read(path: Path) -> str:

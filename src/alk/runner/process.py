@@ -10,10 +10,8 @@ harness's memory grow.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import time
@@ -25,8 +23,10 @@ from alk.limits import setter as limit_setter
 from alk.records import Limits, Observation, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network, detect
-from alk.runner.pids_cgroup import PidsCgroup
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+from alk.runner.lines import LineSplitter
+from alk.runner.procfs import descendant, on_path, peak_rss_kb
+from alk.runner.procfs import pidfd as procfs_pidfd
+from alk.runner.pids_cgroup import for_limits as pids_cgroup_for
 from alk.runner.protocol import (
     Phase,
     ProtocolState,
@@ -100,8 +100,7 @@ class LocalRunner:
 class _Stream:
     fd: int
     name: str
-    buffer: bytearray = field(default_factory=bytearray)
-    discarding: bool = False
+    lines: LineSplitter
     open: bool = True
 
 
@@ -139,9 +138,9 @@ class _Session:
     def run(self) -> Observation:
         request = self.request
         started = self.started_at = time.monotonic()
-        parent_hwm_kb = _vm_hwm_kb("self")
+        parent_hwm_kb = peak_rss_kb("self")
         containment = self.isolation.containment.value
-        self.cgroup = _pids_cgroup(request.limits)
+        self.cgroup = pids_cgroup_for(request.limits)
         if (request.network not in self.isolation.networks
                 or request.filesystem not in self.isolation.filesystems):
             # The executor voids such a run before it starts; never run with less than asked.
@@ -262,13 +261,14 @@ class _Session:
     def _loop(self, started: float) -> tuple[int | None, Any]:
         proc = self.proc
         deadline = started + self.request.timeout_s
-        streams = {proc.stdout.fileno(): _Stream(proc.stdout.fileno(), "stdout"),
-                   proc.stderr.fileno(): _Stream(proc.stderr.fileno(), "stderr")}
+        limit = self.request.line_limit_bytes
+        streams = {pipe.fileno(): _Stream(pipe.fileno(), name, LineSplitter(limit))
+                   for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))}
         selector = selectors.DefaultSelector()
         for stream in streams.values():
             os.set_blocking(stream.fd, False)
             selector.register(stream.fd, selectors.EVENT_READ, stream)
-        pidfd = _pidfd(proc.pid)
+        pidfd = procfs_pidfd(proc.pid)
         if pidfd is not None:
             selector.register(pidfd, selectors.EVENT_READ, "exit")
         stdin_fd = proc.stdin.fileno()
@@ -377,7 +377,7 @@ class _Session:
         target = None
         if sig != signal.SIGKILL and self.wrapper_depth:
             if self.worker_pid is None:
-                self.worker_pid = _descendant(self.proc.pid, self.wrapper_depth)
+                self.worker_pid = descendant(self.proc.pid, self.wrapper_depth)
             target = self.worker_pid
         try:
             if target is not None:
@@ -435,7 +435,8 @@ class _Session:
         if not chunk:
             stream.open = False
             return False
-        self._split(stream, chunk)
+        for raw, cut in stream.lines.feed(chunk):
+            self._line(stream, raw, cut)
         if self.next_phase is not None:
             # The answer to framework_ready counts from the end of the chunk that carried it:
             # lines the worker wrote with it were written before it could read start.
@@ -444,42 +445,13 @@ class _Session:
 
     def _sample(self) -> None:
         if self.worker_pid is None:
-            self.worker_pid = _descendant(self.proc.pid, self.wrapper_depth)
+            self.worker_pid = descendant(self.proc.pid, self.wrapper_depth)
         if self.worker_pid is not None:
-            self.peak_rss_kb = max(self.peak_rss_kb, _vm_hwm_kb(self.worker_pid))
-
-    def _split(self, stream: _Stream, chunk: bytes) -> None:
-        limit = self.request.line_limit_bytes
-        start = 0
-        while True:
-            newline = chunk.find(b"\n", start)
-            if newline < 0:
-                break
-            if stream.discarding:
-                stream.discarding = False
-            elif len(stream.buffer) + newline - start > limit:
-                # Complete but overlong: the same line is cut whatever the read sizes were.
-                stream.buffer += chunk[start:start + limit - len(stream.buffer)]
-                self._line(stream, bytes(stream.buffer), cut=True)
-            else:
-                stream.buffer += chunk[start:newline]
-                self._line(stream, bytes(stream.buffer), cut=False)
-            stream.buffer.clear()
-            start = newline + 1
-        rest = chunk[start:]
-        if stream.discarding:
-            return
-        stream.buffer += rest
-        if len(stream.buffer) > limit:
-            # An overlong line: keep its head as evidence, drop the rest up to the next newline.
-            self._line(stream, bytes(stream.buffer[:limit]), cut=True)
-            stream.buffer.clear()
-            stream.discarding = True
+            self.peak_rss_kb = max(self.peak_rss_kb, peak_rss_kb(self.worker_pid))
 
     def _flush_partial(self, stream: _Stream) -> None:
-        if stream.buffer:
-            self._line(stream, bytes(stream.buffer), cut=False)
-            stream.buffer.clear()
+        for raw, cut in stream.lines.flush():
+            self._line(stream, raw, cut)
 
     def _line(self, stream: _Stream, raw: bytes, cut: bool) -> None:
         if stream.name == "stderr":
@@ -532,24 +504,6 @@ class _Session:
         return self.request.timeout_s - (time.monotonic() - self.started_at)
 
 
-def _pidfd(pid: int) -> int | None:
-    """A descriptor that becomes readable when the process exits (Linux ≥ 5.3)."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def _pids_cgroup(limits: Limits) -> PidsCgroup | None:
-    """A cgroup bounding the worker's whole tree, when the lane bounds processes and alk may."""
-    if not limits.max_processes or pids_cgroup_parent() is None:
-        return None
-    try:
-        return PidsCgroup(limits.max_processes)
-    except OSError:
-        return None
-
-
 def _chain(steps: list[Callable[[], None]]) -> Callable[[], None]:
     def run_all() -> None:
         for step in steps:
@@ -557,37 +511,5 @@ def _chain(steps: list[Callable[[], None]]) -> Callable[[], None]:
     return run_all
 
 
-def _descendant(pid: int, depth: int) -> int | None:
-    """The process `depth` forks below `pid` (the worker behind its wrappers), from /proc."""
-    for _ in range(depth):
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
-                found = children.read().split()
-        except OSError:
-            return None
-        if not found:
-            return None
-        pid = int(found[0])
-    return pid
-
-
 def _executable(program: str, env: Mapping[str, str]) -> bool:
-    return _which(program, env.get("PATH", os.defpath))
-
-
-@functools.lru_cache(maxsize=64)
-def _which(program: str, path: str) -> bool:
-    # Cached: the same lane's program is looked up before every repeat.
-    return shutil.which(program, path=path) is not None
-
-
-def _vm_hwm_kb(pid: int | str) -> int:
-    """Peak resident set size of a live process in KiB, from /proc (0 where unavailable)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+    return on_path(program, env.get("PATH", os.defpath))
