@@ -73,6 +73,12 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
                      f"stdout line {first.line}: {first.kind}: {first.detail}{more}")
     if obs.result is None:
         return _make(Cause.NO_RESULT, "clean exit without a result event")
+    # The run finished, but did it test what the scenario claims?
+    if obs.faults_missing:
+        return _make(Cause.FAULT_NOT_FIRED, f"declared fault(s) never reported as injected: "
+                                            f"{', '.join(obs.faults_missing)}")
+    if obs.kill_missing:
+        return _make(Cause.KILL_NOT_FIRED, "the kill_at event never came: no crash, no resume")
     failed = [c for c in checks if not c.ok]
     if failed:
         return _make(_check_cause(failed[0].name), "; ".join(_describe(c) for c in failed))

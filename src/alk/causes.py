@@ -24,6 +24,8 @@ class Cause(StrEnum):
     VERSION_INVALID = "version_invalid"
     HARNESS_ERROR = "harness_error"
     CHECK_ERROR = "check_error"
+    FAULT_NOT_FIRED = "fault_not_fired"
+    KILL_NOT_FIRED = "kill_not_fired"
     ISOLATION_UNAVAILABLE = "isolation_unavailable"
     # framework_runtime: the framework crashed, hung or broke the protocol
     TIMEOUT = "timeout"
@@ -101,6 +103,19 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "The lane asks for an isolation level this machine cannot give (`alk doctor` says "
         "why); alk never runs a worker with less than the lane asks for.",
         "Run where the level is available, or change the lane's `network` after checking.",
+    ),
+    Cause.FAULT_NOT_FIRED: CauseInfo(
+        Outcome.LANE_INFRA,
+        "A fault the scenario declares was never reported as injected: the run did not test "
+        "what the scenario claims.",
+        "Make the worker inject the fault at that point and report it (`worker.fault(...)`), "
+        "or fix the scenario's `faults`.",
+    ),
+    Cause.KILL_NOT_FIRED: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The event the scenario's `kill_at` names never came, so the crash and resume it "
+        "declares never happened.",
+        "Check `kill_at` (channel, type, name, occurrence) against the transcript.",
     ),
     Cause.CHECK_ERROR: CauseInfo(
         Outcome.LANE_INFRA,

@@ -8,6 +8,7 @@ and the output folder are passed in; nothing here prints.
 from __future__ import annotations
 
 import compileall
+import dataclasses
 import functools
 import os
 import shutil
@@ -23,7 +24,7 @@ from alk.causes import Cause
 from alk.errors import CheckError
 from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
-from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec
+from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec, Scenario
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network
 from alk.runner.process import Gate, LocalRunner, RunRequest
@@ -173,6 +174,29 @@ class _Context:
                 kept.append(path)
         return tuple(kept)
 
+    def attempts(self, item: RepeatSpec, workspace: Path, log: TranscriptWriter) -> Observation:
+        """Runs the worker; when the scenario's kill_at fires, starts it again in the same
+        workspace with `"resume": true`, up to `max_attempts`. One transcript holds them all;
+        the last attempt is judged, with what every attempt did."""
+        scenario = item.scenario
+        seen: list[Observation] = []
+        while True:
+            attempt = len(seen) + 1
+            start = {"type": "start", "run_id": self.plan.run_id,
+                     "scenario": {"id": scenario.id, "task": scenario.task,
+                                  "input": dict(scenario.input), "script": list(scenario.script),
+                                  "faults": [dataclasses.asdict(f) for f in scenario.faults]},
+                     "repeat": item.repeat, "seed": item.seed, "attempt": attempt,
+                     "resume": attempt > 1}
+            # The crash is injected once, in the first attempt; the next ones must finish.
+            request = dataclasses.replace(self.request(workspace, start),
+                                          kill_at=scenario.kill_at if attempt == 1 else None)
+            seen.append(self.runner.run(request, self.gate, log))
+            if not seen[-1].kill_fired or attempt >= scenario.max_attempts:
+                break
+            log.harness("restart", {"attempt": attempt + 1, "resume": True})
+        return _combined(seen, scenario)
+
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
         with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes, self.redactor) as log:
@@ -181,16 +205,12 @@ class _Context:
     def repeat(self, item: RepeatSpec) -> RepeatResult:
         relative = repeat_transcript(self.plan.run_id, item.scenario.id, item.repeat)
         workspace = self.workspace(f"{item.scenario.id}-{item.repeat:02d}")
-        start = {"type": "start", "run_id": self.plan.run_id,
-                 "scenario": {"id": item.scenario.id, "task": item.scenario.task,
-                              "input": dict(item.scenario.input)},
-                 "repeat": item.repeat, "seed": item.seed}
         log: TranscriptWriter | None = None
         obs = Observation(spawned=False)
         try:
             log = TranscriptWriter(self.out_dir / relative, self.plan.lane.transcript_cap_bytes,
                                    self.redactor)
-            obs = self.runner.run(self.request(workspace, start), self.gate, log)
+            obs = self.attempts(item, workspace, log)
             checks = ()
             if obs.result is not None:
                 checks = expectation.check(item.scenario.expect, obs.result, obs.tool_calls,
@@ -218,10 +238,34 @@ class _Context:
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
             containment=obs.containment, network=obs.network, filesystem=obs.filesystem,
+            attempts=obs.attempts,
             violations=obs.violation_count, trajectory=obs.trajectory,
             claimed=(obs.result or {}).get("verification"), transcript=str(relative),
             sha256=sha256,
         )
+
+
+def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
+    """The last attempt's ending, with what all of them did: tool calls, steps, faults."""
+    last = attempts[-1]
+    tool_calls: dict[str, int] = {}
+    for obs in attempts:
+        for name, count in obs.tool_calls.items():
+            tool_calls[name] = tool_calls.get(name, 0) + count
+    fired = frozenset().union(*(obs.faults_fired for obs in attempts))
+    missing = tuple(f"{fault.point}#{fault.occurrence}" for fault in scenario.faults
+                    if (fault.point, fault.occurrence) not in fired)
+    return dataclasses.replace(
+        last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing,
+        trajectory=tuple(step for obs in attempts for step in obs.trajectory),
+        uncounted_tool_calls=sum(obs.uncounted_tool_calls for obs in attempts),
+        violation_count=sum(obs.violation_count for obs in attempts),
+        violations=tuple(v for obs in attempts for v in obs.violations)[:20],
+        duration_s=sum(obs.duration_s for obs in attempts),
+        cpu_s=sum(obs.cpu_s or 0 for obs in attempts) or last.cpu_s,
+        peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
+        kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
+        kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
 
 
 def _close_quietly(log: TranscriptWriter | None, kind: str, payload: dict) -> str:

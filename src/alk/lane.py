@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from alk.errors import LaneError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import Expectations, FileExpectation, Lane, Limits, Scenario
+from alk.records import Expectations, Fault, FileExpectation, KillAt, Lane, Limits, Scenario
 
 LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
@@ -40,7 +40,10 @@ _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "scenarios",
 }
-_SCENARIO_FIELDS = {"id", "task", "input", "expect"}
+_SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
+                    "max_attempts"}
+_FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
+_KILL_FIELDS = {"channel", "type", "name", "occurrence"}
 _EXPECT_FIELDS = {
     "stop_reason", "output_contains", "output_equals", "output_matches", "end_state",
     "tool_calls", "files",
@@ -229,12 +232,45 @@ def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
     expect = _parse_expect(table.get("expect", dict, default={}), where, f"{table.field}.expect")
     scenario_input = table.get("input", dict, default={})
     _require_json(scenario_input, where, f"{table.field}.input")
+    script = table.get("script", list, default=[])
+    for turn_index, turn in enumerate(script):
+        if not isinstance(turn, dict):
+            table.fail(f"script[{turn_index}]", "must be a table (one model turn)")
+    _require_json(script, where, f"{table.field}.script")
+    faults = tuple(_parse_fault(raw_fault, where, f"{table.field}.faults[{i}]")
+                   for i, raw_fault in enumerate(table.get("faults", list, default=[])))
+    kill_at = None
+    if "kill_at" in table.data:
+        kill = _Table(table.get("kill_at", dict), where, f"{table.field}.kill_at", _KILL_FIELDS)
+        kill_at = KillAt(kill.text("channel", required=True), kill.text("type", required=True),
+                         kill.text("name"), _count(kill, "occurrence"))
+    max_attempts = table.get("max_attempts", int, default=2 if kill_at else 1)
+    if max_attempts < 1 or (kill_at and max_attempts < 2):
+        table.fail("max_attempts", f"must be at least {2 if kill_at else 1} (a kill_at needs a "
+                                   f"second attempt to resume), got {max_attempts}")
     return Scenario(
         id=scenario_id,
         task=table.text("task", required=True),
         input=scenario_input,
         expect=expect,
+        script=tuple(script),
+        faults=faults,
+        kill_at=kill_at,
+        max_attempts=max_attempts,
     )
+
+
+def _parse_fault(raw: Any, where: str, field: str) -> Fault:
+    table = _Table(raw, where, field, _FAULT_FIELDS)
+    return Fault(table.text("point", required=True), _count(table, "occurrence"),
+                 table.text("error", default=""), table.get("retryable", bool, default=False))
+
+
+def _count(table: _Table, key: str) -> int:
+    value = table.get(key, int, default=1)
+    if value < 1:
+        table.fail(key, f"must be a whole number ≥ 1, got {value}")
+    return value
 
 
 def _require_json(value: Any, where: str, field: str) -> None:

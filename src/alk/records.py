@@ -83,11 +83,36 @@ class Expectations:
 
 
 @dataclass(frozen=True, slots=True)
+class Fault:
+    """A fault the worker must inject (and report) at `point`, on its `occurrence`-th pass."""
+
+    point: str
+    occurrence: int = 1
+    error: str = ""
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KillAt:
+    """When the harness sees this worker event for the `occurrence`-th time, it SIGKILLs the
+    worker and starts it again in the same workspace with `"resume": true`."""
+
+    channel: str
+    type: str
+    name: str | None = None
+    occurrence: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     id: str
     task: str
     input: Mapping[str, Any] = field(default_factory=dict)
     expect: Expectations = field(default_factory=Expectations)
+    script: tuple[Mapping[str, Any], ...] = ()  # the scripted model's turns, for the worker
+    faults: tuple[Fault, ...] = ()
+    kill_at: KillAt | None = None
+    max_attempts: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +214,11 @@ class Observation:
     harness_error: str | None = None
     limits: Mapping[str, int] = field(default_factory=dict)  # resource limits in force
     limits_hit: tuple[str, ...] = ()  # limits the kernel reports as reached (pids.max)
+    faults_fired: frozenset[tuple[str, int]] = frozenset()  # (point, occurrence) reported
+    kill_fired: bool = False  # the scenario's kill_at event came and alk killed the worker
+    attempts: int = 1
+    faults_missing: tuple[str, ...] = ()  # declared faults never reported (set by the executor)
+    kill_missing: bool = False  # a declared kill_at that never came (set by the executor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +257,7 @@ class RepeatResult:
     containment: str | None
     network: str | None
     filesystem: str | None
+    attempts: int
     violations: int
     trajectory: tuple[str, ...]
     claimed: Any

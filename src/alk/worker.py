@@ -46,6 +46,12 @@ class Start:
         self.repeat: int = message.get("repeat", 0)
         self.seed: int = message.get("seed", 0)
         self.deadline_s: Optional[float] = message.get("deadline_s")
+        # The scripted model's turns and the faults to inject, when the scenario has them.
+        self.script: List[Dict[str, Any]] = list(scenario.get("script") or [])
+        self.faults: List[Dict[str, Any]] = list(scenario.get("faults") or [])
+        # After alk killed a previous attempt (a scenario's kill_at): resume, do not redo.
+        self.attempt: int = message.get("attempt", 1)
+        self.resume: bool = bool(message.get("resume", False))
 
     def __repr__(self) -> str:
         return f"Start(scenario={self.scenario_id!r}, repeat={self.repeat}, seed={self.seed})"
@@ -121,6 +127,13 @@ class Worker:
         if error is not None:
             payload["error"] = error
         self.emit("tool", "result", payload)
+
+    def fault(self, point: str, occurrence: int = 1, error: str = "",
+              retryable: bool = False) -> None:
+        """Report a fault just injected (the scenario's `faults`): alk voids a repeat where a
+        declared fault was never reported, since it did not test what it claims."""
+        self.emit("framework", "fault", {"point": point, "occurrence": occurrence,
+                                         "error": error, "retryable": retryable})
 
     def result(self, output: str, stop_reason: str,
                end_state: Optional[Mapping[str, Any]] = None,
@@ -209,6 +222,10 @@ def tool_call(name: str, args: Optional[Mapping[str, Any]] = None) -> None:
 
 def tool_result(name: str, ok: bool, output: Any = None, error: Optional[str] = None) -> None:
     _worker().tool_result(name, ok, output, error)
+
+
+def fault(point: str, occurrence: int = 1, error: str = "", retryable: bool = False) -> None:
+    _worker().fault(point, occurrence, error, retryable)
 
 
 def result(output: str, stop_reason: str, end_state: Optional[Mapping[str, Any]] = None,

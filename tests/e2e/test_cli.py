@@ -56,14 +56,14 @@ def test_reference_lane_passes_with_evidence(tmp_path):
     document = result_of(tmp_path)
     assert document["schema"] == "alk.result/1" and document["status"] == "complete"
     assert document["lane"]["reported_version"] == "1.0.0"
-    assert [s["verdict"] for s in document["scenarios"]] == ["pass"] * 4
+    assert [s["verdict"] for s in document["scenarios"]] == ["pass"] * 5
     for scenario in document["scenarios"]:
         assert scenario["id"] in done.stdout
         assert scenario["counts"] == {"requested": 3, "completed": 3, "void": 0, "scored": 3,
                                       "passed": 3}
     level = (f"{detect().containment.value}, network {detect().strongest_network.value}, "
              f"filesystem {detect().strongest_filesystem.value}")
-    assert f"isolation    {level} (12 repeats)" in done.stdout
+    assert f"isolation    {level} (15 repeats)" in done.stdout
     for repeat in repeats_of(document):
         assert repeat["containment"] == detect().containment.value
         assert repeat["network"] == detect().strongest_network.value
@@ -108,6 +108,35 @@ def test_failures_are_attributed_in_table_result_and_transcript(tmp_path, lane, 
         assert evidence in repeat["detail"]
         attribution = events(tmp_path, repeat["transcript"])[-1]["payload"]
         assert (attribution["outcome"], attribution["cause"]) == (outcome, cause)
+
+
+def test_crash_after_the_effect_then_resume(tmp_path):
+    # The reference worker's idempotency key keeps the effect single across the restart ...
+    done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 2,
+               "-s", "crash-after-effect", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for repeat in repeats_of(result_of(tmp_path)):
+        assert repeat["attempts"] == 2 and repeat["outcome"] == "pass"
+        kinds = [e["type"] for e in events(tmp_path, repeat["transcript"])]
+        assert kinds.count("spawn") == 2 and "kill_at" in kinds and "restart" in kinds
+    # ... a worker without one writes it twice, and the harness's own check shows it.
+    naive = tmp_path / "naive"
+    naive.mkdir()
+    done = alk("run", "--lane", LANES / "no_idempotency.toml", "-n", 1, cwd=naive)
+    assert done.returncode == 1
+    [repeat] = repeats_of(result_of(naive))
+    assert (repeat["outcome"], repeat["cause"]) == ("agent", "wrong_files")
+    assert "json_length: expected 1, got 2" in repeat["detail"]
+
+
+def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
+    done = alk("run", "--lane", LANES / "faults.toml", "-n", 2, cwd=tmp_path)
+    injected, forgotten = result_of(tmp_path)["scenarios"]
+    assert injected["verdict"] == "pass"
+    assert forgotten["verdict"] == "void"
+    assert {r["cause"] for r in forgotten["repeats"]} == {"fault_not_fired"}
+    assert "before_model#1" in forgotten["repeats"][0]["detail"]
+    assert done.returncode == 3
 
 
 def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path):

@@ -3,6 +3,7 @@ by hand; and the harness's own checks of a result and of the workspace files."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -460,3 +461,16 @@ def test_a_regex_that_runs_away_is_the_lanes_fault(tmp_path: Path,
     monkeypatch.setattr(expectation.regex, "search", slow)
     with pytest.raises(CheckError, match="output_matches '.+' did not finish within 1 s"):
         check(Expectations(output_matches="(a+)+b"), RESULT, {}, tmp_path)
+
+
+def test_a_finished_run_that_missed_its_fault_or_kill_is_void() -> None:
+    finished = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK_PREFLIGHT,
+                           started=True, exit_code=0, result=RESULT)
+    missed = dataclasses.replace(finished, faults_missing=("tool#2",))
+    assert attribute(missed, PASSING).cause == Cause.FAULT_NOT_FIRED
+    assert "tool#2" in attribute(missed, PASSING).detail
+    no_kill = dataclasses.replace(finished, kill_missing=True)
+    assert attribute(no_kill, PASSING).cause == Cause.KILL_NOT_FIRED
+    # A crash explains more than a fault that never came: it is judged first.
+    crashed = dataclasses.replace(missed, exit_code=1)
+    assert attribute(crashed, PASSING).cause == Cause.NONZERO_EXIT

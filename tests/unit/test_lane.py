@@ -368,3 +368,26 @@ def test_filesystem_is_sandbox_workspace_or_unset(root: Path) -> None:
     assert load_lane(write(root, lane_toml(filesystem="workspace"))).filesystem == "workspace"
     message = lane_error(root, lane_toml(filesystem="ro"))
     assert message == f"{WHERE}: filesystem must be one of 'sandbox', 'workspace', got 'ro'"
+
+
+def test_script_faults_and_kill_at_are_read(root: Path) -> None:
+    extra = ('script = [ { tool = "lookup", args = { order = 742 } }, { text = "done" } ]\n'
+             'faults = [ { point = "tool", occurrence = 2, error = "boom" } ]\n'
+             'kill_at = { channel = "tool", type = "result", name = "write_report" }')
+    [read] = load_lane(write(root, lane_toml(scenario(extra=extra)))).scenarios
+    assert read.script[0]["args"] == {"order": 742}
+    assert read.faults[0].point == "tool" and read.faults[0].occurrence == 2
+    assert read.kill_at.name == "write_report" and read.kill_at.occurrence == 1
+    assert read.max_attempts == 2
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ('kill_at = { channel = "tool" }', "scenarios[0].kill_at.type is required"),
+    ('kill_at = { channel = "tool", type = "result" }\nmax_attempts = 1',
+     "scenarios[0].max_attempts must be at least 2"),
+    ('faults = [ { point = "tool", occurrence = 0 } ]',
+     "scenarios[0].faults[0].occurrence must be a whole number ≥ 1"),
+    ('script = [ "text" ]', "scenarios[0].script[0] must be a table"),
+])
+def test_bad_script_faults_and_kill_at(root: Path, extra: str, expected: str) -> None:
+    assert lane_error(root, lane_toml(scenario(extra=extra))).startswith(f"{WHERE}: {expected}")

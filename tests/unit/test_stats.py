@@ -57,6 +57,7 @@ def rep(
         containment=None,
         network=None,
         filesystem=None,
+        attempts=1,
         violations=0,
         trajectory=tuple(trajectory),
         claimed=None,

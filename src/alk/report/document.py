@@ -100,7 +100,7 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
         "exit_code": result.exit_code, "signal": result.signal, "timed_out": result.timed_out,
         "peak_rss_mb": result.peak_rss_mb, "cpu_s": result.cpu_s,
         "containment": result.containment, "network": result.network,
-        "filesystem": result.filesystem,
+        "filesystem": result.filesystem, "attempts": result.attempts,
         "violations": result.violations, "trajectory": list(result.trajectory),
         "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
     }

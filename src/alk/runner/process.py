@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
-from alk.records import Limits, Observation, Preflight
+from alk.records import KillAt, Limits, Observation, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network, detect
 from alk.runner.lines import LineSplitter
@@ -72,6 +72,7 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     network: Network = Network.HOST
     filesystem: Filesystem = Filesystem.WORKSPACE
+    kill_at: KillAt | None = None
     # Folders the worker must be able to read in a sandbox (its program, interpreter, the SDK).
     visible: tuple[str, ...] = ()
 
@@ -121,6 +122,8 @@ class _Session:
         self.stdin_pending = bytearray()
         self.close_stdin_when_sent = False
         self.next_phase: Phase | None = None
+        self.kill_seen = 0
+        self.kill_fired = False
         self.stderr_tail = bytearray()
         self.stderr_trimmed = False
         self.timed_out = False
@@ -237,6 +240,8 @@ class _Session:
             filesystem=request.filesystem.value,
             limits=request.limits.applied(),
             limits_hit=limits_hit,
+            faults_fired=frozenset(self.state.faults_fired),
+            kill_fired=self.kill_fired,
             ready=self.state.ready,
             preflight=self.preflight,
             started=self.state.phase is Phase.STARTED,
@@ -473,9 +478,25 @@ class _Session:
             self.transcript.worker(outcome.channel, outcome.type, outcome.payload)
             if outcome.type == "result":
                 self._sample()
+            self._maybe_kill_at(outcome)
         else:
             self.transcript.harness("violation", {"kind": outcome.kind, "line": outcome.line,
                                                   "detail": outcome.detail})
+
+    def _maybe_kill_at(self, event: WorkerEvent) -> None:
+        """The scenario's harness-injected crash: SIGKILL at the named event, at once."""
+        kill = self.request.kill_at
+        if kill is None or self.kill_fired or self.state.phase is not Phase.STARTED:
+            return
+        if (event.channel, event.type) != (kill.channel, kill.type) or (
+                kill.name is not None and event.payload.get("name") != kill.name):
+            return
+        self.kill_seen += 1
+        if self.kill_seen == kill.occurrence:
+            self.kill_fired = True
+            self.transcript.harness("kill_at", {"channel": kill.channel, "type": kill.type,
+                                                "name": kill.name, "occurrence": kill.occurrence})
+            self.escalation = [(time.monotonic(), signal.SIGKILL)]
 
     def _on_ready(self, ready: WorkerEvent) -> None:
         """Judges framework_ready and answers with start or abort. The answer goes out before

@@ -93,6 +93,7 @@ class ProtocolState:
         self.result: dict[str, Any] | None = None
         self.bad_result: str | None = None
         self.tool_calls: dict[str, int] = {}
+        self.faults_fired: set[tuple[str, int]] = set()
         # Calls to names past MAX_TOOL_NAMES: not counted by name, but never forgotten, so that
         # flooding junk names cannot hide a call the lane forbids.
         self.uncounted_tool_calls = 0
@@ -126,7 +127,12 @@ class ProtocolState:
         if self.phase is not Phase.STARTED:
             return self.violate("before_start", f"{event.channel}/{event.type} before alk sent "
                                                 "start; wait for start() first")
-        if event.channel == "tool":
+        if event.channel == "framework" and event.type == "fault":
+            point, occurrence = event.payload.get("point"), event.payload.get("occurrence", 1)
+            if isinstance(point, str) and isinstance(occurrence, int) and \
+                    len(self.faults_fired) < MAX_TOOL_NAMES:
+                self.faults_fired.add((point, occurrence))
+        elif event.channel == "tool":
             self._tool(event)
         elif event.channel == "agent" and event.type == "result":
             self._result(event.payload)
