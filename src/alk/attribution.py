@@ -8,6 +8,8 @@ worker's own claim of success (`verification`) is never read here.
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import signal
 from typing import Any, Sequence
 
@@ -62,6 +64,10 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
     if obs.signal is not None:
         return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}{_stderr(obs)}")
     if obs.exit_code != 0:
+        site = _crash_site(obs)
+        if site is not None:
+            cause, frame = site
+            return _make(cause, f"exit code {obs.exit_code}{_stderr(obs)}; raised at {frame}")
         return _make(Cause.NONZERO_EXIT,
                      f"exit code {obs.exit_code}{_signal_hint(obs)}{_stderr(obs)}")
     if obs.bad_result:
@@ -124,6 +130,23 @@ def _describe(check: Check) -> str:
 def _show(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 160 else text[:160] + "…"
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
+
+
+def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
+    """Whose code raised: the deepest frame of the last Python traceback on stderr, inside or
+    outside the folders the worker named as its framework's (`package_paths`)."""
+    paths = [posixpath.normpath(p) for p in (obs.ready or {}).get("package_paths") or []
+             if isinstance(p, str) and p.startswith("/")]
+    frames = _FRAME.findall(obs.stderr_tail)
+    if not paths or not frames:
+        return None
+    file, line = frames[-1]
+    file = posixpath.normpath(file)
+    inside = any(file == path or file.startswith(path.rstrip("/") + "/") for path in paths)
+    return (Cause.FRAMEWORK_EXCEPTION if inside else Cause.WORKER_EXCEPTION), f"{file}:{line}"
 
 
 def _signal_hint(obs: Observation) -> str:

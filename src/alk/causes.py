@@ -31,6 +31,8 @@ class Cause(StrEnum):
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
     NONZERO_EXIT = "nonzero_exit"
+    FRAMEWORK_EXCEPTION = "framework_exception"
+    WORKER_EXCEPTION = "worker_exception"
     PROTOCOL_VIOLATION = "protocol_violation"
     BAD_RESULT = "bad_result"
     NO_RESULT = "no_result"
@@ -137,6 +139,19 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker exited with a nonzero status after the start message (it crashed).",
         "Read the stderr tail: the detail quotes the last line of the traceback.",
+    ),
+    Cause.FRAMEWORK_EXCEPTION: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker crashed with a Python traceback whose deepest frame is inside the "
+        "framework (under a `package_paths` folder of its framework_ready).",
+        "A framework bug or misuse: the detail names the frame; the transcript has the "
+        "whole traceback.",
+    ),
+    Cause.WORKER_EXCEPTION: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker crashed with a Python traceback whose deepest frame is in the worker's own "
+        "code, outside the framework's `package_paths`.",
+        "Fix the worker (the adapter), not the framework: the detail names the frame.",
     ),
     Cause.PROTOCOL_VIOLATION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

@@ -92,7 +92,7 @@ def test_unsupported_version_is_void_before_any_repeat(tmp_path):
 
 
 @pytest.mark.parametrize("lane, outcome, cause, evidence", [
-    ("crashes", "framework_runtime", "nonzero_exit", "framework exploded in dispatch"),
+    ("crashes", "framework_runtime", "framework_exception", "framework exploded in dispatch"),
     ("wrong_answer", "agent", "wrong_output", "Report for order 999"),
     ("false_claim", "agent", "wrong_files", "json_length"),
     ("bad_protocol", "framework_runtime", "protocol_violation", "not_json"),
@@ -137,6 +137,15 @@ def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     assert {r["cause"] for r in forgotten["repeats"]} == {"fault_not_fired"}
     assert "before_model#1" in forgotten["repeats"][0]["detail"]
     assert done.returncode == 3
+
+
+def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
+    alk("run", "--lane", LANES / "adapter_bug.toml", cwd=tmp_path)
+    adapter, framework = result_of(tmp_path)["scenarios"]
+    [bug] = adapter["repeats"]
+    [raised] = framework["repeats"]
+    assert bug["cause"] == "worker_exception" and "adapter_bug.py:11" in bug["detail"]
+    assert raised["cause"] == "framework_exception" and "json/decoder.py" in raised["detail"]
 
 
 def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path):
