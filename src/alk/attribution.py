@@ -41,6 +41,9 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
             return _make(Cause.TIMEOUT_BEFORE_READY,
                          f"no framework_ready within {obs.duration_s:.1f} s"
                          f"{_first_violation(obs)}{_stderr(obs)}")
+        if "ModuleNotFoundError" in obs.stderr_tail:
+            return _make(Cause.FRAMEWORK_MISSING,
+                         f"worker ended ({_status(obs)}) before framework_ready{_stderr(obs)}")
         return _make(Cause.EXITED_BEFORE_READY,
                      f"worker ended ({_status(obs)}) before framework_ready"
                      f"{_first_violation(obs)}{_stderr(obs)}")

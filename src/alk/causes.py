@@ -22,6 +22,7 @@ class Cause(StrEnum):
     FRAMEWORK_MISMATCH = "framework_mismatch"
     VERSION_UNSUPPORTED = "version_unsupported"
     VERSION_INVALID = "version_invalid"
+    FRAMEWORK_MISSING = "framework_missing"
     HARNESS_ERROR = "harness_error"
     CHECK_ERROR = "check_error"
     FAULT_NOT_FIRED = "fault_not_fired"
@@ -94,6 +95,12 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.LANE_INFRA,
         "`framework_ready.framework_version` is missing or not a PEP 440 version.",
         "Report the version from `importlib.metadata.version(...)`.",
+    ),
+    Cause.FRAMEWORK_MISSING: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The worker could not import its framework (ModuleNotFoundError before "
+        "framework_ready): it is not installed where the worker runs.",
+        "Install it: the detail gives the lane's `install` command when it has one.",
     ),
     Cause.HARNESS_ERROR: CauseInfo(
         Outcome.LANE_INFRA,

@@ -82,9 +82,9 @@ def _probe(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
     ready = next((e for e in events if e.get("type") == "framework_ready"), None)
     if ready and not ready.get("payload", {}).get("package_paths"):
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
-                                hint="pass `worker.package_paths(DIST)`: recorded with every "
-                                     "repeat, they show whether a crash's deepest frame is inside "
-                                     "the framework or in the worker's own code"))
+                                hint="pass `worker.package_paths(DIST)`: with them alk tells a "
+                                     "crash inside the framework (framework_exception) from one "
+                                     "in the worker's own code (worker_exception)"))
     aborted = any(e.get("type") == "abort" for e in events)
     if aborted and any(e.get("type") == "kill" for e in events):
         findings.append(Finding(Level.WARN, "the worker did not exit after abort",

@@ -24,7 +24,15 @@ from alk.causes import Cause
 from alk.errors import CheckError
 from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
-from alk.records import Execution, Observation, Plan, RepeatResult, RepeatSpec, Scenario
+from alk.records import (
+    Attribution,
+    Execution,
+    Observation,
+    Plan,
+    RepeatResult,
+    RepeatSpec,
+    Scenario,
+)
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network
 from alk.runner.process import Gate, LocalRunner, RunRequest
@@ -82,7 +90,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
-            execution.void = attribute(probe)
+            execution.void = _with_install_hint(attribute(probe), lane.install)
             return execution
         for item in plan.items:
             result = context.repeat(item)
@@ -266,6 +274,12 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
         kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
         kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
+
+
+def _with_install_hint(verdict: Attribution, install: str) -> Attribution:
+    if verdict.cause != Cause.FRAMEWORK_MISSING or not install:
+        return verdict
+    return dataclasses.replace(verdict, detail=f"{verdict.detail}; install it: {install}")
 
 
 def _close_quietly(log: TranscriptWriter | None, kind: str, payload: dict) -> str:

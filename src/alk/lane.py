@@ -38,7 +38,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
-    "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "scenarios",
+    "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
                     "max_attempts"}
@@ -202,6 +202,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         limits=with_overrides(Limits(), _parse_limits(top.get("limits", dict, default={}), where)),
         network=_choice(top, "network", NETWORKS),
         filesystem=_choice(top, "filesystem", FILESYSTEMS),
+        install=top.text("install", default=""),
     )
 
 

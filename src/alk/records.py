@@ -134,6 +134,7 @@ class Lane:
     limits: Limits = field(default_factory=Limits)
     network: str | None = None  # "none" or "host"; None: the strongest the machine offers
     filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
+    install: str = ""  # the command that installs the framework, quoted when it is missing
 
 
 # ---------------------------------------------------------------------------------------------

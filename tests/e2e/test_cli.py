@@ -139,6 +139,20 @@ def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     assert done.returncode == 3
 
 
+def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path):
+    worker = tmp_path / "w.py"
+    worker.write_text("from alk import worker\nworker.hello()\nimport not_installed_fw\n")
+    lane = write_lane(tmp_path, "fm", f'framework = "fw"\nversion = ">=1"\n'
+                      f'install = "pip install not-installed-fw"\n'
+                      f'command = ["{{python}}", "{worker}"]\n'
+                      '[[scenarios]]\nid = "a"\ntask = "t"\n')
+    done = alk("run", "--lane", lane, "-n", 2, cwd=tmp_path)
+    assert done.returncode == 3
+    gate = result_of(tmp_path)["preflight"]
+    assert gate["cause"] == "framework_missing"
+    assert "install it: pip install not-installed-fw" in gate["detail"]
+
+
 def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
     alk("run", "--lane", LANES / "adapter_bug.toml", cwd=tmp_path)
     adapter, framework = result_of(tmp_path)["scenarios"]

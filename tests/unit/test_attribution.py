@@ -71,9 +71,13 @@ RULES = [
     pytest.param(before_ready(spawned=False), (),
                  INFRA, "spawn_failed", "the worker could not be started", id="spawn_failed-bare"),
     pytest.param(before_ready(exit_code=1, stderr_tail=IMPORT_ERROR),
+                 (), INFRA, "framework_missing",
+                 "worker ended (exit code 1) before framework_ready; stderr: "
+                 "ModuleNotFoundError: No module named 'fw'", id="framework_missing"),
+    pytest.param(before_ready(exit_code=1, stderr_tail="SyntaxError: invalid syntax\n"),
                  (), INFRA, "exited_before_ready",
                  "worker ended (exit code 1) before framework_ready; stderr: "
-                 "ModuleNotFoundError: No module named 'fw'", id="exited_before_ready"),
+                 "SyntaxError: invalid syntax", id="exited_before_ready"),
     pytest.param(before_ready(exit_code=None, signal=9), (), INFRA, "exited_before_ready",
                  "worker ended (killed by SIGKILL) before framework_ready",
                  id="exited_before_ready-signal"),
