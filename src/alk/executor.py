@@ -8,6 +8,7 @@ and the output folder are passed in; nothing here prints.
 from __future__ import annotations
 
 import compileall
+import hashlib
 import dataclasses
 import functools
 import os
@@ -246,7 +247,7 @@ class _Context:
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
             containment=obs.containment, network=obs.network, filesystem=obs.filesystem,
-            attempts=obs.attempts,
+            attempts=obs.attempts, path_hash=obs.path_hash, path=obs.path,
             violations=obs.violation_count, trajectory=obs.trajectory,
             claimed=(obs.result or {}).get("verification"), transcript=str(relative),
             sha256=sha256,
@@ -273,7 +274,13 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         cpu_s=sum(obs.cpu_s or 0 for obs in attempts) or last.cpu_s,
         peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
         kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
+        path=tuple(step for obs in attempts for step in obs.path),
+        path_hash=_joined_hash([obs.path_hash for obs in attempts]),
         kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
+
+
+def _joined_hash(hashes: list[str]) -> str:
+    return hashes[0] if len(hashes) == 1 else hashlib.sha256("".join(hashes).encode()).hexdigest()
 
 
 def _with_install_hint(verdict: Attribution, install: str) -> Attribution:

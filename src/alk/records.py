@@ -217,6 +217,8 @@ class Observation:
     limits_hit: tuple[str, ...] = ()  # limits the kernel reports as reached (pids.max)
     faults_fired: frozenset[tuple[str, int]] = frozenset()  # (point, occurrence) reported
     kill_fired: bool = False  # the scenario's kill_at event came and alk killed the worker
+    path_hash: str = ""  # sha256 of the normalized event path (runner.protocol)
+    path: tuple[str, ...] = ()  # its first steps, "channel/type name@digest"
     attempts: int = 1
     faults_missing: tuple[str, ...] = ()  # declared faults never reported (set by the executor)
     kill_missing: bool = False  # a declared kill_at that never came (set by the executor)
@@ -259,11 +261,13 @@ class RepeatResult:
     network: str | None
     filesystem: str | None
     attempts: int
+    path_hash: str
     violations: int
     trajectory: tuple[str, ...]
     claimed: Any
     transcript: str
     sha256: str
+    path: tuple[str, ...] = ()  # the normalized event path's steps; not written to result.json
 
     @property
     def scored(self) -> bool:

@@ -159,6 +159,21 @@ class TrajectoryStats:
 
 
 @dataclass(frozen=True, slots=True)
+class EventPaths:
+    """How many different normalized event paths the scored repeats took, and where the first
+    difference is: with a scripted model, more than one is the framework's nondeterminism."""
+
+    distinct: int
+    first_difference: int | None  # 1-based event number
+    events_there: tuple[str, ...]  # what the differing repeats did at that event
+
+    def to_dict(self) -> dict[str, Any]:
+        difference = None if self.first_difference is None else {
+            "event": self.first_difference, "events": list(self.events_there)}
+        return {"distinct": self.distinct, "first_difference": difference}
+
+
+@dataclass(frozen=True, slots=True)
 class DurationStats:
     p50: float | None
     p95: float | None
@@ -191,6 +206,7 @@ class ScenarioStats:
     trajectories: TrajectoryStats
     durations: DurationStats
     scores: tuple[int, ...]  # 0/1 per scored repeat; feeds the lane ICC, not serialised
+    paths: EventPaths = EventPaths(0, None, ())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -204,6 +220,7 @@ class ScenarioStats:
             "layers": dict(self.layers),
             "causes": dict(self.causes),
             "trajectories": self.trajectories.to_dict(),
+            "paths": self.paths.to_dict(),
             "durations": self.durations.to_dict(),
         }
 
@@ -311,7 +328,22 @@ def summarize_scenario(
         trajectories=_trajectories([tuple(r.trajectory) for r in scored]),
         durations=_durations([r.duration_s for r in scored]),
         scores=tuple(1 if r.passed else 0 for r in scored),
+        paths=_event_paths(scored),
     )
+
+
+def _event_paths(repeats: Sequence[RepeatResult]) -> EventPaths:
+    hashed = [r for r in repeats if r.path_hash]
+    distinct = len({r.path_hash for r in hashed})
+    if distinct < 2:
+        return EventPaths(distinct, None, ())
+    paths = [r.path for r in hashed]
+    for index in range(max(len(p) for p in paths)):
+        steps = {p[index] if index < len(p) else "(end)" for p in paths}
+        if len(steps) > 1:
+            labels = sorted({step.rsplit("@", 1)[0] for step in steps})
+            return EventPaths(distinct, index + 1, tuple(labels))
+    return EventPaths(distinct, None, ())  # they differ past the steps kept
 
 
 def _mean_series(rows: Sequence[tuple[float, ...]], k_max: int) -> tuple[float, ...]:

@@ -162,6 +162,15 @@ def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
     assert raised["cause"] == "framework_exception" and "json/decoder.py" in raised["detail"]
 
 
+def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp_path):
+    done = alk("run", "--lane", LANES / "wobbly.toml", "-n", 4, cwd=tmp_path)
+    [scenario] = result_of(tmp_path)["scenarios"]
+    assert scenario["verdict"] == "pass" and scenario["scripted"] is True
+    assert scenario["paths"] == {"distinct": 2, "first_difference": {
+        "event": 1, "events": ["tool/call lookup_customer", "tool/call lookup_order"]}}
+    assert "2 distinct event paths" in done.stdout and "framework's" in done.stdout
+
+
 def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path):
     alk("run", "--lane", LANES / "false_claim.toml", "-n", 1, cwd=tmp_path)
     [repeat] = repeats_of(result_of(tmp_path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -58,6 +59,7 @@ def rep(
         network=None,
         filesystem=None,
         attempts=1,
+        path_hash="",
         violations=0,
         trajectory=tuple(trajectory),
         claimed=None,
@@ -397,7 +399,7 @@ def test_scenario_to_dict_shape_and_json() -> None:
     d = s.to_dict()
     assert list(d) == [
         "id", "verdict", "counts", "pass_rate", "ci", "pass_hat_k", "pass_at_k",
-        "layers", "causes", "trajectories", "durations",
+        "layers", "causes", "trajectories", "paths", "durations",
     ]
     assert d["id"] == "s1" and d["verdict"] == "flaky"
     assert "scores" not in d
@@ -454,3 +456,15 @@ def test_lane_with_nothing_scored() -> None:
     assert d["icc"]["value"] is None
     assert d["icc"]["reason"] == "needs at least 2 scenarios with scored repeats"
     assert summarize_lane([]).to_dict()["counts"]["scored"] == 0
+
+
+def test_event_paths_count_distinct_hashes_and_find_the_first_difference() -> None:
+    same = ("tool/call lookup@aa", "tool/result lookup@bb", "agent/result@cc")
+    other = ("tool/call lookup@aa", "tool/call write@dd", "agent/result@cc")
+    repeats = [dataclasses.replace(rep("pass", repeat=i), path_hash=h, path=p)
+               for i, (h, p) in enumerate([("x", same), ("x", same), ("y", other)], start=1)]
+    paths = summarize_scenario("s1", repeats, 3).paths
+    assert (paths.distinct, paths.first_difference) == (2, 2)
+    assert paths.events_there == ("tool/call write", "tool/result lookup")
+    one = summarize_scenario("s1", repeats[:2], 2).paths
+    assert (one.distinct, one.first_difference) == (1, None)

@@ -42,6 +42,9 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     scenarios = []
     for scenario_stats in stats:
         entry = scenario_stats.to_dict()
+        scenario = next(s for s in plan.scenarios if s.id == scenario_stats.id)
+        # A fully scripted scenario (a model script, no faults) should take one path.
+        entry["scripted"] = bool(scenario.script) and not scenario.faults
         entry["repeats"] = [_repeat(r) for r in by_scenario[scenario_stats.id]]
         scenarios.append(entry)
     preflight = execution.preflight
@@ -101,6 +104,7 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
         "peak_rss_mb": result.peak_rss_mb, "cpu_s": result.cpu_s,
         "containment": result.containment, "network": result.network,
         "filesystem": result.filesystem, "attempts": result.attempts,
+        "path_hash": result.path_hash,
         "violations": result.violations, "trajectory": list(result.trajectory),
         "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
     }

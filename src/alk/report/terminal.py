@@ -79,6 +79,8 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
             parts.append(resources)
         parts.extend(_paths_line(s) for s in scenarios
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
+        parts.extend(_event_paths_line(s) for s in scenarios
+                     if ((s.get("paths") or {}).get("distinct") or 0) > 1)
         # A pass with void repeats still needs its why: those repeats were not scored.
         parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS
                      or (s.get("counts") or {}).get("void"))
@@ -190,6 +192,22 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     if cpu:
         top = max(cpu)
         text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s a repeat ({top[1]})")
+    return text
+
+
+def _event_paths_line(scenario: Mapping[str, Any]) -> Text:
+    """Repeats whose normalized event paths differ; with a scripted model, that is the
+    framework's own nondeterminism."""
+    paths = scenario["paths"]
+    text = Text.assemble((str(scenario.get("id")), "bold"),
+                         f": {paths['distinct']} distinct event paths")
+    difference = paths.get("first_difference")
+    if difference:
+        text.append(f", first differing at event {difference['event']} "
+                    f"({' vs '.join(difference['events'])})")
+    if scenario.get("scripted"):
+        text.append(" — the model is scripted: this nondeterminism is the framework's",
+                    style="bold yellow")
     return text
 
 

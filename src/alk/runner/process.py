@@ -241,6 +241,8 @@ class _Session:
             limits=request.limits.applied(),
             limits_hit=limits_hit,
             faults_fired=frozenset(self.state.faults_fired),
+            path_hash=self.state.path_hash.hexdigest(),
+            path=tuple(self.state.path),
             kill_fired=self.kill_fired,
             ready=self.state.ready,
             preflight=self.preflight,

@@ -24,6 +24,11 @@ MAX_TOOL_NAMES = 1_000
 # A longer tool name is kept as its head and a hash of the whole, so that names stay distinct
 # while 1,000 names of 1 MiB each cannot fill the harness's memory or the result document.
 MAX_TOOL_NAME_CHARS = 128
+MAX_PATH_STEPS = 500
+# Keys whose values differ from run to run by nature: left out of the normalized event path.
+VOLATILE_KEYS = frozenset({"id", "ids", "run_id", "t", "ts", "time", "timestamp", "created",
+                           "created_at", "duration", "duration_s", "elapsed", "elapsed_s",
+                           "latency", "latency_ms", "pid", "seed", "deadline_s"})
 EXCERPT_CHARS = 200
 
 
@@ -94,6 +99,10 @@ class ProtocolState:
         self.bad_result: str | None = None
         self.tool_calls: dict[str, int] = {}
         self.faults_fired: set[tuple[str, int]] = set()
+        # The run's normalized event path: what happened, in order, without what differs by
+        # nature (ids, times); equal paths mean the framework did the same thing.
+        self.path_hash = hashlib.sha256()
+        self.path: list[str] = []
         # Calls to names past MAX_TOOL_NAMES: not counted by name, but never forgotten, so that
         # flooding junk names cannot hide a call the lane forbids.
         self.uncounted_tool_calls = 0
@@ -127,6 +136,7 @@ class ProtocolState:
         if self.phase is not Phase.STARTED:
             return self.violate("before_start", f"{event.channel}/{event.type} before alk sent "
                                                 "start; wait for start() first")
+        self._follow(event)
         if event.channel == "framework" and event.type == "fault":
             point, occurrence = event.payload.get("point"), event.payload.get("occurrence", 1)
             if isinstance(point, str) and isinstance(occurrence, int) and \
@@ -137,6 +147,17 @@ class ProtocolState:
         elif event.channel == "agent" and event.type == "result":
             self._result(event.payload)
         return event
+
+    def _follow(self, event: WorkerEvent) -> None:
+        text = json.dumps([event.channel, event.type, normalized(event.payload)],
+                          sort_keys=True, ensure_ascii=False, default=str)
+        self.path_hash.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        if len(self.path) < MAX_PATH_STEPS:
+            name = event.payload.get("name")
+            label = f"{event.channel}/{event.type}" + (
+                f" {bounded_name(name)}" if isinstance(name, str) else "")
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            self.path.append(f"{label}@{digest}")
 
     def _tool(self, event: WorkerEvent) -> None:
         name = event.payload.get("name")
@@ -162,6 +183,16 @@ class ProtocolState:
             self.bad_result = problem
         else:
             self.result = payload
+
+
+def normalized(value: Any) -> Any:
+    """A payload without the keys whose values differ by nature (ids, times, durations)."""
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items()
+                if k not in VOLATILE_KEYS and not k.endswith("_id")}
+    if isinstance(value, list):
+        return [normalized(item) for item in value]
+    return value
 
 
 def bounded_name(name: str) -> str:
