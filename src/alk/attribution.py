@@ -23,6 +23,7 @@ _CHECK_CAUSES = (
     ("end_state", Cause.WRONG_END_STATE),
     ("tool_calls.", Cause.WRONG_TOOL_CALLS),
     ("files[", Cause.WRONG_FILES),
+    ("script_consumed", Cause.SCRIPT_NOT_CONSUMED),
 )
 
 

@@ -48,6 +48,7 @@ class Cause(StrEnum):
     WRONG_END_STATE = "wrong_end_state"
     WRONG_TOOL_CALLS = "wrong_tool_calls"
     WRONG_FILES = "wrong_files"
+    SCRIPT_NOT_CONSUMED = "script_not_consumed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +230,12 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.AGENT,
         "A workspace file the harness read does not match (missing, wrong length, wrong content).",
         "The transcript's `check` events show what the harness found.",
+    ),
+    Cause.SCRIPT_NOT_CONSUMED: CauseInfo(
+        Outcome.AGENT,
+        "The scenario expects every scripted model turn to be used (`script_consumed`), and "
+        "the framework stopped early or asked for more.",
+        "Compare the model/turn events in the transcript with the scenario's `script`.",
     ),
 }
 

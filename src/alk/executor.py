@@ -27,6 +27,7 @@ from alk.lane import PYTHON_PLACEHOLDER
 from alk.preflight import check_ready
 from alk.records import (
     Attribution,
+    Check,
     Execution,
     Observation,
     Plan,
@@ -224,6 +225,11 @@ class _Context:
             if obs.result is not None:
                 checks = expectation.check(item.scenario.expect, obs.result, obs.tool_calls,
                                            workspace, obs.uncounted_tool_calls)
+                if item.scenario.expect.script_consumed is not None:
+                    used, scripted = obs.model_turns, len(item.scenario.script)
+                    checks += (Check("script_consumed", (used == scripted)
+                                     == item.scenario.expect.script_consumed,
+                                     f"{scripted} turns used", f"{used} turns used"),)
             for check in checks:
                 log.harness("check", {"name": check.name, "ok": check.ok,
                                       "expected": check.expected, "actual": check.actual})
@@ -268,6 +274,7 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing,
         trajectory=tuple(step for obs in attempts for step in obs.trajectory),
         uncounted_tool_calls=sum(obs.uncounted_tool_calls for obs in attempts),
+        model_turns=sum(obs.model_turns for obs in attempts),
         violation_count=sum(obs.violation_count for obs in attempts),
         violations=tuple(v for obs in attempts for v in obs.violations)[:20],
         duration_s=sum(obs.duration_s for obs in attempts),

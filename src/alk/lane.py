@@ -46,7 +46,7 @@ _FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
 _KILL_FIELDS = {"channel", "type", "name", "occurrence"}
 _EXPECT_FIELDS = {
     "stop_reason", "output_contains", "output_equals", "output_matches", "end_state",
-    "tool_calls", "files",
+    "tool_calls", "files", "script_consumed",
 }
 _FILE_FIELDS = {"path", "exists", "json_length", "json_subset"}
 
@@ -325,6 +325,7 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
         end_state=end_state,
         tool_calls=tool_calls,
         files=tuple(files),
+        script_consumed=table.get("script_consumed", bool),
     )
 
 

@@ -80,6 +80,7 @@ class Expectations:
     end_state: Mapping[str, Any] | None = None
     tool_calls: Mapping[str, int] | None = None
     files: tuple[FileExpectation, ...] = ()
+    script_consumed: bool | None = None  # every scripted turn was used (model/turn events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,7 @@ class Observation:
     faults_fired: frozenset[tuple[str, int]] = frozenset()  # (point, occurrence) reported
     kill_fired: bool = False  # the scenario's kill_at event came and alk killed the worker
     path_hash: str = ""  # sha256 of the normalized event path (runner.protocol)
+    model_turns: int = 0  # scripted model turns the worker reported consuming
     path: tuple[str, ...] = ()  # its first steps, "channel/type name@digest"
     attempts: int = 1
     faults_missing: tuple[str, ...] = ()  # declared faults never reported (set by the executor)

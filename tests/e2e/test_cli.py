@@ -131,12 +131,14 @@ def test_crash_after_the_effect_then_resume(tmp_path):
 
 def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     done = alk("run", "--lane", LANES / "faults.toml", "-n", 2, cwd=tmp_path)
-    injected, forgotten = result_of(tmp_path)["scenarios"]
+    injected, forgotten, unused = result_of(tmp_path)["scenarios"]
     assert injected["verdict"] == "pass"
+    assert {r["cause"] for r in unused["repeats"]} == {"script_not_consumed"}
+    assert "expected \"2 turns used\", got \"1 turns used\"" in unused["repeats"][0]["detail"]
     assert forgotten["verdict"] == "void"
     assert {r["cause"] for r in forgotten["repeats"]} == {"fault_not_fired"}
     assert "before_model#1" in forgotten["repeats"][0]["detail"]
-    assert done.returncode == 3
+    assert done.returncode == 1  # the unused turns are a failure; void alone would be 3
 
 
 def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path):

@@ -242,6 +242,7 @@ class _Session:
             limits_hit=limits_hit,
             faults_fired=frozenset(self.state.faults_fired),
             path_hash=self.state.path_hash.hexdigest(),
+            model_turns=self.state.model_turns,
             path=tuple(self.state.path),
             kill_fired=self.kill_fired,
             ready=self.state.ready,

@@ -99,6 +99,7 @@ class ProtocolState:
         self.bad_result: str | None = None
         self.tool_calls: dict[str, int] = {}
         self.faults_fired: set[tuple[str, int]] = set()
+        self.model_turns = 0  # `model/turn` events: scripted turns the framework consumed
         # The run's normalized event path: what happened, in order, without what differs by
         # nature (ids, times); equal paths mean the framework did the same thing.
         self.path_hash = hashlib.sha256()
@@ -137,6 +138,8 @@ class ProtocolState:
             return self.violate("before_start", f"{event.channel}/{event.type} before alk sent "
                                                 "start; wait for start() first")
         self._follow(event)
+        if event.channel == "model" and event.type == "turn":
+            self.model_turns += 1
         if event.channel == "framework" and event.type == "fault":
             point, occurrence = event.payload.get("point"), event.payload.get("occurrence", 1)
             if isinstance(point, str) and isinstance(occurrence, int) and \
