@@ -42,7 +42,8 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
             return _make(Cause.TIMEOUT_BEFORE_READY,
                          f"no framework_ready within {obs.duration_s:.1f} s"
                          f"{_first_violation(obs)}{_stderr(obs)}")
-        if "ModuleNotFoundError" in obs.stderr_tail:
+        last = (obs.stderr_tail.strip().splitlines() or [""])[-1]
+        if _MISSING_MODULE.match(last):
             return _make(Cause.FRAMEWORK_MISSING,
                          f"worker ended ({_status(obs)}) before framework_ready{_stderr(obs)}")
         return _make(Cause.EXITED_BEFORE_READY,
@@ -83,15 +84,18 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
                      f"stdout line {first.line}: {first.kind}: {first.detail}{more}")
     if obs.result is None:
         return _make(Cause.NO_RESULT, "clean exit without a result event")
-    # The run finished, but did it test what the scenario claims?
-    if obs.faults_missing:
-        return _make(Cause.FAULT_NOT_FIRED, f"declared fault(s) never reported as injected: "
-                                            f"{', '.join(obs.faults_missing)}")
-    if obs.kill_missing:
-        return _make(Cause.KILL_NOT_FIRED, "the kill_at event never came: no crash, no resume")
+    missed = _not_fired(obs)
     failed = [c for c in checks if not c.ok]
     if failed:
-        return _make(_check_cause(failed[0].name), "; ".join(_describe(c) for c in failed))
+        # A failed check is a scored failure even if the run skipped what the scenario meant
+        # to inject: that skip may be the regression.
+        return _make(_check_cause(failed[0].name),
+                     "; ".join(_describe(c) for c in failed) + (f" ({missed})" if missed else ""))
+    # Every check held, but did the run test what the scenario claims?
+    if obs.faults_missing:
+        return _make(Cause.FAULT_NOT_FIRED, missed)
+    if obs.kill_missing:
+        return _make(Cause.KILL_NOT_FIRED, missed)
     return _make(Cause.PASSED, f"{len(checks)} checks held")
 
 
@@ -116,6 +120,14 @@ def _limit_breached(obs: Observation) -> str | None:
     return None
 
 
+def _not_fired(obs: Observation) -> str:
+    if obs.faults_missing:
+        return f"declared fault(s) never reported as injected: {', '.join(obs.faults_missing)}"
+    if obs.kill_missing:
+        return "the kill_at event never came: no crash, no resume"
+    return ""
+
+
 def _make(cause: Cause, detail: str) -> Attribution:
     return Attribution(outcome_of(cause), cause.value, detail)
 
@@ -137,6 +149,8 @@ def _show(value: Any) -> str:
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+_MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
 
 
 def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
@@ -144,13 +158,22 @@ def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
     outside the folders the worker named as its framework's (`package_paths`)."""
     paths = [posixpath.normpath(p) for p in (obs.ready or {}).get("package_paths") or []
              if isinstance(p, str) and p.startswith("/")]
-    frames = _FRAME.findall(obs.stderr_tail)
-    if not paths or not frames:
+    tail = obs.stderr_tail.rstrip()
+    start = tail.rfind("Traceback (most recent call last):")
+    # Only a traceback that ends stderr is the crash; one logged earlier was handled.
+    if not paths or start < 0 or not _EXCEPTION_LINE.match(tail.splitlines()[-1]):
+        return None
+    frames = _FRAME.findall(tail[start:])
+    # From the deepest frame up: the first one inside the framework makes it the framework's
+    # (even when the standard library or a dependency raised beneath it).
+    for file, line in reversed(frames):
+        file = posixpath.normpath(file)
+        if any(file == path or file.startswith(path.rstrip("/") + "/") for path in paths):
+            return Cause.FRAMEWORK_EXCEPTION, f"{file}:{line}"
+    if not frames:
         return None
     file, line = frames[-1]
-    file = posixpath.normpath(file)
-    inside = any(file == path or file.startswith(path.rstrip("/") + "/") for path in paths)
-    return (Cause.FRAMEWORK_EXCEPTION if inside else Cause.WORKER_EXCEPTION), f"{file}:{line}"
+    return Cause.WORKER_EXCEPTION, f"{posixpath.normpath(file)}:{line}"
 
 
 def _signal_hint(obs: Observation) -> str:

@@ -202,7 +202,8 @@ class _Context:
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
             seen.append(self.runner.run(request, self.gate, log))
-            if not seen[-1].kill_fired or attempt >= scenario.max_attempts:
+            if (not seen[-1].kill_fired or seen[-1].harness_error
+                    or attempt >= scenario.max_attempts):
                 break
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
         return _combined(seen, scenario)
@@ -227,9 +228,10 @@ class _Context:
                                            workspace, obs.uncounted_tool_calls)
                 if item.scenario.expect.script_consumed is not None:
                     used, scripted = obs.model_turns, len(item.scenario.script)
-                    checks += (Check("script_consumed", (used == scripted)
-                                     == item.scenario.expect.script_consumed,
-                                     f"{scripted} turns used", f"{used} turns used"),)
+                    wanted = item.scenario.expect.script_consumed
+                    checks += (Check("script_consumed", (used == scripted) == wanted,
+                                     f"{'all' if wanted else 'not all'} {scripted} turns used",
+                                     f"{used} turns used"),)
             for check in checks:
                 log.harness("check", {"name": check.name, "ok": check.ok,
                                       "expected": check.expected, "actual": check.actual})
@@ -274,11 +276,13 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing,
         trajectory=tuple(step for obs in attempts for step in obs.trajectory),
         uncounted_tool_calls=sum(obs.uncounted_tool_calls for obs in attempts),
-        model_turns=sum(obs.model_turns for obs in attempts),
+        # The scripted turns of a killed attempt are lost with it: the last attempt is judged.
+        model_turns=last.model_turns,
         violation_count=sum(obs.violation_count for obs in attempts),
         violations=tuple(v for obs in attempts for v in obs.violations)[:20],
-        duration_s=sum(obs.duration_s for obs in attempts),
-        cpu_s=sum(obs.cpu_s or 0 for obs in attempts) or last.cpu_s,
+        duration_s=sum(obs.duration_s for obs in attempts),  # the repeat's wall clock
+        # A killed attempt's CPU time is lost with its wrapper; the last one is measured whole.
+        cpu_s=last.cpu_s,
         peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
         kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
         path=tuple(step for obs in attempts for step in obs.path),

@@ -27,6 +27,7 @@ LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
 PYTHON_PLACEHOLDER = "{python}"
 NETWORKS = ("none", "host")
+WORKER_CHANNELS = ("agent", "tool", "model", "user", "framework")
 FILESYSTEMS = ("sandbox", "workspace")
 
 # Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
@@ -243,12 +244,20 @@ def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
     kill_at = None
     if "kill_at" in table.data:
         kill = _Table(table.get("kill_at", dict), where, f"{table.field}.kill_at", _KILL_FIELDS)
-        kill_at = KillAt(kill.text("channel", required=True), kill.text("type", required=True),
-                         kill.text("name"), _count(kill, "occurrence"))
+        kill_at = KillAt(_choice(kill, "channel", WORKER_CHANNELS) or "",
+                         kill.text("type", required=True), kill.text("name"),
+                         _count(kill, "occurrence"))
+        if not kill_at.channel:
+            kill.fail("channel", "is required")
+        if kill_at.type == "framework_ready":
+            kill.fail("type", "cannot be framework_ready: alk kills only after the start message")
+    # One crash is injected, so there are at most two attempts: the killed one and its resume.
     max_attempts = table.get("max_attempts", int, default=2 if kill_at else 1)
-    if max_attempts < 1 or (kill_at and max_attempts < 2):
-        table.fail("max_attempts", f"must be at least {2 if kill_at else 1} (a kill_at needs a "
-                                   f"second attempt to resume), got {max_attempts}")
+    if kill_at is None and "max_attempts" in table.data:
+        table.fail("max_attempts", "needs a kill_at: only a harness-injected crash is resumed")
+    if kill_at is not None and max_attempts != 2:
+        table.fail("max_attempts", f"must be 2 with a kill_at (the killed attempt and its "
+                                   f"resume), got {max_attempts}")
     return Scenario(
         id=scenario_id,
         task=table.text("task", required=True),

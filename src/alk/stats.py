@@ -342,7 +342,9 @@ def _event_paths(repeats: Sequence[RepeatResult]) -> EventPaths:
         steps = {p[index] if index < len(p) else "(end)" for p in paths}
         if len(steps) > 1:
             labels = sorted({step.rsplit("@", 1)[0] for step in steps})
-            return EventPaths(distinct, index + 1, tuple(labels))
+            # Same kind of event, different content: show the digests that tell them apart.
+            return EventPaths(distinct, index + 1,
+                              tuple(labels) if len(labels) > 1 else tuple(sorted(steps)))
     return EventPaths(distinct, None, ())  # they differ past the steps kept
 
 

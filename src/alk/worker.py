@@ -172,21 +172,37 @@ def _protect_stdout() -> Any:
 def package_paths(*distributions: str) -> List[str]:
     """Install folders of the named distributions' top-level packages, so that alk can tell a
     crash inside the framework from one in the worker's own code."""
-    from importlib import metadata
+    from importlib import metadata, util
 
     paths: List[str] = []
+
+    def add(path: str) -> None:
+        # Real paths: tracebacks name the files where Python found them.
+        path = os.path.realpath(path)
+        if path not in paths:
+            paths.append(path)
+
     for name in distributions:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
-        for file in dist.files or ():
-            top = file.parts[0] if file.parts else ""
-            if not top or top.endswith((".dist-info", ".egg-info")) or top == "..":
+        tops = (dist.read_text("top_level.txt") or "").split()
+        tops += [f.parts[0] for f in dist.files or () if f.parts and f.parts[0] != ".."
+                 and not f.parts[0].endswith((".dist-info", ".egg-info", ".pth"))]
+        for top in dict.fromkeys(t[:-3] if t.endswith(".py") else t for t in tops):
+            # Where Python imports it from: right for editable installs too (src/ layouts).
+            try:
+                spec = util.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
                 continue
-            path = str(dist.locate_file(top))
-            if path not in paths:
-                paths.append(path)
+            if spec.submodule_search_locations:
+                for location in spec.submodule_search_locations:
+                    add(location)
+            elif spec.origin and spec.origin not in ("built-in", "frozen"):
+                add(spec.origin)
     return paths
 
 

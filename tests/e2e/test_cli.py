@@ -117,8 +117,13 @@ def test_crash_after_the_effect_then_resume(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     for repeat in repeats_of(result_of(tmp_path)):
         assert repeat["attempts"] == 2 and repeat["outcome"] == "pass"
-        kinds = [e["type"] for e in events(tmp_path, repeat["transcript"])]
+        log = events(tmp_path, repeat["transcript"])
+        kinds = [e["type"] for e in log]
         assert kinds.count("spawn") == 2 and "kill_at" in kinds and "restart" in kinds
+        # Nothing the killed attempt wrote after the kill event counts as what it did.
+        killed = log[kinds.index("kill_at"):kinds.index("restart")]
+        assert not [e for e in killed if e["source"] == "worker" and e["channel"] != "stdout"
+                    and e["channel"] != "stderr"]
     # ... a worker without one writes it twice, and the harness's own check shows it.
     naive = tmp_path / "naive"
     naive.mkdir()
@@ -134,7 +139,7 @@ def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     injected, forgotten, unused = result_of(tmp_path)["scenarios"]
     assert injected["verdict"] == "pass"
     assert {r["cause"] for r in unused["repeats"]} == {"script_not_consumed"}
-    assert "expected \"2 turns used\", got \"1 turns used\"" in unused["repeats"][0]["detail"]
+    assert "expected \"all 2 turns used\", got \"1 turns used\"" in unused["repeats"][0]["detail"]
     assert forgotten["verdict"] == "void"
     assert {r["cause"] for r in forgotten["repeats"]} == {"fault_not_fired"}
     assert "before_model#1" in forgotten["repeats"][0]["detail"]

@@ -478,3 +478,38 @@ def test_a_finished_run_that_missed_its_fault_or_kill_is_void() -> None:
     # A crash explains more than a fault that never came: it is judged first.
     crashed = dataclasses.replace(missed, exit_code=1)
     assert attribute(crashed, PASSING).cause == Cause.NONZERO_EXIT
+
+
+def _crashed(stderr: str, paths: list[str]) -> Observation:
+    return Observation(spawned=True, ready={"framework": "fw", "package_paths": paths},
+                       preflight=OK_PREFLIGHT, started=True, exit_code=1, stderr_tail=stderr)
+
+
+def test_the_framework_is_blamed_when_it_called_what_raised() -> None:
+    stderr = ('Traceback (most recent call last):\n  File "/app/worker.py", line 3, in main\n'
+              '  File "/fw/pkg/run.py", line 9, in run\n'
+              '  File "/usr/lib/python3.11/json/decoder.py", line 355, in decode\n'
+              'json.decoder.JSONDecodeError: Expecting value\n')
+    verdict = attribute(_crashed(stderr, ["/fw/pkg"]))
+    assert verdict.cause == Cause.FRAMEWORK_EXCEPTION and "/fw/pkg/run.py:9" in verdict.detail
+    assert attribute(_crashed(stderr, ["/elsewhere"])).cause == Cause.WORKER_EXCEPTION
+
+
+def test_a_handled_traceback_earlier_on_stderr_blames_nobody() -> None:
+    stderr = ('Traceback (most recent call last):\n  File "/fw/pkg/run.py", line 9, in run\n'
+              'ValueError: bad config\ngiving up: config invalid\n')
+    assert attribute(_crashed(stderr, ["/fw/pkg"])).cause == Cause.NONZERO_EXIT
+
+
+def test_framework_missing_needs_the_import_error_to_be_the_last_word() -> None:
+    before = Observation(spawned=True, exit_code=1,
+                         stderr_tail="optional speedup (ModuleNotFoundError: x)\nfatal: no cfg\n")
+    assert attribute(before).cause == Cause.EXITED_BEFORE_READY
+
+
+def test_a_failed_check_outranks_a_fault_that_never_fired() -> None:
+    finished = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK_PREFLIGHT,
+                           started=True, exit_code=0, result=RESULT, kill_missing=True)
+    failed = (Check("files[x].json_length", False, 1, "missing"),)
+    verdict = attribute(finished, failed)
+    assert verdict.cause == Cause.WRONG_FILES and "kill_at event never came" in verdict.detail

@@ -383,8 +383,13 @@ def test_script_faults_and_kill_at_are_read(root: Path) -> None:
 
 @pytest.mark.parametrize("extra, expected", [
     ('kill_at = { channel = "tool" }', "scenarios[0].kill_at.type is required"),
-    ('kill_at = { channel = "tool", type = "result" }\nmax_attempts = 1',
-     "scenarios[0].max_attempts must be at least 2"),
+    ('kill_at = { channel = "tool", type = "result" }\nmax_attempts = 5',
+     "scenarios[0].max_attempts must be 2 with a kill_at"),
+    ('max_attempts = 2', "scenarios[0].max_attempts needs a kill_at"),
+    ('kill_at = { channel = "tools", type = "results" }',
+     "scenarios[0].kill_at.channel must be one of 'agent', 'tool'"),
+    ('kill_at = { channel = "framework", type = "framework_ready" }',
+     "scenarios[0].kill_at.type cannot be framework_ready"),
     ('faults = [ { point = "tool", occurrence = 0 } ]',
      "scenarios[0].faults[0].occurrence must be a whole number ≥ 1"),
     ('script = [ "text" ]', "scenarios[0].script[0] must be a table"),

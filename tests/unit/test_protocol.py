@@ -290,3 +290,20 @@ def test_huge_tool_names_are_bounded_but_stay_distinct() -> None:
     assert all(len(name) == protocol.MAX_TOOL_NAME_CHARS for name in state.tool_calls)
     assert all(len(step) < protocol.MAX_TOOL_NAME_CHARS + 10 for step in state.trajectory)
     assert state.trajectory[0] != state.trajectory[1]
+
+
+def test_event_paths_ignore_top_level_ids_and_the_workspace_but_keep_arguments() -> None:
+    def path(*events: WorkerEvent, workspace: str = "/ws/a") -> str:
+        state = ProtocolState(workspace=workspace)
+        state.accept(READY)
+        state.phase = Phase.STARTED
+        for item in events:
+            state.accept(item)
+        return state.path_hash.hexdigest()
+
+    call = lambda **extra: event("tool", "call", name="lookup", **extra)  # noqa: E731
+    assert path(call(args={"order": 1}, call_id="a")) == path(call(args={"order": 1}, call_id="b"))
+    assert path(call(args={"order": 1})) != path(call(args={"order": 2}))
+    assert path(call(args={"order_id": 1})) != path(call(args={"order_id": 2}))
+    assert (path(call(args={"cwd": "/ws/a"}), workspace="/ws/a")
+            == path(call(args={"cwd": "/ws/b"}), workspace="/ws/b"))

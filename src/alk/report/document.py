@@ -44,7 +44,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         entry = scenario_stats.to_dict()
         scenario = next(s for s in plan.scenarios if s.id == scenario_stats.id)
         # A fully scripted scenario (a model script, no faults) should take one path.
-        entry["scripted"] = bool(scenario.script) and not scenario.faults
+        entry["scripted"] = (bool(scenario.script) and not scenario.faults
+                             and scenario.kill_at is None)
         entry["repeats"] = [_repeat(r) for r in by_scenario[scenario_stats.id]]
         scenarios.append(entry)
     preflight = execution.preflight

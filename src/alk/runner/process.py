@@ -117,7 +117,7 @@ class _Session:
         self.wrapper_depth = 1 if self.wrapper else 0
         # The pid to sample: the worker itself, not the `unshare` in front of it.
         self.worker_pid: int | None = None
-        self.state = ProtocolState()
+        self.state = ProtocolState(workspace=request.cwd)
         self.preflight: Preflight | None = None
         self.stdin_pending = bytearray()
         self.close_stdin_when_sent = False
@@ -473,6 +473,12 @@ class _Session:
             self.transcript.worker("stderr", "line", {
                 "text": raw.decode("utf-8", "replace"), **({"cut": True} if cut else {})})
             return
+        if self.kill_fired:
+            # Written before the SIGKILL landed, read after: evidence of the worker's last
+            # moments, but no part of what the attempt did (no counts, no path, no result).
+            self.transcript.worker("stdout", "after_kill", {
+                "text": raw[:2000].decode("utf-8", "replace")})
+            return
         outcome = self.state.accept(decode_line(raw, cut, self.request.redactor))
         if isinstance(outcome, WorkerEvent):
             if outcome.type == "framework_ready" and self.state.phase is Phase.READY:
@@ -499,7 +505,7 @@ class _Session:
             self.kill_fired = True
             self.transcript.harness("kill_at", {"channel": kill.channel, "type": kill.type,
                                                 "name": kill.name, "occurrence": kill.occurrence})
-            self.escalation = [(time.monotonic(), signal.SIGKILL)]
+            self._kill_group(signal.SIGKILL)
 
     def _on_ready(self, ready: WorkerEvent) -> None:
         """Judges framework_ready and answers with start or abort. The answer goes out before

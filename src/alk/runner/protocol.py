@@ -92,7 +92,9 @@ def decode_line(raw: bytes, cut: bool = False,
 class ProtocolState:
     """Follows one worker's lines; remembers only bounded facts."""
 
-    def __init__(self) -> None:
+    def __init__(self, workspace: str = "") -> None:
+        # Each repeat's workspace has its own path; it must not make equal runs look different.
+        self.workspace = workspace
         self.phase = Phase.AWAIT_READY
         self.ready: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
@@ -154,6 +156,8 @@ class ProtocolState:
     def _follow(self, event: WorkerEvent) -> None:
         text = json.dumps([event.channel, event.type, normalized(event.payload)],
                           sort_keys=True, ensure_ascii=False, default=str)
+        if self.workspace:
+            text = text.replace(self.workspace, "<workspace>")
         self.path_hash.update(text.encode("utf-8", "surrogatepass") + b"\n")
         if len(self.path) < MAX_PATH_STEPS:
             name = event.payload.get("name")
@@ -188,14 +192,11 @@ class ProtocolState:
             self.result = payload
 
 
-def normalized(value: Any) -> Any:
-    """A payload without the keys whose values differ by nature (ids, times, durations)."""
-    if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items()
-                if k not in VOLATILE_KEYS and not k.endswith("_id")}
-    if isinstance(value, list):
-        return [normalized(item) for item in value]
-    return value
+def normalized(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A payload without its top-level keys whose values differ by nature (ids, times,
+    durations). What the agent did — tool arguments, outputs — is kept whole, ids included."""
+    return {k: v for k, v in payload.items()
+            if k not in VOLATILE_KEYS and not k.endswith("_id")}
 
 
 def bounded_name(name: str) -> str:
