@@ -150,6 +150,7 @@ def _show(value: Any) -> str:
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+_LIBRARY = re.compile(r"/lib/python[\d.]*/|/site-packages/|/dist-packages/|^<frozen ")
 _MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
 
 
@@ -163,17 +164,16 @@ def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
     # Only a traceback that ends stderr is the crash; one logged earlier was handled.
     if not paths or start < 0 or not _EXCEPTION_LINE.match(tail.splitlines()[-1]):
         return None
-    frames = _FRAME.findall(tail[start:])
-    # From the deepest frame up: the first one inside the framework makes it the framework's
-    # (even when the standard library or a dependency raised beneath it).
-    for file, line in reversed(frames):
+    # From the deepest frame up, past library code (the standard library, other installed
+    # packages): the first frame that is the framework's or the worker's own decides, so the
+    # framework is blamed when it called what raised, and the worker for its own code.
+    for file, line in reversed(_FRAME.findall(tail[start:])):
         file = posixpath.normpath(file)
         if any(file == path or file.startswith(path.rstrip("/") + "/") for path in paths):
             return Cause.FRAMEWORK_EXCEPTION, f"{file}:{line}"
-    if not frames:
-        return None
-    file, line = frames[-1]
-    return Cause.WORKER_EXCEPTION, f"{posixpath.normpath(file)}:{line}"
+        if not _LIBRARY.search(file):
+            return Cause.WORKER_EXCEPTION, f"{file}:{line}"
+    return None
 
 
 def _signal_hint(obs: Observation) -> str:

@@ -150,15 +150,16 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.FRAMEWORK_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The worker crashed with a Python traceback whose deepest frame is inside the "
-        "framework (under a `package_paths` folder of its framework_ready).",
+        "The worker crashed with a Python traceback whose nearest frame to the error, past "
+        "library code, is inside the framework (a `package_paths` folder of its "
+        "framework_ready).",
         "A framework bug or misuse: the detail names the frame; the transcript has the "
         "whole traceback.",
     ),
     Cause.WORKER_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The worker crashed with a Python traceback whose deepest frame is in the worker's own "
-        "code, outside the framework's `package_paths`.",
+        "The worker crashed with a Python traceback whose nearest frame to the error, past "
+        "library code, is in the worker's own code, outside the framework's `package_paths`.",
         "Fix the worker (the adapter), not the framework: the detail names the frame.",
     ),
     Cause.PROTOCOL_VIOLATION: CauseInfo(

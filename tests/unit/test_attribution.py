@@ -513,3 +513,13 @@ def test_a_failed_check_outranks_a_fault_that_never_fired() -> None:
     failed = (Check("files[x].json_length", False, 1, "missing"),)
     verdict = attribute(finished, failed)
     assert verdict.cause == Cause.WRONG_FILES and "kill_at event never came" in verdict.detail
+
+
+def test_a_worker_bug_called_by_the_framework_is_the_workers() -> None:
+    # The framework dispatched to the worker's own tool function, which raised.
+    stderr = ('Traceback (most recent call last):\n  File "/app/worker.py", line 30, in main\n'
+              '  File "/venv/lib/python3.11/site-packages/fw/dispatch.py", line 80, in call\n'
+              '  File "/app/worker.py", line 12, in my_tool\n'
+              'KeyError: \'text\'\n')
+    verdict = attribute(_crashed(stderr, ["/venv/lib/python3.11/site-packages/fw"]))
+    assert verdict.cause == Cause.WORKER_EXCEPTION and "/app/worker.py:12" in verdict.detail
