@@ -136,7 +136,8 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
 def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table:
     # Fits 80 columns, the width of a pipe or a CI log: counts sit under the verdict, and the
     # failure column comes last and wraps, so that no other column is ever cut.
-    table = _table(("Scenario", {"style": "bold", "overflow": "fold", "max_width": 24}),
+    table = _table(("Scenario", {"style": "bold", "overflow": "fold", "min_width": 18,
+                                 "max_width": 24}),
                    ("Verdict", {"no_wrap": True}),
                    ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
