@@ -25,19 +25,33 @@ PYDANTIC_AI = {
 }
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pydantic_ai") is None,
-                    reason="pydantic-ai is not installed: pip install -e '.[pydantic-ai]'")
-def test_pydantic_ai_lane_findings(tmp_path):
+LANGGRAPH = {
+    "nominal": ("pass", None),
+    "tool-raises": ("fail", "wrong_stop_reason"),       # ToolNode re-raises by default
+    "rate-limit": ("fail", "wrong_stop_reason"),        # no retry policy by default
+    "malformed-output": ("fail", "wrong_files"),        # an invalid tool call ends the graph
+    "crash-after-effect": ("fail", "wrong_files"),      # the interrupted step runs again
+    "denied-tool": ("pass", None),
+}
+
+
+@pytest.mark.parametrize("lane, module, findings", [
+    ("pydantic-ai", "pydantic_ai", PYDANTIC_AI),
+    ("langgraph", "langgraph", LANGGRAPH),
+])
+def test_framework_lane_findings(tmp_path, lane, module, findings):
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{lane} is not installed: pip install -e '.[{lane}]'")
     done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
-                           str(ROOT / "lanes" / "pydantic-ai.toml"), "-n", "2"], cwd=tmp_path,
+                           str(ROOT / "lanes" / f"{lane}.toml"), "-n", "2"], cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "160"}, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 1, done.stderr
     [result] = (tmp_path / "reports").glob("*/result.json")
     document = json.loads(result.read_text())
-    assert document["lane"]["reported_framework"] == "pydantic-ai"
+    assert document["lane"]["reported_framework"] == lane
     found = {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
              for s in document["scenarios"]}
     expected = {sid: (verdict, [cause] if cause else []) for sid, (verdict, cause)
-                in PYDANTIC_AI.items()}
+                in findings.items()}
     assert found == expected
