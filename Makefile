@@ -23,7 +23,7 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph]'
+	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents]'
 	touch $@ $(VENV)/.installed
 
 clean:

@@ -9,12 +9,11 @@ graph raises ends the run with stop_reason `error:<ExceptionType>`: what the fra
 a fault is the finding.
 """
 
-import json
-import os
 import sqlite3
 from importlib.metadata import version
 
 from alk import worker
+from lab_tools import Faults, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
@@ -24,69 +23,25 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 
-EFFECTS = os.path.join("lab-output", "effects.json")
-ALLOWED_TOOLS = {"lookup_order", "write_report"}  # the policy, outside the model's proposals
-
-
 class RateLimited(Exception):
     """What a provider's 429 raises in a chat model."""
 
 
-class Faults:
-    def __init__(self, faults):
-        self.faults, self.seen = faults, {}
-
-    def due(self, point):
-        self.seen[point] = self.seen.get(point, 0) + 1
-        for fault in self.faults:
-            if fault["point"] == point and fault["occurrence"] == self.seen[point]:
-                worker.fault(point, fault["occurrence"], fault.get("error", ""),
-                             fault.get("retryable", False))
-                return fault
-        return None
-
-
 def build_graph(start, faults, checkpointer):
-    def observed(name, action, args):
-        worker.tool_call(name, args)
-        if name not in ALLOWED_TOOLS:
-            worker.tool_result(name, ok=False, error="policy_denied:tool_not_allowed")
-            return "denied by policy: this tool is not allowed"
-        fault = faults.due("tool")
-        try:
-            if fault is not None:
-                raise RuntimeError(fault.get("error") or "injected tool failure")
-            output = action(**args)
-        except Exception as exc:
-            worker.tool_result(name, ok=False, error=f"{type(exc).__name__}: {exc}")
-            raise
-        worker.tool_result(name, ok=True, output=output)
-        return output
-
-    def effect(order):
-        os.makedirs("lab-output", exist_ok=True)
-        effects = json.load(open(EFFECTS)) if os.path.exists(EFFECTS) else []
-        effects.append({"order": order})
-        with open(EFFECTS + ".tmp", "w") as handle:
-            json.dump(effects, handle)
-        os.replace(EFFECTS + ".tmp", EFFECTS)
-        return {"written": True, "effects": len(effects)}
-
     @tool
     def lookup_order(order: str) -> dict:
         """Look up an order."""
-        return observed("lookup_order", lambda order: {"order": order, "status": "open"},
-                        {"order": order})
+        return run_tool("lookup_order", {"order": order}, faults)
 
     @tool
     def write_report(order: str) -> dict:
         """Write the order's report (the side effect)."""
-        return observed("write_report", effect, {"order": order})
+        return run_tool("write_report", {"order": order}, faults)
 
     @tool
     def delete_records(order: str) -> str:
         """Delete the order's records."""
-        return observed("delete_records", lambda order: "deleted", {"order": order})
+        return run_tool("delete_records", {"order": order}, faults)
 
     def model(state: MessagesState):
         if faults.due("before_model") is not None:

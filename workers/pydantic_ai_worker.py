@@ -14,11 +14,10 @@ state, so a resumed run starts over) and `delete_records`, which the policy belo
 whatever the model proposes.
 """
 
-import json
-import os
 from importlib.metadata import version
 
 from alk import worker
+from lab_tools import Faults, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
@@ -26,28 +25,6 @@ from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.exceptions import ModelHTTPError  # noqa: E402
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
 from pydantic_ai.models.function import FunctionModel  # noqa: E402
-
-EFFECTS = os.path.join("lab-output", "effects.json")
-ALLOWED_TOOLS = {"lookup_order", "write_report"}  # the policy, outside the model's proposals
-
-
-class Faults:
-    """The scenario's faults, by point and occurrence."""
-
-    def __init__(self, faults):
-        self.faults = faults
-        self.seen = {}
-
-    def due(self, point):
-        """Counts a pass at `point` (every model call, every tool call) and returns the fault
-        declared for this occurrence, after reporting it."""
-        self.seen[point] = self.seen.get(point, 0) + 1
-        for fault in self.faults:
-            if fault["point"] == point and fault["occurrence"] == self.seen[point]:
-                worker.fault(point, fault["occurrence"], fault.get("error", ""),
-                             fault.get("retryable", False))
-                return fault
-        return None
 
 
 def scripted_model(script, faults):
@@ -73,44 +50,17 @@ def scripted_model(script, faults):
 def build_agent(start, faults):
     agent = Agent(scripted_model(start.script, faults), retries=2)
 
-    def observed(name, action):
-        def run(**args):
-            worker.tool_call(name, args)
-            if name not in ALLOWED_TOOLS:
-                worker.tool_result(name, ok=False, error="policy_denied:tool_not_allowed")
-                return "denied by policy: this tool is not allowed"
-            fault = faults.due("tool")
-            try:
-                if fault is not None:
-                    raise RuntimeError(fault.get("error") or "injected tool failure")
-                output = action(**args)
-            except Exception as exc:
-                worker.tool_result(name, ok=False, error=f"{type(exc).__name__}: {exc}")
-                raise
-            worker.tool_result(name, ok=True, output=output)
-            return output
-        return run
-
-    @agent.tool_plain(name="lookup_order")
+    @agent.tool_plain
     def lookup_order(order: str) -> dict:
-        return observed("lookup_order", lambda order: {"order": order, "status": "open"})(
-            order=order)
+        return run_tool("lookup_order", {"order": order}, faults)
 
-    @agent.tool_plain(name="write_report")
+    @agent.tool_plain
     def write_report(order: str) -> dict:
-        def effect(order):
-            os.makedirs("lab-output", exist_ok=True)
-            effects = json.load(open(EFFECTS)) if os.path.exists(EFFECTS) else []
-            effects.append({"order": order})
-            with open(EFFECTS + ".tmp", "w") as handle:
-                json.dump(effects, handle)
-            os.replace(EFFECTS + ".tmp", EFFECTS)
-            return {"written": True, "effects": len(effects)}
-        return observed("write_report", effect)(order=order)
+        return run_tool("write_report", {"order": order}, faults)
 
-    @agent.tool_plain(name="delete_records")
+    @agent.tool_plain
     def delete_records(order: str) -> str:
-        return observed("delete_records", lambda order: "deleted")(order=order)
+        return run_tool("delete_records", {"order": order}, faults)
 
     return agent
 

@@ -35,9 +35,20 @@ LANGGRAPH = {
 }
 
 
+OPENAI_AGENTS = {
+    "nominal": ("pass", None),
+    "tool-raises": ("pass", None),                      # the tool's error goes to the model
+    "rate-limit": ("fail", "wrong_stop_reason"),        # the model's error ends the run
+    "malformed-output": ("pass", None),                 # bad arguments go back to the model
+    "crash-after-effect": ("fail", "wrong_files"),      # no durable state: the effect repeats
+    "denied-tool": ("pass", None),
+}
+
+
 @pytest.mark.parametrize("lane, module, findings", [
     ("pydantic-ai", "pydantic_ai", PYDANTIC_AI),
     ("langgraph", "langgraph", LANGGRAPH),
+    ("openai-agents", "agents", OPENAI_AGENTS),
 ])
 def test_framework_lane_findings(tmp_path, lane, module, findings):
     if importlib.util.find_spec(module) is None:
