@@ -48,9 +48,9 @@ class ProcessWatch:
             time.sleep(POLL_S)
 
     def workers(self) -> list[int]:
-        """The worker processes themselves: not the `prlimit`/`unshare` in front of them."""
+        """The worker processes themselves: not the wrappers in front of them."""
         return [pid for pid, argv in self.seen.items()
-                if argv and Path(argv[0]).name not in ("unshare", "prlimit")]
+                if argv and Path(argv[0]).name not in ("unshare", "prlimit", "setpriv", "bwrap")]
 
     def left(self, within_s: float = 2.0) -> list[int]:
         """Pids still alive (not zombies) after `within_s`."""

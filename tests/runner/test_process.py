@@ -263,10 +263,15 @@ def test_death_by_sigkill_from_outside(tmp_path, process_watch):
     pid_file = tmp_path / "ws" / "me.pid"
 
     def kill_when_ready(watch):
-        while not (pid_file.exists() and pid_file.read_text()):
+        until = time.monotonic() + 8
+        while time.monotonic() < until:
+            # The worker wrote its pid file, and the watch has seen it (and only it).
+            workers = [pid for pid in watch.workers()
+                       if "await_kill" in " ".join(watch.seen[pid])]
+            if pid_file.exists() and pid_file.read_text() and len(workers) == 1:
+                os.kill(workers[0], signal.SIGKILL)
+                return
             time.sleep(0.01)
-        [worker] = watch.workers()
-        os.kill(worker, signal.SIGKILL)
 
     with process_watch(tmp_path / "ws") as watch:
         killer = threading.Thread(target=kill_when_ready, args=(watch,), daemon=True)
