@@ -14,6 +14,21 @@ EFFECTS = os.path.join("lab-output", "effects.json")
 ALLOWED_TOOLS = {"lookup_order", "write_report"}  # the policy, outside the model's proposals
 
 
+class RateLimited(Exception):
+    """What a provider's 429 raises in a model, injected at `before_model`."""
+
+
+def report_run(run):
+    """Runs the framework (`run()` returns the final answer) and sends the result. Whatever
+    the framework lets through ends the run with stop_reason `error:<ExceptionType>`: what it
+    did with a fault is the finding, and the lane's expectations say what a robust run does."""
+    try:
+        answer, stop, end = run(), "accepted", {"phase": "stopped"}
+    except Exception as exc:
+        answer, stop, end = str(exc)[:500], f"error:{type(exc).__name__}", {"phase": "error"}
+    worker.result(output=str(answer), stop_reason=stop, end_state=end)
+
+
 class Faults:
     """The scenario's faults, by point and occurrence: `due(point)` counts one pass at the
     point (every model call, every tool call) and returns the fault declared for it, after

@@ -13,7 +13,7 @@ import sqlite3
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, run_tool
+from lab_tools import Faults, RateLimited, report_run, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
@@ -22,10 +22,6 @@ from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
-
-class RateLimited(Exception):
-    """What a provider's 429 raises in a chat model."""
-
 
 def build_graph(start, faults, checkpointer):
     @tool
@@ -79,16 +75,15 @@ def main():
     connection = sqlite3.connect("checkpoints.sqlite", check_same_thread=False)
     graph = build_graph(start, Faults(start.faults), SqliteSaver(connection))
     config = {"configurable": {"thread_id": "repeat"}, "recursion_limit": 25}
-    try:
+
+    def run():
         pending = start.resume and graph.get_state(config).next
         # On resume, continue from the last checkpoint; otherwise start the task.
         state = graph.invoke(None if pending else {"messages": [HumanMessage(start.task)]},
                              config)
-        answer, stop = state["messages"][-1].content, "accepted"
-        end = {"phase": "stopped"}
-    except Exception as exc:  # what the framework let through is the finding
-        answer, stop, end = str(exc)[:500], f"error:{type(exc).__name__}", {"phase": "error"}
-    worker.result(output=str(answer), stop_reason=stop, end_state=end)
+        return state["messages"][-1].content
+
+    report_run(run)
 
 
 main()

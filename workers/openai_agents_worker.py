@@ -12,7 +12,7 @@ import json
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, run_tool
+from lab_tools import Faults, RateLimited, report_run, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
@@ -27,10 +27,6 @@ from openai.types.responses import (  # noqa: E402
 )
 
 set_tracing_disabled(True)
-
-
-class RateLimited(Exception):
-    """What a provider's 429 raises in a model."""
 
 
 class ScriptedModel(Model):
@@ -87,13 +83,8 @@ def main():
                  worker.package_paths("openai-agents"))
     start = worker.start()
     faults = Faults(start.faults)
-    try:
-        run = Runner.run_sync(build_agent(start, faults), start.task, max_turns=12,
-                              run_config=RunConfig(tracing_disabled=True))
-        answer, stop, end = run.final_output, "accepted", {"phase": "stopped"}
-    except Exception as exc:  # what the framework let through is the finding
-        answer, stop, end = str(exc)[:500], f"error:{type(exc).__name__}", {"phase": "error"}
-    worker.result(output=str(answer), stop_reason=stop, end_state=end)
+    report_run(lambda: Runner.run_sync(build_agent(start, faults), start.task, max_turns=12,
+                                       run_config=RunConfig(tracing_disabled=True)).final_output)
 
 
 main()

@@ -17,7 +17,7 @@ whatever the model proposes.
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, run_tool
+from lab_tools import Faults, report_run, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
@@ -70,13 +70,7 @@ def main():
                  worker.package_paths("pydantic-ai-slim", "pydantic-graph"))
     start = worker.start()
     faults = Faults(start.faults)
-    try:
-        answer = build_agent(start, faults).run_sync(start.task).output
-        stop, state = "accepted", {"phase": "stopped"}
-    except Exception as exc:  # what the framework let through is the finding
-        answer, stop = str(exc)[:500], f"error:{type(exc).__name__}"
-        state = {"phase": "error"}
-    worker.result(output=str(answer), stop_reason=stop, end_state=state)
+    report_run(lambda: build_agent(start, faults).run_sync(start.task).output)
 
 
 main()

@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
@@ -142,6 +142,8 @@ class _Context:
     sdk: Path
     network: Network
     filesystem: Filesystem
+    _visible_for: tuple[str, ...] = field(default=(), init=False)
+    _visible_paths: tuple[str, ...] = field(default=(), init=False)
 
     def workspace(self, label: str) -> Path:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one."""
@@ -156,7 +158,13 @@ class _Context:
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
                           redactor=self.redactor, limits=self.plan.limits, network=self.network,
-                          filesystem=self.filesystem, visible=self.visible(argv))
+                          filesystem=self.filesystem, visible=self._visible(argv))
+
+    def _visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        # The command is the same for every repeat of a run: look its paths up once.
+        if self._visible_for != argv:
+            self._visible_for, self._visible_paths = argv, self.visible(argv)
+        return self._visible_paths
 
     def visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
         """What a sandboxed worker must read though it may sit under the private /tmp: the
