@@ -22,6 +22,15 @@ from alk.cleanup import remove_tree
 NOBODY = 65534
 
 
+@pytest.fixture(autouse=True)
+def no_deep_tree_left(tmp_path: Path) -> Iterator[None]:
+    """pytest removes old test folders with shutil.rmtree, which a deep chain left behind by a
+    failing test would crash in a later session."""
+    yield
+    for entry in list(tmp_path.iterdir()):
+        remove_tree(entry)
+
+
 def chain(root: Path, depth: int, name: str = "d") -> None:
     """`root/name/name/...` `depth` deep with a file at the bottom, built by descriptor since
     the full path may be too long for the OS."""
