@@ -7,15 +7,21 @@ worker's own claim of success (`verification`) is never read here.
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
 import signal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from alk.causes import Cause, outcome_of
 from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation
+from alk.redaction import Redactor
+
+# How much of a check's value, and of the last stderr line, a detail quotes.
+SHOW_CHARS = 160
+STDERR_CHARS = 300
 
 _CHECK_CAUSES = (
     ("stop_reason", Cause.WRONG_STOP_REASON),
@@ -32,28 +38,37 @@ def void(cause: Cause, detail: str) -> Attribution:
     return _make(cause, detail)
 
 
-def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
+def attribute(obs: Observation, checks: Sequence[Check] = (),
+              redactor: Redactor = Redactor()) -> Attribution:
+    """The repeat's one outcome and cause. `redactor` cuts what the detail quotes."""
+    show = functools.partial(_show, redactor=redactor)
     if obs.harness_error:
         return _make(Cause.HARNESS_ERROR, obs.harness_error)
     if not obs.spawned:
         return _make(Cause.SPAWN_FAILED, obs.spawn_error or "the worker could not be started")
-    if obs.ready is None:
+    # A resumed attempt (after alk's kill_at) that never became ready failed to come back: the
+    # repeat already ran past the gate, so it is judged as a crash or a hang, never void.
+    resumed = obs.attempts > 1
+    if obs.ready is None and not resumed:
         if obs.timed_out:
             return _make(Cause.TIMEOUT_BEFORE_READY,
                          f"no framework_ready within {obs.duration_s:.1f} s"
-                         f"{_first_violation(obs)}{_stderr(obs)}")
+                         f"{_first_violation(obs)}{_stderr(obs, redactor)}")
         last = (obs.stderr_tail.strip().splitlines() or [""])[-1]
         if _MISSING_MODULE.match(last):
             return _make(Cause.FRAMEWORK_MISSING,
-                         f"worker ended ({_status(obs)}) before framework_ready{_stderr(obs)}")
+                         f"worker ended ({_status(obs)}) before framework_ready"
+                         f"{_stderr(obs, redactor)}")
         return _make(Cause.EXITED_BEFORE_READY,
                      f"worker ended ({_status(obs)}) before framework_ready"
-                     f"{_first_violation(obs)}{_stderr(obs)}")
-    if obs.preflight is None or not obs.preflight.ok:
-        cause = obs.preflight.cause if obs.preflight else Cause.HARNESS_ERROR
-        return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
-    if not obs.started:
-        return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
+                     f"{_first_violation(obs)}{_stderr(obs, redactor)}")
+    if obs.ready is not None:
+        if obs.preflight is None or not obs.preflight.ok:
+            cause = obs.preflight.cause if obs.preflight else Cause.HARNESS_ERROR
+            return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
+        if not obs.started:
+            return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
+    not_ready = "" if obs.ready is not None else "; the resumed attempt sent no framework_ready"
     if obs.timed_out:
         if obs.result is not None:
             hint = ("; a result was sent, then the worker did not exit (a thread or child "
@@ -61,20 +76,22 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
         else:
             hint = _last_event_hint(obs)
         return _make(Cause.TIMEOUT, f"no exit within the timeout ({obs.duration_s:.1f} s run)"
-                                    f"{hint}{_stderr(obs)}")
+                                    f"{hint}{not_ready}{_stderr(obs, redactor)}")
     breached = _limit_breached(obs)
     if breached is not None:
         return _make(CAUSES[breached], f"limit {breached} = {obs.limits[breached]}: "
-                                       f"{_status(obs)}{_stderr(obs)}")
+                                       f"{_status(obs)}{_stderr(obs, redactor)}")
     if obs.signal is not None:
-        return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}{_stderr(obs)}")
+        return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}"
+                                             f"{not_ready}{_stderr(obs, redactor)}")
     if obs.exit_code != 0:
         site = _crash_site(obs)
         if site is not None:
             cause, frame = site
-            return _make(cause, f"exit code {obs.exit_code}{_stderr(obs)}; raised at {frame}")
+            return _make(cause, f"exit code {obs.exit_code}{_stderr(obs, redactor)}; "
+                                f"raised at {frame}")
         return _make(Cause.NONZERO_EXIT,
-                     f"exit code {obs.exit_code}{_signal_hint(obs)}{_stderr(obs)}")
+                     f"exit code {obs.exit_code}{not_ready}{_stderr(obs, redactor)}")
     if obs.bad_result:
         return _make(Cause.BAD_RESULT, obs.bad_result)
     if obs.violation_count:
@@ -83,14 +100,20 @@ def attribute(obs: Observation, checks: Sequence[Check] = ()) -> Attribution:
         return _make(Cause.PROTOCOL_VIOLATION,
                      f"stdout line {first.line}: {first.kind}: {first.detail}{more}")
     if obs.result is None:
-        return _make(Cause.NO_RESULT, "clean exit without a result event")
+        return _make(Cause.NO_RESULT, f"clean exit without a result event{not_ready}")
     missed = _not_fired(obs)
-    failed = [c for c in checks if not c.ok]
+    failed = [c for c in checks if not c.ok and not c.error]
     if failed:
         # A failed check is a scored failure even if the run skipped what the scenario meant
-        # to inject: that skip may be the regression.
+        # to inject, or a check of the lane's could not finish: either may be the worker's way
+        # to make a failure void.
         return _make(_check_cause(failed[0].name),
-                     "; ".join(_describe(c) for c in failed) + (f" ({missed})" if missed else ""))
+                     "; ".join(_describe(c, show) for c in failed)
+                     + (f" ({missed})" if missed else ""))
+    broken = [c for c in checks if c.error]
+    if broken:
+        return _make(Cause.CHECK_ERROR, "; ".join(f"{c.name} {show(c.expected)}: {c.actual}"
+                                                  for c in broken))
     # Every check held, but did the run test what the scenario claims?
     if obs.faults_missing:
         return _make(Cause.FAULT_NOT_FIRED, missed)
@@ -139,13 +162,12 @@ def _check_cause(name: str) -> Cause:
     raise ValueError(f"no cause for check {name!r}")
 
 
-def _describe(check: Check) -> str:
-    return f"{check.name}: expected {_show(check.expected)}, got {_show(check.actual)}"
+def _describe(check: Check, show: Callable[[Any], str]) -> str:
+    return f"{check.name}: expected {show(check.expected)}, got {show(check.actual)}"
 
 
-def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 160 else text[:160] + "…"
+def _show(value: Any, redactor: Redactor) -> str:
+    return redactor.cut(json.dumps(value, ensure_ascii=False, default=str), SHOW_CHARS)
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
@@ -176,15 +198,6 @@ def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
     return None
 
 
-def _signal_hint(obs: Observation) -> str:
-    """In the sandbox bwrap reports a death by signal N as exit 128 + N; a worker could choose
-    that code too, so it stays an exit code, with what it may mean."""
-    code = obs.exit_code or 0
-    if obs.filesystem != "sandbox" or not 128 < code < 160:
-        return ""
-    return f" (128 + {_signal_name(code - 128)}: likely killed by that signal in the sandbox)"
-
-
 def _status(obs: Observation) -> str:
     if obs.signal is not None:
         return f"killed by {_signal_name(obs.signal)}"
@@ -206,9 +219,9 @@ def _first_violation(obs: Observation) -> str:
     return f"; stdout line {first.line} was not accepted: {first.kind}: {first.detail}"
 
 
-def _stderr(obs: Observation) -> str:
+def _stderr(obs: Observation, redactor: Redactor) -> str:
     lines = [line.strip() for line in obs.stderr_tail.splitlines() if line.strip()]
-    return f"; stderr: {lines[-1][:300]}" if lines else ""
+    return f"; stderr: {redactor.cut(lines[-1], STDERR_CHARS)}" if lines else ""
 
 
 def _last_event_hint(obs: Observation) -> str:

@@ -32,6 +32,7 @@ class Cause(StrEnum):
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
     NONZERO_EXIT = "nonzero_exit"
+    IDENTITY_CHANGED = "identity_changed"
     FRAMEWORK_EXCEPTION = "framework_exception"
     WORKER_EXCEPTION = "worker_exception"
     PROTOCOL_VIOLATION = "protocol_violation"
@@ -147,6 +148,13 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker exited with a nonzero status after the start message (it crashed).",
         "Read the stderr tail: the detail quotes the last line of the traceback.",
+    ),
+    Cause.IDENTITY_CHANGED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "After alk's kill_at crash, the resumed attempt reported another framework or version "
+        "than the first attempt: a framework that changes identity mid-repeat fails it (the "
+        "repeat already ran, so it is never void).",
+        "Compare the preflight events of the attempts in the transcript; pin the framework.",
     ),
     Cause.FRAMEWORK_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

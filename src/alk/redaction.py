@@ -1,13 +1,17 @@
-"""Redacts the values of a lane's declared environment from everything alk writes or prints.
+"""Redacts the values of a lane's declared environment from everything alk writes or prints, and
+is the one place where alk shortens text.
 
-Values are replaced in every form they take on the way out: raw, and JSON-escaped (a value with a
-quote, a backslash or a non-ASCII character is spelled differently inside a JSON string). Text
-that is cut at a length limit is redacted first, and a cut that ends inside a secret loses that
-prefix too, so no part of a value survives either step.
+Values are replaced in every form they take on the way out: raw, JSON-escaped (a value with a
+quote, a backslash or a non-ASCII character is spelled differently inside a JSON string), as
+Python's repr spells it, and, for a value of several lines (a PEM key, a service-account JSON),
+line by line, since a stream is stored a line at a time. Every cut of text goes through `cut`,
+`tail`, `excerpt` or `bounded`, which redact first and drop a partial secret at the cut, so that
+no part of a value survives a length limit, wherever the limit is.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any, Iterable
@@ -18,17 +22,25 @@ MIN_SECRET_CHARS = 4
 # Neither are JSON's literals: a lane that passes TRACING=false must not see every `false` of
 # the result document (a failed preflight's "ok") turned into a string.
 NOT_SECRETS = frozenset({"true", "false", "null"})
+# A name longer than its bound keeps this many hex digits of the whole's sha256.
+DIGEST_CHARS = 12
+ELLIPSIS = "…"
+
+
+def _forms(value: str) -> set[str]:
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+            repr(value)[1:-1]}
 
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         forms: set[str] = set()
         for value in secrets:
-            if len(value) < MIN_SECRET_CHARS or value.lower() in NOT_SECRETS:
-                continue
-            forms.add(value)
-            forms.add(json.dumps(value)[1:-1])
-            forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+            parts = [value, *(line for line in value.splitlines() if line != value)]
+            for part in parts:
+                part = part.strip() if part is not value else part
+                if len(part) >= MIN_SECRET_CHARS and part.lower() not in NOT_SECRETS:
+                    forms.update(_forms(part))
         self._forms = sorted(forms, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
 
@@ -59,10 +71,12 @@ class Redactor:
             return value
         return self.redact(str(value))
 
-    def cut(self, text: str, limit: int) -> str:
-        """Redact, then keep at most `limit` characters, dropping a trailing partial secret."""
+    def cut(self, text: str, limit: int, *, truncated: bool = False) -> str:
+        """Redact, then keep at most `limit` characters, dropping a trailing partial secret.
+        `truncated` says the caller already cut the text's end: it may end inside a secret
+        even when it is short."""
         text = self.redact(text)
-        if len(text) <= limit:
+        if len(text) <= limit and not truncated:
             return text
         kept = text[:limit]
         for form in self._forms:
@@ -70,14 +84,14 @@ class Redactor:
                 if kept.endswith(form[:size]):
                     kept = kept[:-size]
                     break
-        return kept + "…"
+        return kept + ELLIPSIS
 
-    def tail(self, text: str, limit: int, trimmed: bool = False) -> str:
+    def tail(self, text: str, limit: int, truncated: bool = False) -> str:
         """Redact, then keep the last `limit` characters, dropping a leading partial secret.
-        `trimmed` says the caller already dropped the text's start: it may begin inside a
+        `truncated` says the caller already dropped the text's start: it may begin inside a
         secret even when it is short."""
         text = self.redact(text)
-        if len(text) <= limit and not trimmed:
+        if len(text) <= limit and not truncated:
             return text
         kept = text[-limit:]
         for form in self._forms:
@@ -85,4 +99,22 @@ class Redactor:
                 if kept.startswith(form[-size:]):
                     kept = kept[size:]
                     break
-        return "…" + kept
+        return ELLIPSIS + kept
+
+    def excerpt(self, raw: bytes, limit: int) -> str:
+        """The start of a worker's bytes as text, at most `limit` characters, redacted: only
+        as many bytes are decoded as the cut needs (4 a character, and a secret's length)."""
+        window = (limit + self.longest) * 4
+        return self.cut(raw[:window].decode("utf-8", "replace"), limit,
+                        truncated=len(raw) > window)
+
+    def bounded(self, name: str, limit: int) -> str:
+        """A worker-chosen name at most `limit` characters long: kept whole when it fits,
+        else its redacted head and a digest of the whole, so that long names stay distinct
+        while their size stays bounded."""
+        name = self.redact(name)
+        if len(name) <= limit:
+            return name
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+        head = self.cut(name, limit - DIGEST_CHARS - 1, truncated=True)
+        return f"{head}{digest}"

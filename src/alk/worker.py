@@ -111,8 +111,10 @@ class Worker:
     def emit(self, channel: str, type: str, payload: Optional[Mapping[str, Any]] = None) -> None:
         if channel not in CHANNELS:
             raise ValueError(f"channel must be one of {CHANNELS}, got {channel!r}")
+        # JSON has no NaN or Infinity: alk counts such a line as a violation, so refuse it here.
         line = json.dumps({"channel": channel, "type": type, "payload": dict(payload or {})},
-                          ensure_ascii=False, separators=(",", ":"), default=str)
+                          ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                          default=str)
         self._writer.write(line + "\n")
         self._writer.flush()
 

@@ -14,7 +14,6 @@ import pytest
 from alk import expectation
 from alk.attribution import attribute, void
 from alk.causes import Cause
-from alk.errors import CheckError
 from alk.expectation import check, is_subset
 from alk.records import (
     Check,
@@ -174,7 +173,7 @@ def test_long_values_in_a_detail_are_shortened() -> None:
 
 def test_stderr_line_in_a_detail_is_bounded() -> None:
     detail = verdict(observed(exit_code=1, stderr_tail="z" * 1000))[2]
-    assert detail == "exit code 1; stderr: " + "z" * 300
+    assert detail == "exit code 1; stderr: " + "z" * 300 + "…"
 
 
 def test_a_check_without_a_cause_is_a_programming_error() -> None:
@@ -384,7 +383,7 @@ def test_not_json(tmp_path: Path) -> None:
     assert found == {
         "files[state.json].exists": Check("files[state.json].exists", True, True, True),
         "files[state.json].json_subset": Check("files[state.json].json_subset", False, {},
-                                               "not valid JSON"),
+                                               "not read: not valid JSON"),
     }
 
 
@@ -463,8 +462,25 @@ def test_a_regex_that_runs_away_is_the_lanes_fault(tmp_path: Path,
         raise TimeoutError("regex timed out")
 
     monkeypatch.setattr(expectation.regex, "search", slow)
-    with pytest.raises(CheckError, match="output_matches '.+' did not finish within 1 s"):
-        check(Expectations(output_matches="(a+)+b"), RESULT, {}, tmp_path)
+    [found] = check(Expectations(output_matches="(a+)+b"), RESULT, {}, tmp_path)
+    assert found.error and not found.ok and "did not finish within 1 s" in found.actual
+    finished = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK_PREFLIGHT,
+                           started=True, exit_code=0, result=RESULT)
+    verdict = attribute(finished, (found,))
+    assert (verdict.outcome, verdict.cause) == (Outcome.LANE_INFRA, Cause.CHECK_ERROR)
+    assert "(a+)+b" in verdict.detail
+
+
+def test_a_runaway_regex_cannot_turn_another_failed_check_into_a_void(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(expectation.regex, "search",
+                        lambda *a, **k: (_ for _ in ()).throw(TimeoutError()))
+    checks = check(Expectations(output_matches="(a+)+b", stop_reason="other"), RESULT, {},
+                   tmp_path)
+    finished = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK_PREFLIGHT,
+                           started=True, exit_code=0, result=RESULT)
+    verdict = attribute(finished, checks)
+    assert (verdict.outcome, verdict.cause) == (Outcome.AGENT, Cause.WRONG_STOP_REASON)
 
 
 def test_a_finished_run_that_missed_its_fault_or_kill_is_void() -> None:

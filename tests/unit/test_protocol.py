@@ -11,8 +11,10 @@ import pytest
 from alk.records import Violation
 from alk.runner import protocol
 from alk.runner.protocol import (
+    MAX_JSON_DEPTH,
+    MAX_NAME_CHARS,
     MAX_TOOL_NAMES,
-    MAX_TRAJECTORY_STEPS,
+    MAX_TRAJECTORY_CHARS,
     MAX_VIOLATIONS_KEPT,
     Phase,
     ProtocolState,
@@ -72,9 +74,12 @@ def test_payload_defaults_to_an_empty_object() -> None:
     (line(type="x"),
      ("unknown_channel", "channel must be one of agent, tool, model, user, framework, "
                          "got None")),
-    (line(channel="agent"), ("bad_type", "'type' must be a non-empty string, got None")),
-    (line(channel="agent", type=""), ("bad_type", "'type' must be a non-empty string, got ''")),
-    (line(channel="agent", type=3), ("bad_type", "'type' must be a non-empty string, got 3")),
+    (line(channel="agent"), ("bad_type", "'type' must be a non-empty string of at most 128 "
+                                         "characters, got None")),
+    (line(channel="agent", type=""), ("bad_type", "'type' must be a non-empty string of at most "
+                                                  "128 characters, got ''")),
+    (line(channel="agent", type=3), ("bad_type", "'type' must be a non-empty string of at most "
+                                                 "128 characters, got 3")),
     (line(channel="agent", type="x", payload=[1]),
      ("bad_payload", "'payload' must be an object, got list")),
     (line(channel="agent", type="x", payload=None),
@@ -103,6 +108,36 @@ def test_deep_nesting_is_a_violation_not_a_crash(raw: bytes) -> None:
     assert len(detail) < 300
 
 
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 500, 900])
+def test_nesting_past_the_bound_is_a_violation_however_json_loads_takes_it(depth: int) -> None:
+    # Nested 900-999 deep, json.loads succeeds, and every later recursive walk (hashing the
+    # path, redaction, encoding) would hit Python's recursion limit.
+    inner = "[" * (depth - 2) + "]" * (depth - 2)
+    decoded = decode_line(f'{{"channel":"agent","type":"x","payload":{{"p":{inner}}}}}'.encode())
+    if depth <= MAX_JSON_DEPTH:
+        assert isinstance(decoded, WorkerEvent)
+        state = started()
+        assert state.accept(decoded) is decoded and state.violation_count == 0
+    else:
+        assert decoded[0] == "too_deep"
+        assert f"nested deeper than {MAX_JSON_DEPTH} levels" in decoded[1]
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400",
+                                     "1" + "0" * 400 + ".0"])
+def test_numbers_json_cannot_carry_are_violations(literal: str) -> None:
+    kind, detail = decode_line(
+        f'{{"channel":"agent","type":"x","payload":{{"v":{literal}}}}}'.encode())
+    assert kind == "not_finite"
+    assert "not finite" in detail
+
+
+def test_a_type_longer_than_the_bound_is_a_violation_quoted_in_bounded_form() -> None:
+    kind, detail = decode_line(line(channel="agent", type="t" * 1_000_000))
+    assert kind == "bad_type"
+    assert len(detail) < 400
+
+
 def test_a_cut_line_is_a_violation_even_if_it_parses() -> None:
     assert decode_line(line(channel="agent", type="x"), cut=True) == (
         "line_too_long", "line longer than the limit, cut: '{\"channel\": \"agent\", \"type\": "
@@ -123,7 +158,7 @@ def test_framework_ready_first_moves_to_ready() -> None:
     assert state.phase is Phase.AWAIT_READY
     assert state.accept(READY) is READY
     assert state.phase is Phase.READY
-    assert state.ready == {"framework": "fw", "framework_version": "1.0"}
+    assert state.ready == {"framework": "fw", "framework_version": "1.0", "package_paths": []}
     assert state.violation_count == 0
 
 
@@ -152,7 +187,7 @@ def test_duplicate_ready_is_a_violation_and_ignored() -> None:
     second = event("framework", "framework_ready", framework="other", framework_version="9")
     assert state.accept(second) == Violation("duplicate_ready", 2,
                                              "framework_ready sent twice; ignored")
-    assert state.ready == {"framework": "fw", "framework_version": "1.0"}
+    assert state.ready == {"framework": "fw", "framework_version": "1.0", "package_paths": []}
     assert state.phase is Phase.STARTED
 
 
@@ -270,14 +305,43 @@ def test_tool_names_are_bounded_but_known_names_keep_counting() -> None:
     assert state.tool_calls["t0"] == 3
 
 
-def test_trajectory_is_bounded_while_calls_keep_counting() -> None:
+def test_trajectory_is_bounded_in_characters_while_calls_keep_counting_and_hashing() -> None:
+    steps = MAX_TRAJECTORY_CHARS // len("step:ok") + 50
+    state, longer = started(), started()
+    for run, count in ((state, steps), (longer, steps + 1)):
+        for _ in range(count):
+            run.accept(event("tool", "call", name="step"))
+            run.accept(event("tool", "result", name="step", ok=True))
+    assert sum(map(len, state.trajectory)) <= MAX_TRAJECTORY_CHARS + len("step:ok")
+    assert len(state.trajectory) < steps
+    assert state.tool_calls == {"step": steps}
+    assert state.lines == 1 + 2 * steps
+    # The kept steps are equal, the trajectories are not: the digest covers every step.
+    assert state.trajectory == longer.trajectory
+    assert state.trajectory_hash.hexdigest() != longer.trajectory_hash.hexdigest()
+
+
+def test_event_path_steps_are_bounded_in_characters_but_hashed_whole() -> None:
     state = started()
-    for _ in range(MAX_TRAJECTORY_STEPS + 5):
-        state.accept(event("tool", "call", name="step"))
-        state.accept(event("tool", "result", name="step", ok=True))
-    assert len(state.trajectory) == MAX_TRAJECTORY_STEPS
-    assert state.tool_calls == {"step": MAX_TRAJECTORY_STEPS + 5}
-    assert state.lines == 1 + 2 * (MAX_TRAJECTORY_STEPS + 5)
+    for index in range(5_000):
+        state.accept(event("agent", "t" * 120, name=f"n{index}" + "x" * 120))
+    assert sum(map(len, state.path)) <= protocol.MAX_PATH_CHARS + 400
+    assert len(state.path) < 5_000
+
+
+def test_fault_points_are_bounded_in_size_and_number() -> None:
+    state = started()
+    for index in range(protocol.MAX_FAULTS + 10):
+        state.accept(event("framework", "fault", point=f"{index}" + "p" * 1_000_000))
+    assert len(state.faults_fired) == protocol.MAX_FAULTS
+    assert all(len(point) <= MAX_NAME_CHARS for point, _ in state.faults_fired)
+
+
+@pytest.mark.parametrize("occurrence", [True, 0, -1, 2**40, "1", 1.0])
+def test_a_fault_with_an_occurrence_that_is_not_a_small_count_is_not_recorded(occurrence):
+    state = started()
+    state.accept(event("framework", "fault", point="before_model", occurrence=occurrence))
+    assert state.faults_fired == set()
 
 
 def test_huge_tool_names_are_bounded_but_stay_distinct() -> None:
@@ -287,9 +351,22 @@ def test_huge_tool_names_are_bounded_but_stay_distinct() -> None:
         state.accept(event("tool", "call", name=name))
         state.accept(event("tool", "result", name=name, ok=True))
     assert len(state.tool_calls) == 2
-    assert all(len(name) == protocol.MAX_TOOL_NAME_CHARS for name in state.tool_calls)
-    assert all(len(step) < protocol.MAX_TOOL_NAME_CHARS + 10 for step in state.trajectory)
+    assert all(len(name) == MAX_NAME_CHARS for name in state.tool_calls)
+    assert all(len(step) < MAX_NAME_CHARS + 10 for step in state.trajectory)
     assert state.trajectory[0] != state.trajectory[1]
+
+
+def test_names_are_redacted_before_they_are_cut() -> None:
+    from alk.redaction import Redactor
+
+    secret = "sk-" + "Q7w9" * 8
+    state = ProtocolState(redactor=Redactor([secret]))
+    state.accept(READY)
+    state.phase = Phase.STARTED
+    for offset in range(90, 130):
+        state.accept(event("tool", "call", name="n" * offset + secret))
+    for name in state.tool_calls:
+        assert not any(secret[i:i + 8] in name for i in range(len(secret) - 7)), name
 
 
 def test_event_paths_ignore_top_level_ids_and_the_workspace_but_keep_arguments() -> None:

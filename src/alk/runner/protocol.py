@@ -1,7 +1,9 @@
 """Protocol v1, the harness side: messages to the worker, and the checks on every line it writes.
 
 Pure: bytes in, messages and violations out. `ProtocolState` follows one worker through the
-handshake and the run, and keeps in bounded memory what attribution needs later.
+handshake and the run, and keeps in bounded memory what attribution needs later. Everything a
+worker sends is bounded here, where it enters: nesting depth, numbers (JSON has no NaN or
+Infinity), the length of every name alk keeps, and the bytes of what it remembers per repeat.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Mapping
 
+from alk import untrusted_json
 from alk.records import Violation
 from alk.redaction import Redactor
 from alk.worker import CHANNELS, PROTOCOL_VERSION
@@ -19,12 +22,20 @@ from alk.worker import CHANNELS, PROTOCOL_VERSION
 HARNESS_CHANNEL = "harness"
 # Bounds on what a worker can make the harness remember, whatever it sends.
 MAX_VIOLATIONS_KEPT = 20
-MAX_TRAJECTORY_STEPS = 1_000
 MAX_TOOL_NAMES = 1_000
-# A longer tool name is kept as its head and a hash of the whole, so that names stay distinct
-# while 1,000 names of 1 MiB each cannot fill the harness's memory or the result document.
-MAX_TOOL_NAME_CHARS = 128
-MAX_PATH_STEPS = 500
+MAX_FAULTS = 1_000
+# A longer name (a tool's, an event type's, a fault point's) is a violation for a type, and is
+# kept as its head and a digest of the whole for the others, so that names stay distinct while
+# 1,000 names of 1 MiB each cannot fill the harness's memory or the result document.
+MAX_NAME_CHARS = 128
+# Deeper JSON is a violation: every later stage (redaction, hashing, encoding) may then walk
+# what it is given without a recursion limit to hit.
+MAX_JSON_DEPTH = untrusted_json.MAX_DEPTH
+# Per repeat: the tool trajectory and the event path, in characters of their steps.
+MAX_TRAJECTORY_CHARS = 8 * 1024
+MAX_PATH_CHARS = 8 * 1024
+MAX_PACKAGE_PATHS = 64
+MAX_PATH_NAME_CHARS = 4096
 # Keys whose values differ from run to run by nature: left out of the normalized event path.
 VOLATILE_KEYS = frozenset({"id", "ids", "run_id", "t", "ts", "time", "timestamp", "created",
                            "created_at", "duration", "duration_s", "elapsed", "elapsed_s",
@@ -40,7 +51,8 @@ class Phase(StrEnum):
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
-    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return (json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            + "\n").encode()
 
 
 def hello_message(lane: str) -> dict[str, Any]:
@@ -72,18 +84,23 @@ def decode_line(raw: bytes, cut: bool = False,
     except UnicodeDecodeError:
         return "invalid_utf8", f"line is not UTF-8: {_excerpt(raw, redactor)}"
     try:
-        message = json.loads(text)
-    except (ValueError, RecursionError):
-        return "not_json", f"line is not JSON: {_excerpt(raw, redactor)}"
+        message = untrusted_json.parse(text, max_depth=MAX_JSON_DEPTH)
+    except untrusted_json.Rejected as exc:
+        if exc.kind == "not_json":
+            return "not_json", f"line is not JSON: {_excerpt(raw, redactor)}"
+        return exc.kind, f"{exc}: {_excerpt(raw, redactor)}"
     if not isinstance(message, dict):
         return "not_object", f"line is JSON but not an object: {_excerpt(raw, redactor)}"
     channel, kind, payload = message.get("channel"), message.get("type"), message.get("payload", {})
     if channel == HARNESS_CHANNEL:
-        return "harness_channel", f"worker claimed the harness channel (type {kind!r}); ignored"
+        return "harness_channel", (f"worker claimed the harness channel (type "
+                                   f"{_name(kind, redactor)}); ignored")
     if channel not in CHANNELS:
-        return "unknown_channel", f"channel must be one of {', '.join(CHANNELS)}, got {channel!r}"
-    if not isinstance(kind, str) or not kind:
-        return "bad_type", f"'type' must be a non-empty string, got {kind!r}"
+        return "unknown_channel", (f"channel must be one of {', '.join(CHANNELS)}, got "
+                                   f"{_name(channel, redactor)}")
+    if not isinstance(kind, str) or not kind or len(kind) > MAX_NAME_CHARS:
+        return "bad_type", (f"'type' must be a non-empty string of at most {MAX_NAME_CHARS} "
+                            f"characters, got {_name(kind, redactor)}")
     if not isinstance(payload, dict):
         return "bad_payload", f"'payload' must be an object, got {type(payload).__name__}"
     return WorkerEvent(channel, kind, payload)
@@ -92,9 +109,10 @@ def decode_line(raw: bytes, cut: bool = False,
 class ProtocolState:
     """Follows one worker's lines; remembers only bounded facts."""
 
-    def __init__(self, workspace: str = "") -> None:
+    def __init__(self, workspace: str = "", redactor: Redactor = _NO_SECRETS) -> None:
         # Each repeat's workspace has its own path; it must not make equal runs look different.
         self.workspace = workspace
+        self.redactor = redactor
         self.phase = Phase.AWAIT_READY
         self.ready: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
@@ -103,16 +121,24 @@ class ProtocolState:
         self.faults_fired: set[tuple[str, int]] = set()
         self.model_turns = 0  # `model/turn` events: scripted turns the framework consumed
         # The run's normalized event path: what happened, in order, without what differs by
-        # nature (ids, times); equal paths mean the framework did the same thing.
+        # nature (ids, times); equal paths mean the framework did the same thing. The hash
+        # covers every event; the steps kept for a report are bounded.
         self.path_hash = hashlib.sha256()
         self.path: list[str] = []
+        self._path_chars = 0
         # Calls to names past MAX_TOOL_NAMES: not counted by name, but never forgotten, so that
         # flooding junk names cannot hide a call the lane forbids.
         self.uncounted_tool_calls = 0
         self.trajectory: list[str] = []
+        self.trajectory_hash = hashlib.sha256()
+        self._trajectory_chars = 0
         self.violations: list[Violation] = []
         self.violation_count = 0
         self.lines = 0
+
+    def name(self, value: str) -> str:
+        """A worker-chosen name as alk keeps it: redacted and at most MAX_NAME_CHARS."""
+        return self.redactor.bounded(value, MAX_NAME_CHARS)
 
     def violate(self, kind: str, detail: str) -> Violation:
         violation = Violation(kind, self.lines, detail)
@@ -130,23 +156,20 @@ class ProtocolState:
         if event.channel == "framework" and event.type == "framework_ready":
             if self.phase is not Phase.AWAIT_READY:
                 return self.violate("duplicate_ready", "framework_ready sent twice; ignored")
-            self.ready = event.payload
+            self.ready = _ready(event.payload)
             self.phase = Phase.READY
             return event
         if self.phase is Phase.AWAIT_READY:
-            return self.violate("before_ready", f"{event.channel}/{event.type} before "
+            return self.violate("before_ready", f"{event.channel}/{self.name(event.type)} before "
                                                 "framework_ready; the first line must be it")
         if self.phase is not Phase.STARTED:
-            return self.violate("before_start", f"{event.channel}/{event.type} before alk sent "
-                                                "start; wait for start() first")
+            return self.violate("before_start", f"{event.channel}/{self.name(event.type)} before "
+                                                "alk sent start; wait for start() first")
         self._follow(event)
         if event.channel == "model" and event.type == "turn":
             self.model_turns += 1
         if event.channel == "framework" and event.type == "fault":
-            point, occurrence = event.payload.get("point"), event.payload.get("occurrence", 1)
-            if isinstance(point, str) and isinstance(occurrence, int) and \
-                    len(self.faults_fired) < MAX_TOOL_NAMES:
-                self.faults_fired.add((point, occurrence))
+            self._fault(event.payload)
         elif event.channel == "tool":
             self._tool(event)
         elif event.channel == "agent" and event.type == "result":
@@ -158,28 +181,40 @@ class ProtocolState:
                           sort_keys=True, ensure_ascii=False, default=str)
         if self.workspace:
             text = text.replace(self.workspace, "<workspace>")
-        self.path_hash.update(text.encode("utf-8", "surrogatepass") + b"\n")
-        if len(self.path) < MAX_PATH_STEPS:
+        data = text.encode("utf-8", "surrogatepass")
+        self.path_hash.update(data + b"\n")
+        if self._path_chars < MAX_PATH_CHARS:
             name = event.payload.get("name")
-            label = f"{event.channel}/{event.type}" + (
-                f" {bounded_name(name)}" if isinstance(name, str) else "")
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-            self.path.append(f"{label}@{digest}")
+            label = f"{event.channel}/{self.name(event.type)}" + (
+                f" {self.name(name)}" if isinstance(name, str) else "")
+            step = f"{label}@{hashlib.sha256(data).hexdigest()[:8]}"
+            self.path.append(step)
+            self._path_chars += len(step)
+
+    def _fault(self, payload: Mapping[str, Any]) -> None:
+        point, occurrence = payload.get("point"), payload.get("occurrence", 1)
+        if (isinstance(point, str) and type(occurrence) is int and 0 < occurrence < 2**31
+                and len(self.faults_fired) < MAX_FAULTS):
+            self.faults_fired.add((self.name(point), occurrence))
 
     def _tool(self, event: WorkerEvent) -> None:
         name = event.payload.get("name")
         if not isinstance(name, str):
-            self.violate("bad_tool_event", f"tool/{event.type} without a string 'name'")
+            self.violate("bad_tool_event", f"tool/{self.name(event.type)} without a string 'name'")
             return
-        name = bounded_name(name)
+        name = self.name(name)
         if event.type == "call":
             if name in self.tool_calls or len(self.tool_calls) < MAX_TOOL_NAMES:
                 self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
             else:
                 self.uncounted_tool_calls += 1
-        elif event.type == "result" and len(self.trajectory) < MAX_TRAJECTORY_STEPS:
+        elif event.type == "result":
             # Only a real boolean true is success: the string "false" is truthy.
-            self.trajectory.append(f"{name}:{'ok' if event.payload.get('ok') is True else 'error'}")
+            step = f"{name}:{'ok' if event.payload.get('ok') is True else 'error'}"
+            self.trajectory_hash.update(step.encode("utf-8", "surrogatepass") + b"\n")
+            if self._trajectory_chars < MAX_TRAJECTORY_CHARS:
+                self.trajectory.append(step)
+                self._trajectory_chars += len(step)
 
     def _result(self, payload: dict[str, Any]) -> None:
         if self.result is not None or self.bad_result is not None:
@@ -192,18 +227,22 @@ class ProtocolState:
             self.result = payload
 
 
+def _ready(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What alk keeps of framework_ready: the identity and a bounded list of package paths
+    (the gate judges the payload as sent; attribution reads the paths for every frame)."""
+    paths = payload.get("package_paths")
+    kept = ([p for p in paths[:MAX_PACKAGE_PATHS]
+             if isinstance(p, str) and len(p) <= MAX_PATH_NAME_CHARS]
+            if isinstance(paths, list) else [])
+    return {"framework": payload.get("framework"),
+            "framework_version": payload.get("framework_version"), "package_paths": kept}
+
+
 def normalized(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A payload without its top-level keys whose values differ by nature (ids, times,
     durations). What the agent did — tool arguments, outputs — is kept whole, ids included."""
     return {k: v for k, v in payload.items()
             if k not in VOLATILE_KEYS and not k.endswith("_id")}
-
-
-def bounded_name(name: str) -> str:
-    if len(name) <= MAX_TOOL_NAME_CHARS:
-        return name
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{name[:MAX_TOOL_NAME_CHARS - 13]}…{digest}"
 
 
 def result_problem(payload: Mapping[str, Any]) -> str | None:
@@ -217,7 +256,13 @@ def result_problem(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _name(value: Any, redactor: Redactor) -> str:
+    """A worker's value quoted in a violation's detail, bounded."""
+    if isinstance(value, str):
+        return repr(redactor.bounded(value, MAX_NAME_CHARS))
+    return redactor.cut(repr(value), MAX_NAME_CHARS)
+
+
 def _excerpt(raw: bytes, redactor: Redactor) -> str:
-    text = raw[: (EXCERPT_CHARS + redactor.longest) * 4].decode("utf-8", "replace")
-    kept = redactor.cut(text, EXCERPT_CHARS)
-    return repr(kept[:-1]) + "…" if kept.endswith("…") and kept != text else repr(kept)
+    kept = redactor.excerpt(raw, EXCERPT_CHARS)
+    return repr(kept[:-1]) + "…" if kept.endswith("…") else repr(kept)
