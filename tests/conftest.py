@@ -36,7 +36,9 @@ class ProcessWatch:
     def _poll(self) -> None:
         while not self._stop.is_set():
             for entry in os.scandir("/proc"):
-                if not entry.name.isdigit() or int(entry.name) in self.seen:
+                # A pid seen as a wrapper may since have exec'd the worker: look again.
+                if not entry.name.isdigit() or (int(entry.name) in self.seen
+                                                and not _wrapper(self.seen[int(entry.name)])):
                     continue
                 try:
                     cwd = os.readlink(f"/proc/{entry.name}/cwd")
@@ -48,9 +50,9 @@ class ProcessWatch:
             time.sleep(POLL_S)
 
     def workers(self) -> list[int]:
-        """The worker processes themselves: not the wrappers in front of them."""
-        return [pid for pid, argv in self.seen.items()
-                if argv and Path(argv[0]).name not in ("unshare", "prlimit", "setpriv", "bwrap")]
+        """The worker processes themselves: not the wrappers in front of them, nor alk's init
+        (a Python started with `-I -S -c`)."""
+        return [pid for pid, argv in self.seen.items() if argv and not _wrapper(argv)]
 
     def left(self, within_s: float = 2.0) -> list[int]:
         """Pids still alive (not zombies) after `within_s`."""
@@ -60,6 +62,14 @@ class ProcessWatch:
             if not alive or time.monotonic() > until:
                 return alive
             time.sleep(0.02)
+
+
+def _wrapper(argv: list[str]) -> bool:
+    """A wrapper alk puts in front of a worker, or alk's init (a Python run `-I -S -c`)."""
+    if not argv:
+        return False
+    return (Path(argv[0]).name in ("unshare", "prlimit", "setpriv", "bwrap")
+            or argv[1:4] == ["-I", "-S", "-c"])
 
 
 def _alive(pid: int) -> bool:
@@ -75,3 +85,11 @@ def process_watch():
     if not Path("/proc/self/cwd").exists():
         pytest.skip("needs Linux /proc")
     return ProcessWatch
+
+
+@pytest.fixture(autouse=True)
+def readable_tmp_path(tmp_path):
+    """pytest makes tmp_path private (0700). A sandboxed worker runs as nobody when alk is root
+    and must read the programs and lanes tests put there, as it reads a project's (0755)."""
+    tmp_path.chmod(0o755)
+    return tmp_path

@@ -37,7 +37,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -85,32 +84,15 @@ class Isolation:
     def strongest_filesystem(self) -> Filesystem:
         return self.filesystems[0]
 
-    def prefix(self, network: Network, filesystem: Filesystem = Filesystem.WORKSPACE,
-               workspace: str = "", visible: Iterable[str] = ()) -> tuple[str, ...]:
-        """The argv to put before a worker's command. `visible`: folders the worker must read
-        (its program, its interpreter, the SDK) that a private /tmp would otherwise hide."""
-        if filesystem is Filesystem.SANDBOX and self.bwrap:
-            binds = [arg for path in sorted(set(visible)) if _under_tmp(path)
-                     for arg in ("--ro-bind", path, path)]
-            # /proc/sys stays read-only: the host's kernel settings (core_pattern runs a
-            # program as root on the next crash) are not the worker's to change.
-            return (self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--ro-bind", "/proc/sys", "/proc/sys",
-                    "--tmpfs", "/tmp", *binds, "--bind", workspace, workspace,
-                    "--chdir", workspace, "--unshare-pid", "--as-pid-1", "--unshare-ipc",
-                    "--unshare-uts",
-                    *(("--unshare-net",) if network is Network.NONE else ()),
-                    "--die-with-parent", "--cap-drop", "ALL", "--")
+    def prefix(self, network: Network) -> tuple[str, ...]:
+        """The argv to put before a worker's command for a PID namespace without the sandbox
+        (`runner.sandbox` builds bwrap's)."""
         if not self.unshare:
             return ()
         # setpriv: unshare outlives a SIGKILLed alk unless told to die with it (bwrap has
         # --die-with-parent); when it dies, --kill-child ends the worker and its namespace.
         return (*self.pdeathsig, *self.unshare, *_PID_NS,
                 *(("--net",) if network is Network.NONE else ()))
-
-
-def _under_tmp(path: str) -> bool:
-    return path.startswith("/tmp/")
 
 
 PROCESS_GROUP_ONLY = Isolation(Containment.PROCESS_GROUP, (Network.HOST,), (), "requested",

@@ -2,7 +2,8 @@
 
 A line longer than the limit comes out once, cut at the limit and marked, and the rest of it up
 to its newline is dropped: a worker can write one endless line without making alk hold it, and
-the same output is cut the same way whatever sizes the reads happened to have.
+the same output is cut the same way whatever sizes the reads happened to have. A chunk is split
+by `bytes.split` (in C), so that many short lines cost little each.
 """
 
 from __future__ import annotations
@@ -16,25 +17,28 @@ class LineSplitter:
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, bool]]:
         """The lines `chunk` completes, each as (line, cut)."""
+        if self._discarding:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                return []
+            self._discarding = False
+            chunk = chunk[newline + 1:]
+        parts = chunk.split(b"\n")
+        partial = parts.pop()
+        limit = self.limit
         lines: list[tuple[bytes, bool]] = []
-        start = 0
-        while (newline := chunk.find(b"\n", start)) >= 0:
-            if self._discarding:
-                self._discarding = False
-            elif len(self._buffer) + newline - start > self.limit:
-                self._buffer += chunk[start:start + self.limit - len(self._buffer)]
-                lines.append((bytes(self._buffer), True))
-            else:
-                self._buffer += chunk[start:newline]
-                lines.append((bytes(self._buffer), False))
-            self._buffer.clear()
-            start = newline + 1
-        if not self._discarding:
-            self._buffer += chunk[start:]
-            if len(self._buffer) > self.limit:
-                lines.append((bytes(self._buffer[:self.limit]), True))
+        if parts:
+            if self._buffer:
+                self._buffer += parts[0]
+                parts[0] = bytes(self._buffer)
                 self._buffer.clear()
-                self._discarding = True
+            lines = [(line, False) if len(line) <= limit else (line[:limit], True)
+                     for line in parts]
+        self._buffer += partial
+        if len(self._buffer) > limit:
+            lines.append((bytes(self._buffer[:limit]), True))
+            self._buffer.clear()
+            self._discarding = True
         return lines
 
     def flush(self) -> list[tuple[bytes, bool]]:

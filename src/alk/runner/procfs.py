@@ -41,6 +41,19 @@ def peak_rss_kb(pid: int | str) -> int:
     return 0
 
 
+def tmpfs_used_kb(pid: int) -> int:
+    """What a sandboxed process holds in its private /tmp and /dev/shm, in KiB (tmpfs is
+    memory); 0 where unavailable. Read through its root as the host sees it."""
+    used = 0
+    for folder in ("tmp", "dev/shm"):
+        try:
+            stat = os.statvfs(f"/proc/{pid}/root/{folder}")
+        except OSError:
+            continue
+        used += (stat.f_blocks - stat.f_bfree) * stat.f_frsize // 1024
+    return used
+
+
 @functools.lru_cache(maxsize=64)
 def on_path(program: str, path: str) -> bool:
     """Can `program` be run with this PATH? Cached: it is asked before every repeat."""

@@ -1,0 +1,91 @@
+"""alk's init: PID 1 of a worker's PID namespace, so that the worker is not.
+
+The kernel ignores a signal sent to a namespace's PID 1 when its action is the default, so a
+worker running as PID 1 survives its own SIGKILL and alk's SIGTERM. This init runs the worker
+as its child instead, forwards the signals it gets, reaps every orphan, ends the namespace when
+the worker ends, and reports the worker's real exit status on a pipe only it holds: a worker's
+exit code cannot pass for a signal (bwrap and unshare report a death by signal N as 128 + N).
+
+    python -I -S -c SOURCE STATUS_FD UID GID -- PROGRAM ARG...
+
+Standalone and standard library only; alk runs it with `-c`, so no file of alk's needs to be
+visible in the sandbox. With UID and GID other than "-", the worker runs as that user (alk as
+root runs it as nobody: root-only files stay unreadable). The status line is `exit N` or
+`signal N`. Imports are kept to built-in modules: this costs every repeat a start-up.
+"""
+
+import os
+import sys
+
+try:
+    import _signal as signals  # built in; `signal` would import enum, milliseconds a spawn
+except ImportError:  # pragma: no cover - other interpreters
+    import signal as signals
+
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+PR_SET_DUMPABLE = 4
+
+
+def main(argv):
+    status_fd, uid, gid = int(argv[1]), argv[2], argv[3]
+    command = argv[5:]
+    if os.getuid() != 0:
+        # Same user as the worker: without this it could open /proc/1/fd/STATUS_FD and forge
+        # the status line, or trace this process.
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    worker = 0
+
+    def forward(number, frame):
+        if worker > 0:
+            try:
+                os.kill(worker, number)
+            except OSError:
+                pass
+
+    numbers = [getattr(signals, name) for name in FORWARDED if hasattr(signals, name)]
+    # Handlers before the fork: a signal in between must not find PID 1 without one.
+    for number in numbers:
+        signals.signal(number, forward)
+    worker = os.fork()
+    if worker == 0:
+        try:
+            os.close(status_fd)
+            for number in numbers:
+                signals.signal(number, signals.SIG_DFL)
+            if uid != "-":
+                os.setgroups([])
+                os.setgid(int(gid))
+                os.setuid(int(uid))
+            os.execvp(command[0], command)
+        except OSError as exc:
+            os.write(2, f"alk init: cannot run {command[0]!r}: {exc.strerror}\n".encode())
+        os._exit(127)
+    status = None
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == worker:
+            status = code
+            try:
+                os.kill(-1, signals.SIGKILL)  # the rest of the namespace ends with the worker
+            except OSError:
+                pass
+    if status is None:
+        line, code = "exit 255", 255
+    elif os.WIFSIGNALED(status):
+        line, code = f"signal {os.WTERMSIG(status)}", 128 + os.WTERMSIG(status)
+    else:
+        line, code = f"exit {os.waitstatus_to_exitcode(status)}", os.waitstatus_to_exitcode(status)
+    try:
+        os.write(status_fd, (line + "\n").encode())
+    except OSError:
+        pass
+    os._exit(code & 0xFF)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

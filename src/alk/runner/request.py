@@ -1,0 +1,41 @@
+"""What the runner is asked to do: one worker process (`RunRequest`), and the gate that judges
+the framework and version it reports (`Gate`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from alk.records import KillAt, Limits, Preflight
+from alk.redaction import Redactor
+from alk.runner.isolation import Filesystem, Network
+
+LINE_LIMIT_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One worker process to run. `start` is None for a preflight-only probe. `redactor` holds
+    the values that must not appear in what the runner reports (its transcript has its own)."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    timeout_s: float
+    hello: Mapping[str, Any]
+    start: Mapping[str, Any] | None
+    line_limit_bytes: int = LINE_LIMIT_BYTES
+    redactor: Redactor = field(default_factory=Redactor)
+    limits: Limits = field(default_factory=Limits)
+    network: Network = Network.HOST
+    filesystem: Filesystem = Filesystem.WORKSPACE
+    kill_at: KillAt | None = None
+    # Folders the worker must be able to read in a sandbox (its program, interpreter, the SDK).
+    visible: tuple[str, ...] = ()
+    # Folders inside `visible` that the worker must not see (alk's transcripts and reports):
+    # an empty file system is mounted over them.
+    hidden: tuple[str, ...] = ()
+
+
+# Judges a worker's framework_ready payload.
+Gate = Callable[[Mapping[str, Any]], Preflight]

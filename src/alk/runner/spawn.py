@@ -1,0 +1,258 @@
+"""Starting a worker behind its wrappers; signalling, watching and reaping it.
+
+The worker's argv is put behind, in order: `prlimit` (its limits, inherited by everything after),
+the isolation (bwrap for the sandbox, or setpriv and unshare for a PID namespace), and, in a
+PID namespace, alk's init (`runner/init.py`), so that the worker is never PID 1 and its real
+exit status reaches alk on a pipe of the init's. Only this module starts processes.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import functools
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from alk.limits import prlimit_prefix
+from alk.limits import setter as limit_setter
+from alk.runner.isolation import Containment, Filesystem, Isolation
+from alk.runner.pids_cgroup import PidsCgroup
+from alk.runner.pids_cgroup import for_limits as pids_cgroup_for
+from alk.runner.procfs import descendant, on_path, peak_rss_kb, tmpfs_used_kb
+from alk.runner.procfs import pidfd as procfs_pidfd
+from alk.runner.request import RunRequest
+from alk.runner.sandbox import View, bwrap_args, worker_uid
+
+PIPE_BYTES = 1024 * 1024
+# The init's one line: "exit N" or "signal N"; anything longer is not the init's.
+STATUS_LINE_BYTES = 64
+# Folders a worker writes besides its workspace, sized from its memory limit, each this share.
+TMPFS_SHARE_OF_MEMORY = 0.5
+
+
+@functools.cache
+def init_source() -> str:
+    return Path(__file__).with_name("init.py").read_text(encoding="utf-8")
+
+
+class Spawned:
+    """A started worker: the process alk started (the outermost wrapper), its pipes, and where
+    the worker itself sits below it."""
+
+    def __init__(self, proc: subprocess.Popen, depth: int, status_fd: int | None,
+                 cgroup: PidsCgroup | None, sandboxed: bool) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.depth = depth  # forks between alk's child and the worker (wrappers, the init)
+        self.sandboxed = sandboxed
+        self._status_fd = status_fd
+        self._cgroup = cgroup
+        self._worker_pid: int | None = proc.pid if depth == 0 else None
+        self.exit_fd = procfs_pidfd(proc.pid)
+
+    def worker_pid(self) -> int | None:
+        """The worker's pid on the host, once it is found below its wrappers."""
+        if self._worker_pid is None:
+            self._worker_pid = descendant(self.pid, self.depth)
+        return self._worker_pid
+
+    def exited(self) -> bool:
+        """Has the started process exited? Leaves it a zombie (WNOWAIT) so that its pid, the
+        group's id, cannot be reused before the group is killed."""
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def signal(self, number: int, group: bool) -> bool | None:
+        """Sends a signal to the worker alone (or its group when it cannot be found yet), or to
+        the whole group. Returns whether it went to the group, None when nobody was there."""
+        target = None if group or not self.depth else self.worker_pid()
+        try:
+            if target is not None:
+                os.kill(target, number)
+            else:
+                os.killpg(self.pid, number)
+        except (ProcessLookupError, PermissionError):
+            return None
+        return target is None
+
+    def reap(self) -> tuple[int, Any] | None:
+        """Waits for the started process: (wait status, rusage), None when it was lost."""
+        try:
+            _, status, rusage = os.wait4(self.pid, 0)
+        except ChildProcessError:
+            return None
+        return status, rusage
+
+    def reap_after_kill(self, limit_s: float) -> None:
+        """After alk itself failed or was interrupted: kill the group, reap for a short while."""
+        import time
+
+        self.signal(signal.SIGKILL, group=True)
+        until = time.monotonic() + limit_s
+        while time.monotonic() < until:
+            try:
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    self.proc.returncode = -signal.SIGKILL
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.005)
+
+    def peak_rss_kb(self) -> int:
+        pid = self.worker_pid()
+        return peak_rss_kb(pid) if pid is not None else 0
+
+    def tmpfs_kb(self) -> int:
+        """What the worker holds in its private /tmp and /dev/shm (memory, not disk)."""
+        pid = self.worker_pid() if self.sandboxed else None
+        return tmpfs_used_kb(pid) if pid is not None else 0
+
+    def init_status(self) -> tuple[int | None, int | None] | None:
+        """The worker's (exit code, signal) as the init saw it; None without one (no init, or
+        the init was killed). Read after the started process exited: the line is there."""
+        if self._status_fd is None:
+            return None
+        try:
+            data = os.read(self._status_fd, STATUS_LINE_BYTES)
+        except OSError:
+            return None
+        parts = data.decode("ascii", "replace").split()
+        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            return None
+        value = int(parts[1])
+        if parts[0] == "exit":
+            return value, None
+        if parts[0] == "signal":
+            return None, value
+        return None
+
+    def limit_hit(self) -> bool:
+        return bool(self._cgroup and self._cgroup.hit_limit())
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+        for fd in (self.exit_fd, self._status_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.exit_fd = self._status_fd = None
+        if self._cgroup:
+            self._cgroup.remove()
+            self._cgroup = None
+
+
+def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | None = None
+          ) -> Spawned:
+    """Starts the worker; raises OSError when it cannot be started."""
+    if (request.network not in isolation.networks
+            or request.filesystem not in isolation.filesystems):
+        # The executor voids such a run before it starts; never run with less than asked.
+        raise ValueError(f"network {request.network} / filesystem {request.filesystem} "
+                         "is not available here")
+    sandboxed = request.filesystem is Filesystem.SANDBOX and bool(isolation.bwrap)
+    namespaced = sandboxed or (isolation.containment is Containment.PID_NAMESPACE
+                               and bool(isolation.unshare))
+    limit_prefix = prlimit_prefix(request.limits)
+    # Behind the wrappers a missing program would look like an early exit: say it plainly.
+    if (limit_prefix or namespaced) and not on_path(request.argv[0],
+                                                    request.env.get("PATH", os.defpath)):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+    cgroup = pids_cgroup_for(request.limits)
+    read_fd = write_fd = seccomp_fd = None
+    try:
+        pass_fds: list[int] = []
+        wrapper: tuple[str, ...] = ()
+        init: tuple[str, ...] = ()
+        drop_to = worker_uid() if sandboxed else None
+        if namespaced:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            pass_fds.append(write_fd)
+            if drop_to is not None:
+                # The worker's own; the init (root without capabilities) must still enter it.
+                os.chown(request.cwd, drop_to, drop_to)
+                os.chmod(request.cwd, 0o711)
+            init = (sys.executable, "-I", "-S", "-c", init_source(), str(write_fd),
+                    *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")), "--")
+        if sandboxed:
+            if seccomp_program is not None:
+                seccomp_fd = _memfd(seccomp_program)
+                pass_fds.append(seccomp_fd)
+            view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
+                        tmpfs_bytes=_tmpfs_bytes(request))
+            wrapper = bwrap_args(isolation.bwrap or "bwrap", view, request.network,
+                                 drop_to=drop_to, seccomp_fd=seccomp_fd)
+        elif namespaced:
+            wrapper = isolation.prefix(request.network)
+        steps = [step for step in (
+            None if limit_prefix is not None else limit_setter(request.limits),
+            cgroup.joiner() if cgroup else None) if step]
+        proc = subprocess.Popen(
+            (*(limit_prefix or ()), *wrapper, *init, *request.argv), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
+            env=dict(request.env), start_new_session=True, close_fds=True,
+            pass_fds=tuple(pass_fds), preexec_fn=_chain(steps) if steps else None,
+        )
+    except BaseException:
+        for fd in (read_fd, write_fd, seccomp_fd):
+            if fd is not None:
+                os.close(fd)
+        if cgroup:
+            cgroup.remove()
+        raise
+    # Only the init may hold the write end: alk's copy would keep the pipe open forever.
+    for fd in (write_fd, seccomp_fd):
+        if fd is not None:
+            os.close(fd)
+    for pipe in (proc.stdout, proc.stderr):
+        _widen(pipe.fileno())
+    # bwrap and unshare each fork once; the init forks the worker.
+    return Spawned(proc, 2 if namespaced else 0, read_fd, cgroup, sandboxed)
+
+
+def _tmpfs_bytes(request: RunRequest) -> int | None:
+    memory_mb = request.limits.memory_mb
+    return int(memory_mb * TMPFS_SHARE_OF_MEMORY) * 1024 * 1024 if memory_mb else None
+
+
+def _widen(fd: int) -> None:
+    """A larger pipe (where the OS allows it): a flooding worker blocks less often, and alk
+    reads it in fewer, larger chunks."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError):
+        pass
+
+
+def _memfd(data: bytes) -> int:
+    """A file descriptor bwrap reads the seccomp program from."""
+    fd = os.memfd_create("alk-seccomp", 0) if hasattr(os, "memfd_create") else None
+    if fd is None:
+        read_end, write_end = os.pipe()  # the program is small: it fits the pipe's buffer
+        os.write(write_end, data)
+        os.close(write_end)
+        return read_end
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _chain(steps: list[Callable[[], None]]) -> Callable[[], None]:
+    def run_all() -> None:
+        for step in steps:
+            step()
+    return run_all
