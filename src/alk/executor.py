@@ -8,23 +8,24 @@ and the output folder are passed in; nothing here prints.
 from __future__ import annotations
 
 import compileall
-import hashlib
 import dataclasses
 import functools
+import hashlib
+import json
 import os
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from alk import expectation
 from alk.attribution import attribute, void
 from alk.causes import Cause
-from alk.errors import CheckError
+from alk.cleanup import remove_tree
 from alk.lane import PYTHON_PLACEHOLDER
-from alk.preflight import check_ready
+from alk.preflight import check_ready, same_identity
 from alk.records import (
     Attribution,
     Check,
@@ -37,13 +38,21 @@ from alk.records import (
 )
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network
-from alk.runner.process import Gate, LocalRunner, RunRequest
+from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
-from alk.transcript import TranscriptWriter, probe_transcript, repeat_transcript
+from alk.runner.request import Gate, RunRequest
+from alk.runner.sandbox import unreadable, visible_paths, worker_uid
+from alk.transcript import TRANSCRIPTS_DIR, TranscriptWriter, probe_transcript, repeat_transcript
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
 SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
 DETAIL_CHARS = 500
+# What a repeat keeps of the worker's claim of success (its `verification`), as JSON.
+CLAIM_CHARS = 1000
+# All repeats of a run together keep at most this much of their tool trajectories and event
+# paths (in characters); past it, a repeat keeps their digests only. Per repeat, the protocol
+# bounds them too: a worker cannot make a long run's memory grow with what it names.
+STEPS_BUDGET_CHARS = 4 * 1024 * 1024
 
 
 class Runner(Protocol):
@@ -75,20 +84,24 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     network = Network(lane.network) if lane.network else isolation.strongest_network
     filesystem = (Filesystem(lane.filesystem) if lane.filesystem
                   else isolation.strongest_filesystem)
-    for field, level, levels, why in (
+    for name, level, levels, why in (
             ("network", network, isolation.networks, isolation.network_reason),
             ("filesystem", filesystem, isolation.filesystems, isolation.filesystem_reason)):
         if level not in levels:
             execution.void = void(Cause.ISOLATION_UNAVAILABLE,
-                                  f"the lane asks for {field} = \"{level}\", which this machine "
+                                  f"the lane asks for {name} = \"{level}\", which this machine "
                                   f"cannot give ({why}); nothing was started")
             return execution
-    gate = functools.partial(check_ready, lane)
-    root = Path(tempfile.mkdtemp(prefix=f"alk-{plan.run_id}-"))
+    gate = functools.partial(check_ready, lane, redactor=redactor)
+    root = Path(tempfile.mkdtemp(prefix="alk-"))
     execution.workspaces = root if keep_workspaces else None
     try:
         context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
                            _install_sdk(root), network, filesystem)
+        unreadable = context.unreadable()
+        if unreadable:
+            execution.void = void(Cause.SPAWN_FAILED, unreadable)
+            return execution
         probe = context.probe()
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
@@ -103,7 +116,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
         execution.interrupted = True
     finally:
         if not keep_workspaces:
-            _remove(root)
+            remove_tree(root)
     return execution
 
 
@@ -122,13 +135,6 @@ def _install_sdk(root: Path) -> Path:
     return package.parent
 
 
-def _remove(root: Path) -> None:
-    for folder in (root / "sdk", *(root / "sdk").rglob("*")):
-        if folder.is_dir():
-            folder.chmod(0o755)
-    shutil.rmtree(root, ignore_errors=True)
-
-
 @dataclass
 class _Context:
     plan: Plan
@@ -144,10 +150,19 @@ class _Context:
     filesystem: Filesystem
     _visible_for: tuple[str, ...] = field(default=(), init=False)
     _visible_paths: tuple[str, ...] = field(default=(), init=False)
+    _steps_left: int = field(default=STEPS_BUDGET_CHARS, init=False)
 
-    def workspace(self, label: str) -> Path:
-        """A fresh folder under an unguessable name: a worker cannot prepare the next one."""
-        return Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
+    def workspace(self) -> Path:
+        """A fresh folder under an unguessable name: a worker cannot prepare the next one,
+        and its name (which is also HOME and TMPDIR) says nothing of the scenario or the
+        repeat, or whether this is the probe: nothing to act on before the version gate."""
+        return Path(tempfile.mkdtemp(prefix="w-", dir=self.root))
+
+    def hidden(self) -> tuple[str, ...]:
+        """What a sandboxed worker must not see even where a visible folder holds it: alk's
+        transcripts and reports, and the run's folder of workspaces."""
+        return tuple(os.path.realpath(path) for path in (
+            self.out_dir / TRANSCRIPTS_DIR, self.out_dir / "reports", self.root))
 
     def request(self, cwd: Path, start: dict | None) -> RunRequest:
         # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
@@ -158,7 +173,8 @@ class _Context:
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
                           redactor=self.redactor, limits=self.plan.limits, network=self.network,
-                          filesystem=self.filesystem, visible=self._visible(argv))
+                          filesystem=self.filesystem, visible=self._visible(argv),
+                          hidden=self.hidden())
 
     def _visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
         # The command is the same for every repeat of a run: look its paths up once.
@@ -167,37 +183,35 @@ class _Context:
         return self._visible_paths
 
     def visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
-        """What a sandboxed worker must read though it may sit under the private /tmp: the
-        SDK, the lane's folder, alk's interpreter, and for each file the command names (the
-        program found through PATH too) the file, its folder and, for an interpreter in a
-        virtual environment, that environment. Never /tmp itself: it stays private."""
-        paths = {str(self.sdk), os.path.realpath(self.plan.lane.root), sys.prefix,
-                 sys.base_prefix}
+        """What a sandboxed worker must read (see `runner.sandbox`), the SDK included."""
+        return visible_paths(argv, str(self.plan.lane.root), self.env.get("PATH"),
+                             extra=(str(self.sdk),))
+
+    def unreadable(self) -> str | None:
+        """Why the sandboxed worker, running as nobody, could not read its own program; said
+        before anything runs rather than as an early exit of every repeat."""
+        if self.filesystem is not Filesystem.SANDBOX or worker_uid() is None:
+            return None
+        argv = self.request(self.root, None).argv
+        visible = self._visible(argv)
         program = shutil.which(argv[0], path=self.env.get("PATH")) or argv[0]
         for arg in (program, *argv[1:]):
-            if not os.path.isabs(arg) or not os.path.exists(arg):
-                continue
-            for path in {os.path.abspath(arg), os.path.realpath(arg)}:
-                paths.add(path)
-                if os.path.isdir(path):
-                    continue  # a folder argument: that folder, not its parent
-                folder = os.path.dirname(path)  # a file: its siblings too (a script's modules)
-                paths.add(folder)
-                if os.path.exists(os.path.join(os.path.dirname(folder), "pyvenv.cfg")):
-                    paths.add(os.path.dirname(folder))
-        # Only the outermost of nested paths: a bind inside a read-only bind cannot be made.
-        kept: list[str] = []
-        for path in sorted(path for path in paths if path not in ("/", "/tmp")):
-            if not any(path.startswith(outer.rstrip("/") + "/") for outer in kept):
-                kept.append(path)
-        return tuple(kept)
+            if os.path.isabs(arg) and os.path.exists(arg):
+                problem = unreadable(os.path.realpath(arg), visible)
+                if problem:
+                    return (f"the sandboxed worker runs as nobody (uid {worker_uid()}) and "
+                            f"cannot read {problem}: make it readable by others (chmod o+rX), "
+                            "or set filesystem = \"workspace\" in the lane")
+        return None
 
     def attempts(self, item: RepeatSpec, workspace: Path, log: TranscriptWriter) -> Observation:
         """Runs the worker; when the scenario's kill_at fires, starts it again in the same
         workspace with `"resume": true`, up to `max_attempts`. One transcript holds them all;
-        the last attempt is judged, with what every attempt did."""
+        the last attempt is judged, with what every attempt did. A resumed attempt must report
+        the framework and version the first one did (`identity_changed`)."""
         scenario = item.scenario
         seen: list[Observation] = []
+        gate = self.gate
         while True:
             attempt = len(seen) + 1
             start = {"type": "start", "run_id": self.plan.run_id,
@@ -209,65 +223,102 @@ class _Context:
             # The crash is injected once, in the first attempt; the next ones must finish.
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
-            seen.append(self.runner.run(request, self.gate, log))
+            seen.append(self.runner.run(request, gate, log))
             if (not seen[-1].kill_fired or seen[-1].harness_error
                     or attempt >= scenario.max_attempts):
                 break
+            if seen[0].preflight is not None:
+                gate = same_identity(seen[0].preflight, self.gate)
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
         return _combined(seen, scenario)
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
-        with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes, self.redactor) as log:
-            return self.runner.run(self.request(self.workspace("probe"), None), self.gate, log)
+        workspace = self.workspace()
+        try:
+            with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes,
+                                  self.redactor) as log:
+                return self.runner.run(self.request(workspace, None), self.gate, log)
+        finally:
+            if not self.keep_workspaces:
+                remove_tree(workspace)
 
     def repeat(self, item: RepeatSpec) -> RepeatResult:
+        """One repeat, whatever happens in it: alk's own failure (or anything a worker's
+        output or files make alk raise) voids this repeat as a harness error, never the run."""
         relative = repeat_transcript(self.plan.run_id, item.scenario.id, item.repeat)
-        workspace = self.workspace(f"{item.scenario.id}-{item.repeat:02d}")
         log: TranscriptWriter | None = None
+        workspace: Path | None = None
         obs = Observation(spawned=False)
         try:
+            workspace = self.workspace()
             log = TranscriptWriter(self.out_dir / relative, self.plan.lane.transcript_cap_bytes,
                                    self.redactor)
             obs = self.attempts(item, workspace, log)
-            checks = ()
-            if obs.result is not None:
-                checks = expectation.check(item.scenario.expect, obs.result, obs.tool_calls,
-                                           workspace, obs.uncounted_tool_calls)
-                if item.scenario.expect.script_consumed is not None:
-                    used, scripted = obs.model_turns, len(item.scenario.script)
-                    wanted = item.scenario.expect.script_consumed
-                    checks += (Check("script_consumed", (used == scripted) == wanted,
-                                     f"{'all' if wanted else 'not all'} {scripted} turns used",
-                                     f"{used} turns used"),)
+            checks = self.checks(item, obs, workspace)
             for check in checks:
                 log.harness("check", {"name": check.name, "ok": check.ok,
-                                      "expected": check.expected, "actual": check.actual})
-            verdict = attribute(obs, checks)
+                                      "expected": check.expected, "actual": check.actual,
+                                      **({"error": True} if check.error else {})})
+            verdict = attribute(obs, checks, self.redactor)
         except KeyboardInterrupt:
             _close_quietly(log, "interrupted", {"detail": "alk was interrupted; repeat discarded"})
+            if workspace is not None and not self.keep_workspaces:
+                remove_tree(workspace)
             raise
-        except CheckError as exc:
-            verdict = void(Cause.CHECK_ERROR, str(exc))
         except Exception as exc:  # noqa: BLE001 - alk's own failure voids the repeat, never the run
             # Disk full, a permission, a bug in alk: void (lane_infra), never the worker's.
             verdict = void(Cause.HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
         detail = self.redactor.cut(verdict.detail, DETAIL_CHARS)
         sha256 = _close_quietly(log, "attribution", {
             "outcome": verdict.outcome.value, "cause": verdict.cause, "detail": detail})
-        if not self.keep_workspaces:
-            shutil.rmtree(workspace, ignore_errors=True)
+        if workspace is not None and not self.keep_workspaces:
+            remove_tree(workspace)  # what it cannot remove goes with the run's folder
+        trajectory, path = self.kept_steps(obs)
         return RepeatResult(
             scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
             outcome=verdict.outcome, cause=verdict.cause, detail=detail,
             duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
             timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
+            peak_tmpfs_mb=obs.peak_tmpfs_mb,
             containment=obs.containment, network=obs.network, filesystem=obs.filesystem,
-            attempts=obs.attempts, path_hash=obs.path_hash, path=obs.path,
-            violations=obs.violation_count, trajectory=obs.trajectory,
-            claimed=(obs.result or {}).get("verification"), transcript=str(relative),
-            sha256=sha256,
+            attempts=obs.attempts, identities=obs.identities, path_hash=obs.path_hash,
+            path=path, violations=obs.violation_count, trajectory=trajectory,
+            trajectory_hash=obs.trajectory_hash,
+            claimed=_claim((obs.result or {}).get("verification"), self.redactor),
+            transcript=str(relative), sha256=sha256,
         )
+
+    def checks(self, item: RepeatSpec, obs: Observation, workspace: Path) -> tuple[Check, ...]:
+        if obs.result is None:
+            return ()
+        expect = item.scenario.expect
+        checks = expectation.check(expect, obs.result, obs.tool_calls, workspace,
+                                   obs.uncounted_tool_calls, self.redactor)
+        if expect.script_consumed is not None:
+            used, scripted = obs.model_turns, len(item.scenario.script)
+            checks += (Check("script_consumed", (used == scripted) == expect.script_consumed,
+                             f"{'all' if expect.script_consumed else 'not all'} {scripted} "
+                             "turns used", f"{used} turns used"),)
+        return checks
+
+    def kept_steps(self, obs: Observation) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The repeat's trajectory and event path, while the run's budget for them lasts;
+        past it, their digests (path_hash, trajectory_hash) stand for them."""
+        size = sum(map(len, obs.trajectory)) + sum(map(len, obs.path))
+        if size > self._steps_left:
+            return (), ()
+        self._steps_left -= size
+        return obs.trajectory, obs.path
+
+
+def _claim(claim: Any, redactor: Redactor) -> Any:
+    """The worker's claim as recorded (never read by attribution): whole when small, else a
+    redacted excerpt of its JSON."""
+    if claim is None:
+        return None
+    text = json.dumps(claim, ensure_ascii=False, default=str)
+    return claim if len(text) <= CLAIM_CHARS else redactor.cut(text, CLAIM_CHARS)
 
 
 def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
@@ -292,7 +343,12 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         # A killed attempt's CPU time is lost with its wrapper; the last one is measured whole.
         cpu_s=last.cpu_s,
         peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
+        peak_tmpfs_mb=max((obs.peak_tmpfs_mb or 0 for obs in attempts), default=0) or None,
         kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
+        # Every attempt's framework and version: a resumed one may report another.
+        identities=tuple((obs.preflight.framework, obs.preflight.version)
+                         for obs in attempts if obs.preflight is not None),
+        trajectory_hash=_joined_hash([obs.trajectory_hash for obs in attempts]),
         path=tuple(step for obs in attempts for step in obs.path),
         path_hash=_joined_hash([obs.path_hash for obs in attempts]),
         kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))

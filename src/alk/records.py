@@ -205,6 +205,7 @@ class Observation:
     duration_s: float = 0.0
     cpu_s: float | None = None
     peak_rss_mb: float | None = None
+    peak_tmpfs_mb: float | None = None  # held in the sandbox's private /tmp and /dev/shm
     result: Mapping[str, Any] | None = None
     bad_result: str | None = None
     tool_calls: Mapping[str, int] = field(default_factory=dict)
@@ -221,19 +222,23 @@ class Observation:
     path_hash: str = ""  # sha256 of the normalized event path (runner.protocol)
     model_turns: int = 0  # scripted model turns the worker reported consuming
     path: tuple[str, ...] = ()  # its first steps, "channel/type name@digest"
+    trajectory_hash: str = ""  # sha256 of every tool result step, kept or not
     attempts: int = 1
+    identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)
     faults_missing: tuple[str, ...] = ()  # declared faults never reported (set by the executor)
     kill_missing: bool = False  # a declared kill_at that never came (set by the executor)
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One expectation the harness checked: its name, whether it held, and both values."""
+    """One expectation the harness checked: its name, whether it held, and both values.
+    `error`: it could not be carried out (the lane's fault, such as a runaway expression)."""
 
     name: str
     ok: bool
     expected: Any
     actual: Any
+    error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,11 +270,14 @@ class RepeatResult:
     attempts: int
     path_hash: str
     violations: int
-    trajectory: tuple[str, ...]
+    trajectory: tuple[str, ...]  # empty when the run's budget for steps was spent
     claimed: Any
     transcript: str
     sha256: str
     path: tuple[str, ...] = ()  # the normalized event path's steps; not written to result.json
+    trajectory_hash: str = ""
+    peak_tmpfs_mb: float | None = None
+    identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)
 
     @property
     def scored(self) -> bool:

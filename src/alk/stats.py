@@ -270,19 +270,22 @@ def _first_divergence(signatures: Sequence[tuple[str, ...]]) -> int | None:
     return None
 
 
-def _trajectories(signatures: Sequence[tuple[str, ...]]) -> TrajectoryStats:
-    if not signatures:
+def _trajectories(repeats: Sequence[RepeatResult]) -> TrajectoryStats:
+    """Distinct tool trajectories by their digest (every step counted, kept or not); the steps
+    shown and the first divergence come from the steps the repeats kept."""
+    if not repeats:
         return TrajectoryStats(0, 0.0, None, ())
-    counter = Counter(signatures)
-    total = len(signatures)
+    keys = [r.trajectory_hash or "\n".join(r.trajectory) for r in repeats]
+    steps = {key: tuple(r.trajectory) for key, r in zip(keys, repeats)}
+    counter = Counter(keys)
+    total = len(keys)
     entropy = 0.0
     if len(counter) > 1:
         entropy = -math.fsum((n / total) * math.log2(n / total) for n in counter.values())
     # Ties broken by the steps themselves so the order does not depend on repeat order.
-    ranked = sorted(counter.items(), key=lambda t: (-t[1], t[0]))
-    return TrajectoryStats(
-        len(counter), entropy, _first_divergence(signatures), tuple(ranked[:_SIGNATURES_SHOWN])
-    )
+    ranked = sorted(((steps[key], n) for key, n in counter.items()), key=lambda t: (-t[1], t[0]))
+    return TrajectoryStats(len(counter), entropy, _first_divergence(list(steps.values())),
+                           tuple(ranked[:_SIGNATURES_SHOWN]))
 
 
 def _durations(values: Sequence[float]) -> DurationStats:
@@ -325,7 +328,7 @@ def summarize_scenario(
         pass_at_k=at,
         layers=_layers(Counter(r.outcome.value for r in repeats)),
         causes=_causes(Counter(r.cause for r in repeats)),
-        trajectories=_trajectories([tuple(r.trajectory) for r in scored]),
+        trajectories=_trajectories(scored),
         durations=_durations([r.duration_s for r in scored]),
         scores=tuple(1 if r.passed else 0 for r in scored),
         paths=_event_paths(scored),

@@ -137,17 +137,41 @@ def test_a_claim_is_recorded_but_checks_decide(plan, tmp_path):
     assert first.outcome is Outcome.AGENT and first.claimed == {"passed": True}
 
 
-def test_workspaces_are_unguessable_and_the_sdk_is_read_only(plan, tmp_path):
+def test_workspaces_are_unguessable_and_say_nothing_before_the_gate(plan, tmp_path):
+    """A worker that knew its scenario (or that it is the probe) before framework_ready could
+    report a bad version to void exactly the repeats it would fail."""
     runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
     run(plan, tmp_path, runner, keep_workspaces=True)
     names = [Path(r.cwd).name for r in runner.requests]
-    assert len(set(names)) == 4 and names[1].startswith("a-01-") and names[1] != "a-01"
+    assert len(set(names)) == 4
+    # The probe's and every repeat's look alike: a prefix and random letters, nothing else.
+    assert {len(name) for name in names} == {len(names[0])}
+    assert {name[:2] for name in names} == {"w-"}
+    assert not [n for n in names if "a" in n.split("-", 1)[0] or "probe" in n or "01" in n[:4]]
+    for request in runner.requests:
+        assert request.env["HOME"] == request.env["TMPDIR"] == request.cwd
     sdk = Path(runner.requests[1].env["PYTHONPATH"]) / "alk"
     assert (sdk / "worker.py").stat().st_mode & 0o222 == 0
     assert list((sdk / "__pycache__").glob("worker.*.pyc"))
 
 
-def test_sandbox_binds_the_program_its_venv_and_never_all_of_tmp(plan, tmp_path):
+def test_transcripts_reports_and_the_runs_workspaces_are_hidden_from_the_worker(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    run(plan, tmp_path, runner)
+    hidden = runner.requests[1].hidden
+    assert str((tmp_path / "transcripts").resolve()) in hidden
+    assert str((tmp_path / "reports").resolve()) in hidden
+    assert str(Path(runner.requests[1].cwd).parent.resolve()) in hidden  # the run's folder
+    assert str(Path(runner.requests[1].env["PYTHONPATH"])) in runner.requests[1].visible
+
+
+def test_the_probes_workspace_is_removed_at_once(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    run(plan, tmp_path, runner)
+    assert not Path(runner.requests[0].cwd).exists()
+
+
+def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, tmp_path):
     from alk.executor import _Context
 
     venv = tmp_path / "venv"
@@ -159,7 +183,5 @@ def test_sandbox_binds_the_program_its_venv_and_never_all_of_tmp(plan, tmp_path)
     context = _Context(plan, tmp_path, ScriptedRunner(), None, Redactor(), {"PATH": "/bin"},
                        tmp_path, False, tmp_path / "sdk", None, None)
     visible = context.visible((str(venv / "bin" / "python"), str(script), "/tmp", "--flag"))
-    assert str(tmp_path) in visible  # the folder of the script holds the venv too
-    assert "/" not in visible
-    assert "/tmp" not in visible
-    assert not [p for p in visible for q in visible if p != q and p.startswith(q + "/")]
+    assert str(venv) in visible and str(tmp_path) in visible
+    assert str(tmp_path / "sdk") in visible

@@ -73,6 +73,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                      "scenarios": [s.id for s in plan.scenarios],
                      "limits": plan.limits.applied()},
         "preflight": gate,
+        # Every framework and version a worker reported: the probe's and each attempt's.
+        "identities": _identities(preflight, execution.repeats),
         # alk's own footprint: a worker's output must never make it grow (docs/security.md).
         "harness": {"peak_rss_mb": round(_own_peak_rss_kb() / 1024, 1)},
         "paths": {"result": str(Path("reports") / plan.run_id / RESULT_NAME),
@@ -81,6 +83,16 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         "scenarios": scenarios,
         "aggregate": summarize_lane(stats).to_dict(),
     }
+
+
+def _identities(probe: Any, repeats: list[RepeatResult]) -> list[dict[str, Any]]:
+    counts: dict[tuple[str | None, str | None], int] = {}
+    if probe is not None and (probe.framework or probe.version):
+        counts[(probe.framework, probe.version)] = 0
+    for result in repeats:
+        for identity in dict.fromkeys(result.identities):
+            counts[identity] = counts.get(identity, 0) + 1
+    return [{"framework": f, "version": v, "repeats": n} for (f, v), n in counts.items()]
 
 
 def _own_peak_rss_kb() -> int:
@@ -102,10 +114,12 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
         "repeat": result.repeat, "seed": result.seed, "outcome": result.outcome.value,
         "cause": result.cause, "detail": result.detail, "duration_s": result.duration_s,
         "exit_code": result.exit_code, "signal": result.signal, "timed_out": result.timed_out,
-        "peak_rss_mb": result.peak_rss_mb, "cpu_s": result.cpu_s,
+        "peak_rss_mb": result.peak_rss_mb, "peak_tmpfs_mb": result.peak_tmpfs_mb,
+        "cpu_s": result.cpu_s,
         "containment": result.containment, "network": result.network,
         "filesystem": result.filesystem, "attempts": result.attempts,
-        "path_hash": result.path_hash,
+        "identities": [{"framework": f, "version": v} for f, v in result.identities],
+        "path_hash": result.path_hash, "trajectory_hash": result.trajectory_hash,
         "violations": result.violations, "trajectory": list(result.trajectory),
         "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
     }
@@ -113,7 +127,10 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
 
 def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
     """Writes atomically (a reader never sees half a file) and returns the redacted document."""
-    text = json.dumps(redactor.redact_value(document), ensure_ascii=False, indent=1, default=str)
+    # Strict JSON (no NaN or Infinity, which jq, browsers and Go reject), ASCII only: no
+    # control or bidi character a worker sent reaches a terminal that shows the file.
+    text = json.dumps(redactor.redact_value(document), ensure_ascii=True, allow_nan=False,
+                      indent=1, default=str)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".result-", suffix=".tmp")
     try:
