@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
 from alk.errors import LaneError, RunNotFoundError
@@ -35,10 +35,10 @@ from alk.report.document import (
     result_path,
     write_document,
 )
-from alk.transcript import read_transcript
+from alk.transcript import TranscriptPage, read_page, read_transcript
 
-__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "read_repeat_events",
-           "transcript_intact", "doctor"]
+__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "repeat_entry",
+           "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
 # killed run loses at most the repeats of this long); after every repeat would cost a fast lane
@@ -121,15 +121,14 @@ def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, 
     return read_document(out_dir, run_id)
 
 
-def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
-                       out_dir: Path = Path(".")) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One repeat's entry in a result document and its transcript events."""
+def repeat_entry(document: Mapping[str, Any], scenario: str, repeat: int) -> dict[str, Any]:
+    """One repeat's entry in a result document."""
     for entry in document["scenarios"]:
         if entry["id"] != scenario:
             continue
         for item in entry["repeats"]:
             if item["repeat"] == repeat:
-                return item, read_transcript(out_dir / item["transcript"])
+                return item
         numbers = [item["repeat"] for item in entry["repeats"]]
         raise RunNotFoundError(f"run {document['run_id']}, scenario '{scenario}' has no repeat "
                                f"{repeat} (it has {min(numbers, default=0)}..{max(numbers, default=0)})")
@@ -138,13 +137,30 @@ def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
                            f"(it has: {known})")
 
 
+def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
+                       out_dir: Path = Path(".")) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One repeat's entry in a result document and all its transcript events (for a small
+    transcript: `read_repeat_page` reads a page of any size in bounded memory)."""
+    entry = repeat_entry(document, scenario, repeat)
+    return entry, read_transcript(out_dir / entry["transcript"])
+
+
+def read_repeat_page(entry: Mapping[str, Any], out_dir: Path = Path("."), *, start: int = 1,
+                     limit: int = 200, channels: Collection[str] | None = None,
+                     digest: Callable[[dict[str, Any]], Any] = dict) -> TranscriptPage:
+    """A page of a repeat's transcript: `limit` events from the `start`th (1-based, on
+    `channels` when given), each made into a row by `digest` as it is read."""
+    return read_page(out_dir / entry["transcript"], start, limit, channels, digest)
+
+
 def transcript_intact(entry: Mapping[str, Any], out_dir: Path = Path(".")) -> bool:
     """Does a repeat's transcript still hash to the sha256 recorded in its result?"""
     try:
-        data = (out_dir / entry["transcript"]).read_bytes()
+        with (out_dir / entry["transcript"]).open("rb") as file:
+            digest = hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return False
-    return hashlib.sha256(data).hexdigest() == entry["sha256"]
+    return digest == entry["sha256"]
 
 
 def doctor() -> list[tuple[str, str, str]]:

@@ -8,9 +8,10 @@ Exit codes: 0 every scenario passed; 1 a scenario failed or was flaky; 2 usage o
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 from pathlib import Path
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -22,12 +23,18 @@ from alk.errors import AlkError, UsageError
 from alk.lane import LANES_DIR
 from alk.records import ExitCode, Plan, RepeatResult
 from alk.report import terminal
+from alk.transcript import TranscriptPage
 
 app = typer.Typer(
     name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
     help="alk, the agent lane kit: run agent-framework workers as untrusted subprocesses, "
          "many times, and measure how reliably they run.",
 )
+
+# Events `alk show` prints at once: a screenful or two by default, and a bound on what it holds
+# (a page is one table, kept whole until it is printed).
+SHOW_LIMIT = 200
+SHOW_LIMIT_MAX = 2_000
 
 LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
@@ -49,10 +56,22 @@ def _interrupt(number: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _fail(message: str, code: int = ExitCode.USAGE) -> None:
-    # The message may quote a lane's values or a worker's text: never read it as markup.
-    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), message))
+def _fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
+    # The message may quote a lane's values or a worker's text: never read it as markup, and
+    # never let its control characters reach the terminal.
+    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), terminal.printable(message)))
     raise typer.Exit(code)
+
+
+def _echo_json(document: dict, source: str) -> None:
+    # ASCII only: a worker's text may hold C1 controls and bidi overrides, and JSON's \u escapes
+    # carry them to a parser without showing them to a terminal. NaN is not JSON.
+    try:
+        text = json.dumps(document, ensure_ascii=True, allow_nan=False, indent=1)
+    except ValueError:
+        _fail(f"{source}: holds a NaN or infinite number, which JSON cannot carry; "
+              "`alk report` renders the run without --json")
+    typer.echo(text)
 
 
 @app.command()
@@ -88,7 +107,7 @@ def run(
     except AlkError as exc:
         _fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(result.document, ensure_ascii=False, indent=1))
+        _echo_json(result.document, str(result.path))
     else:
         console.print(terminal.run_report(result.document))
     raise typer.Exit(ExitCode.INTERRUPTED if result.interrupted else result.exit_code)
@@ -106,7 +125,7 @@ def report(
     except AlkError as exc:
         _fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(document, ensure_ascii=False, indent=1))
+        _echo_json(document, f"run {document.get('run_id')}")
     else:
         Console().print(terminal.run_report(document))
 
@@ -119,25 +138,54 @@ def show(
     channel: List[str] = typer.Option([], "--channel", "-c", help="Show only this channel "
                                       "(repeatable): agent, tool, model, user, framework, "
                                       "stderr, harness."),
+    start: int = typer.Option(1, "--from", min=1, help="First event to show, by position in "
+                              "the transcript (1-based; among the chosen channels' events with "
+                              "--channel), not by the seq column."),
+    limit: int = typer.Option(SHOW_LIMIT, "--limit", min=1, max=SHOW_LIMIT_MAX,
+                              help="Events to show at most; the next page starts where "
+                                   "this one ends (--from)."),
     out: Path = OutOpt,
 ) -> None:
-    """Print one repeat's transcript, readably."""
+    """Print a page of one repeat's transcript, readably, and the command for the next page."""
+    channels = list(dict.fromkeys(channel)) or None
     try:
         document = api.read_run(run_id, out)
-        entry, events = api.read_repeat_events(document, scenario, repeat, out)
+        entry = api.repeat_entry(document, scenario, repeat)
+        page = api.read_repeat_page(entry, out, start=start, limit=limit, channels=channels,
+                                    digest=terminal.event_row)
     except AlkError as exc:
         _fail(str(exc))
     console = Console()
-    console.print(Text.assemble((document["run_id"], "bold"), f" {scenario} repeat {repeat}: ",
-                                f"{entry['outcome']}/{entry['cause']} — ",
-                                terminal.printable(entry["detail"])))
+    console.print(terminal.repeat_header(document["run_id"], scenario, repeat, entry))
     console.print(terminal.repeat_facts(entry))
-    console.print(terminal.transcript_view(events, set(channel) or None))
-    intact = api.transcript_intact(entry, out)
-    console.print(Text.assemble(
-        (f"{entry['transcript']}  sha256 {entry['sha256']} ", "dim"),
-        ("matches the file", "green") if intact else
-        ("does NOT match the file: it changed after the run", "bold red")))
+    if page.rows:
+        console.print(terminal.transcript_table(page.rows))
+    more = _more_command(page, [document["run_id"], scenario, str(repeat)], channels, limit, out)
+    # Unwrapped, so that the next page's command copies as one line.
+    console.print(terminal.page_summary(page, channels, more), soft_wrap=True)
+    console.print(terminal.transcript_hash(entry, api.transcript_intact(entry, out)))
+
+
+def _more_command(page: TranscriptPage, target: List[str], channels: Optional[List[str]],
+                  limit: int, out: Path) -> Optional[tuple[str, str]]:
+    """The `alk show` command for the next page, or for the last one when this page is past the
+    end; None when the page reached the end."""
+    shown_to = page.first + len(page.rows) - 1
+    if page.rows and shown_to < page.matching:
+        label, start = "next page", shown_to + 1
+    elif not page.rows and page.matching:
+        label, start = "last page", max(1, page.matching - limit + 1)
+    else:
+        return None
+    argv = ["alk", "show", *target]
+    for name in channels or ():
+        argv += ["--channel", name]
+    argv += ["--from", str(start)]
+    if limit != SHOW_LIMIT:
+        argv += ["--limit", str(limit)]
+    if out != Path("."):
+        argv += ["--out", str(out)]
+    return label, shlex.join(argv)
 
 
 @app.command()

@@ -6,7 +6,7 @@ did) and says, per problem, what went wrong and what to change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Mapping
@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from alk.causes import CATALOGUE, Cause
 from alk.errors import TranscriptError
 from alk.records import Outcome
-from alk.transcript import probe_transcript, read_transcript
+from alk.transcript import HARNESS, iter_transcript, probe_transcript
 
 _STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
                 "importing the framework, and the SDK sends print() and fd 1 to stderr from then "
@@ -35,6 +35,9 @@ VIOLATION_HINTS = {
     "duplicate_ready": "send framework_ready exactly once",
     "bad_tool_event": "tool events need `payload.name` (a string)",
 }
+# A worker can break the protocol on every line: past this many in one transcript, the rest are
+# counted in one finding instead of listed.
+MAX_VIOLATION_FINDINGS = 10
 
 
 class Level(StrEnum):
@@ -77,43 +80,81 @@ def _handshake(document: Mapping[str, Any]) -> Finding:
 
 def _probe(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
     path = out_dir / probe_transcript(document["run_id"])
-    events = _events(path)
-    findings = _violations("probe (hello → framework_ready → abort)", events)
-    ready = next((e for e in events if e.get("type") == "framework_ready"), None)
-    if ready and not ready.get("payload", {}).get("package_paths"):
+    facts = _read_facts("probe (hello → framework_ready → abort)", path)
+    findings = list(facts.violations)
+    if facts.ready_paths is False:
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
                                 hint="pass `worker.package_paths(DIST)`: with them alk tells a "
                                      "crash inside the framework (framework_exception) from one "
                                      "in the worker's own code (worker_exception)"))
-    aborted = any(e.get("type") == "abort" for e in events)
-    if aborted and any(e.get("type") == "kill" for e in events):
+    if facts.aborted and facts.killed:
         findings.append(Finding(Level.WARN, "the worker did not exit after abort",
                                 hint="exit when alk sends abort (`worker.start()` does)"))
-    exit_event = next((e for e in events if e.get("type") == "exit"), None)
-    status = (exit_event or {}).get("payload", {})
-    if aborted and status.get("exit_code") not in (0, None):
-        findings.append(Finding(Level.FAIL, f"the worker exited {status['exit_code']} after abort",
+    if facts.aborted and facts.exit_code not in (0, None):
+        findings.append(Finding(Level.FAIL, f"the worker exited {facts.exit_code} after abort",
                                 hint="after abort, write nothing more and exit 0 (every run "
                                      "starts with a probe that is aborted)"))
     return findings
 
 
-def _violations(label: str, events: list[dict[str, Any]]) -> list[Finding]:
-    findings = []
-    for event in events:
-        if event.get("source") == "harness" and event.get("type") == "violation":
-            payload = event.get("payload", {})
-            kind = payload.get("kind", "")
-            findings.append(Finding(Level.FAIL, f"{label}: stdout line {payload.get('line')}: "
-                                    f"{kind}", payload.get("detail", ""),
-                                    VIOLATION_HINTS.get(kind, "")))
-    return findings
+@dataclass
+class _Facts:
+    """What check-worker needs from one transcript, gathered in one pass over its events. Only
+    the harness's own events are believed for abort, kill and exit: a worker can write any
+    `type` it likes."""
+
+    label: str
+    violations: list[Finding] = field(default_factory=list)
+    hidden: int = 0  # violations past MAX_VIOLATION_FINDINGS
+    ready_paths: bool | None = None  # did the worker's framework_ready name package_paths?
+    aborted: bool = False
+    killed: bool = False
+    exit_code: Any = None
+
+    def note(self, event: Mapping[str, Any]) -> None:
+        kind, payload = event.get("type"), event.get("payload")
+        payload = payload if isinstance(payload, Mapping) else {}
+        if event.get("source") != HARNESS:
+            if kind == "framework_ready" and self.ready_paths is None:
+                self.ready_paths = bool(payload.get("package_paths"))
+        elif kind == "violation":
+            if len(self.violations) < MAX_VIOLATION_FINDINGS:
+                self.violations.append(_violation(self.label, payload))
+            else:
+                self.hidden += 1
+        elif kind == "abort":
+            self.aborted = True
+        elif kind == "kill":
+            self.killed = True
+        elif kind == "exit" and self.exit_code is None:
+            self.exit_code = payload.get("exit_code")
+
+
+def _read_facts(label: str, path: Path) -> _Facts:
+    """Streams the transcript: it may be as large as the lane's cap allows."""
+    facts = _Facts(label)
+    try:
+        for event in iter_transcript(path):
+            facts.note(event)
+    except TranscriptError:
+        pass  # what could be read is reviewed; the run itself reports the unreadable rest
+    if facts.hidden:
+        facts.violations.append(Finding(
+            Level.FAIL, f"{label}: {facts.hidden} more protocol violations",
+            hint=f"fix the ones above first; every one is a `violation` event in {path}"))
+    return facts
+
+
+def _violation(label: str, payload: Mapping[str, Any]) -> Finding:
+    kind = str(payload.get("kind", ""))
+    return Finding(Level.FAIL, f"{label}: stdout line {payload.get('line')}: {kind}",
+                   str(payload.get("detail", "")), VIOLATION_HINTS.get(kind, ""))
 
 
 def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path) -> list[Finding]:
     label = f"scenario {scenario}"
     outcome, cause = repeat["outcome"], repeat["cause"]
-    findings = _violations(label, _events(out_dir / repeat["transcript"]))
+    findings = _read_facts(label, out_dir / repeat["transcript"]).violations
     if outcome in (Outcome.LANE_INFRA.value, Outcome.FRAMEWORK_RUNTIME.value):
         if cause != Cause.PROTOCOL_VIOLATION.value:
             findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat["detail"],
@@ -126,10 +167,3 @@ def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path) -> list[Fin
         findings.append(Finding(Level.OK, f"{label}: protocol ok, passed",
                                 f"{repeat['duration_s']:.2f} s"))
     return findings
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    try:
-        return read_transcript(path)
-    except TranscriptError:
-        return []

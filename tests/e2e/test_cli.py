@@ -326,3 +326,131 @@ def test_void_repeats_beside_passes_are_never_green(tmp_path):
     assert scenario["counts"] == {"requested": 4, "completed": 4, "void": 2, "scored": 2,
                                   "passed": 2}
     assert done.returncode == 3
+    # The report says so beside the rate and under the table; half scored is not yet too few.
+    flat = " ".join(done.stdout.split())
+    assert "2 of 4 void" in flat and "pass?" not in flat
+    assert ("void: 2 of 4 repeats (50%) not scored — the rates above cover the other 2 "
+            "commonest cause: exited_before_ready (2 of 2)") in flat
+
+
+# --- alk show on a transcript as large as the default cap ------------------------------------
+
+BIG_EVENTS = 680_000
+TOOL_EVERY = 17  # every 17th event is a tool call: 40,000 of them
+# Starts `python -m alk` from a small interpreter of its own and prints the child's peak RSS: a
+# child's ru_maxrss counts from the address space it was started from, which for a child of
+# this test process would be the test runner's.
+MEASURE = """
+import json, os, sys, time
+started = time.monotonic()
+out = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "alk", *sys.argv[2:]], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_DUP2, out, 1)])
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "peak_rss_kb": usage.ru_maxrss,
+                  "seconds": time.monotonic() - started}))
+"""
+
+
+def write_big_transcript(path):
+    """~64 MiB of compact JSON events, written a chunk at a time."""
+    with path.open("wb") as out:
+        out.write(b'{"seq":1,"t":0.0,"source":"harness","channel":"harness","type":"spawn",'
+                  b'"payload":{"pid":7}}\n')
+        for first in range(2, BIG_EVENTS + 1, 10_000):
+            out.write("".join(
+                f'{{"seq":{seq},"t":{seq / 1e4:.4f},"source":"worker","channel":"tool",'
+                f'"type":"call","payload":{{"name":"echo","args":{{"n":{seq}}}}}}}\n'
+                if seq % TOOL_EVERY == 0 else
+                f'{{"seq":{seq},"t":{seq / 1e4:.4f},"source":"worker","channel":"stderr",'
+                f'"type":"line","payload":{{"text":"{seq % 10}"}}}}\n'
+                for seq in range(first, min(first + 10_000, BIG_EVENTS + 1))).encode())
+
+
+def measured_show(cwd, *args):
+    report = subprocess.run([sys.executable, "-c", MEASURE, str(cwd / "show.out"), "show",
+                             *map(str, args)], cwd=cwd, env={**os.environ, "COLUMNS": "160"},
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    figures = json.loads(report.stdout)
+    assert figures["code"] == 0, report.stderr
+    print(f"alk show {' '.join(map(str, args))}: peak RSS "
+          f"{figures['peak_rss_kb'] / 1024:.1f} MiB, {figures['seconds']:.2f} s")
+    return figures, (cwd / "show.out").read_text()
+
+
+def shown_seqs(stdout):
+    return [int(line.split()[0]) for line in stdout.splitlines()
+            if line.split() and line.split()[0].isdigit()]
+
+
+def test_show_pages_a_64_mib_transcript_in_bounded_memory(tmp_path):
+    done = alk("run", "--lane", LANES / "trivial.toml", "-n", 1, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = result_of(tmp_path)["run_id"]
+    # Only the transcript is replaced; result.json still holds the old file's sha256.
+    [path] = tmp_path.glob("transcripts/*/echo/repeat-01.jsonl")
+    write_big_transcript(path)
+    assert path.stat().st_size > 60 * 1024 * 1024
+
+    figures, out = measured_show(tmp_path, run_id, "echo", 1)
+    assert figures["peak_rss_kb"] <= 150 * 1024
+    assert shown_seqs(out) == list(range(1, 201))
+    assert "events 1–200 of 680,000\n" in out
+    assert f"next page: alk show {run_id} echo 1 --from 201\n" in out
+    assert "does NOT match the file" in out
+
+    figures, out = measured_show(tmp_path, run_id, "echo", 1, "--from", 679_901, "--limit", 100)
+    assert figures["peak_rss_kb"] <= 150 * 1024
+    assert shown_seqs(out) == list(range(679_901, 680_001))
+    assert "events 679,901–680,000 of 680,000\n" in out and "next page" not in out
+
+    figures, out = measured_show(tmp_path, run_id, "echo", 1, "--channel", "tool", "--from",
+                                 39_990)
+    assert figures["peak_rss_kb"] <= 150 * 1024
+    assert shown_seqs(out) == list(range(39_990 * TOOL_EVERY, 680_001, TOOL_EVERY))
+    assert "events 39,990–40,000 of 40,000 on tool (680,000 in all)\n" in out
+
+
+# --- hostile text through the real command line ----------------------------------------------
+
+HOSTILE_WORKER = '''
+import sys
+from alk import worker
+
+TEXT = "ok\\x1b[2J\\x9b31m\\u202eevil\\u2066x\\u200by\\ufeffz"
+worker.hello()
+worker.ready("hostile", "1.0")
+worker.start()
+sys.stderr.write(TEXT + "\\n")
+worker.tool_call("echo", {"text": TEXT})
+worker.result(output=TEXT, stop_reason="accepted", end_state={})
+'''
+RAW = ("\x1b", "\x9b", "\u202e", "\u2066", "\u200b", "\ufeff")
+
+
+def assert_no_raw(output, what):
+    for char in RAW:
+        assert char not in output, (what, hex(ord(char)))
+
+
+def test_hostile_text_reaches_no_view_raw_and_json_stays_ascii(tmp_path):
+    program = tmp_path / "hostile_text.py"
+    program.write_text(HOSTILE_WORKER)
+    lane = write_lane(tmp_path, "hostile", f'framework = "hostile"\nversion = ">=1"\n'
+                      f'command = ["{{python}}", "{program}"]\n[[scenarios]]\nid = "s"\n'
+                      'task = "t"\n[scenarios.expect]\noutput_equals = "clean"\n')
+    done = alk("run", "--lane", lane, "-n", 1, "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert_no_raw(done.stdout, "run --json")
+    document = json.loads(done.stdout)
+    # The worker's text is in the document, only escaped.
+    assert "\u202eevil" in json.dumps(document, ensure_ascii=False)
+    again = alk("report", "--json", cwd=tmp_path)
+    assert_no_raw(again.stdout, "report --json")
+    assert json.loads(again.stdout) == document
+    for args in (("report",), ("show", "latest", "s", 1), ("check-worker", "--lane", lane)):
+        shown = alk(*args, cwd=tmp_path)
+        assert shown.returncode in (0, 1), shown.stdout + shown.stderr
+        assert_no_raw(shown.stdout + shown.stderr, args[0])
+        assert "\\u202eevil" in shown.stdout, args[0]

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console, RenderableType
 
+from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
-from alk.report.terminal import causes_table, lanes_table, run_report, transcript_view
+from alk.report.terminal import (
+    causes_table,
+    doctor_view,
+    event_row,
+    findings_view,
+    lanes_table,
+    page_summary,
+    repeat_facts,
+    repeat_header,
+    run_report,
+    transcript_hash,
+    transcript_table,
+)
+from alk.transcript import TranscriptPage
 
 RUN = "20261129-120000-ab12"
 
@@ -168,6 +184,10 @@ EVENTS = [
 ]
 
 
+def transcript_view(events: list[dict[str, Any]]) -> RenderableType:
+    return transcript_table([event_row(event) for event in events])
+
+
 def test_transcript_view_summarises_payloads():
     out = render(transcript_view(EVENTS))
     assert "0.012" in out
@@ -178,11 +198,27 @@ def test_transcript_view_summarises_payloads():
     assert "agent/wrong_output — expected 'open'" in out
 
 
-def test_transcript_view_filters_by_channel():
-    out = render(transcript_view(EVENTS, channels={"tool"}))
-    assert "lookup_order(order=742)" in out
-    assert "warning: retrying" not in out and "output_contains" not in out
-    assert "2 of 7 events on tool" in out
+def test_page_summary_counts_the_page_and_gives_the_next_command():
+    page = TranscriptPage(rows=[event_row(e) for e in EVENTS[1:3]], first=201, matching=40_000,
+                          total=680_000)
+    out = render(page_summary(page, ["tool"], ("next page", "alk show R s 1 -c tool --from 203")))
+    assert "events 201–202 of 40,000 on tool (680,000 in all)" in out
+    assert "next page: alk show R s 1 -c tool --from 203" in out
+    everything = TranscriptPage(rows=[event_row(e) for e in EVENTS], first=1, matching=7, total=7)
+    out = render(page_summary(everything, None, None))
+    assert out.strip() == "events 1–7 of 7"
+    past = TranscriptPage(rows=[], first=900, matching=7, total=7)
+    out = render(page_summary(past, None, ("last page", "alk show R s 1")))
+    assert "no event at 900: there are 7" in out and "last page: alk show R s 1" in out
+
+
+def test_event_rows_hold_short_cells_only():
+    huge = {"seq": 9, "t": 10 ** 400, "source": "worker", "channel": "stderr", "type": "y" * 5000,
+            "payload": {"text": "x" * 1_000_000}}
+    row = event_row(huge)
+    assert sum(map(len, (row.seq, row.t, row.source, row.channel, row.type, row.summary))) < 400
+    # A payload that is not an object, as a changed file may hold, is shown, not a crash.
+    assert event_row({"type": "check", "payload": [1, 2]}).summary == "[1,2]"
 
 
 def test_transcript_view_cuts_long_payloads():
@@ -218,3 +254,131 @@ def test_control_characters_from_a_worker_never_reach_the_terminal():
     out = render(transcript_view(events))
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J" in out
+
+
+# --- void repeats beside the rate ------------------------------------------------------------
+
+
+def void_document() -> dict[str, Any]:
+    """The document above, and a scenario whose pass rests on 1 scored repeat of 20."""
+    doc = document()
+    mostly = [repeat(n, "lane_infra", "exited_before_ready",
+                     "worker exited before framework_ready", "mostly-void") for n in range(1, 20)]
+    mostly.append(repeat(20, scenario="mostly-void"))
+    doc["scenarios"].append(scenario("mostly-void", "pass", mostly, 1.0, [0.207, 1.0],
+                                     {"pass": 1, "lane_infra": 19},
+                                     {"passed": 1, "exited_before_ready": 19}))
+    aggregate = doc["aggregate"]
+    aggregate["counts"] = {"requested": 63, "completed": 63, "void": 22, "scored": 41,
+                           "passed": 38}
+    aggregate["layers"]["lane_infra"] = 22
+    aggregate["causes"]["exited_before_ready"] = 19
+    return doc
+
+
+def numbers(text: str) -> list[str]:
+    return sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
+
+
+def test_void_repeats_are_plain_beside_the_rate_at_80_columns():
+    out = render(run_report(void_document()), width=80)
+    lines = [line.rstrip() for line in out.splitlines()]
+    row = next(i for i, line in enumerate(lines) if line.startswith("mostly-void"))
+    assert "pass?" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
+    assert "1/1" in lines[row + 1] and "19 of 20 void" in lines[row + 1]
+    remote = next(i for i, line in enumerate(lines) if line.startswith("remote"))
+    assert "void?" not in lines[remote] and "3 of 3 void" in lines[remote + 1]
+    assert "22 of 63 void" in out  # the pooled row
+    flat = " ".join(out.split())
+    void = lines.index("void: 22 of 63 repeats (35%) not scored — the rates above cover the "
+                       "other 41")
+    assert lines[void + 1] == "      commonest cause: exited_before_ready (19 of 22)"
+    assert "? marks a verdict on fewer than half of its repeats: mostly-void (1 of 20 scored)" \
+        in flat
+    assert "why mostly-void is pass: 19 of 20 repeats did not pass" in out
+
+
+@pytest.mark.parametrize("width", [80, 84, 89, 100])
+def test_nothing_is_cut_or_split_mid_number(width):
+    wide = render(run_report(void_document()), width=300)
+    out = render(run_report(void_document()), width=width)
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= width
+    assert numbers(out) == numbers(wide)
+    for cell in ("exited_before_ready", "nonzero_exit×2", "framework_runtime 2"):
+        assert cell in out or width < 84
+
+
+def test_a_run_without_void_repeats_gets_no_void_note():
+    doc = document()
+    doc["scenarios"] = doc["scenarios"][:2]
+    doc["aggregate"]["counts"].update(void=0, requested=40, completed=40)
+    doc["aggregate"]["layers"].pop("lane_infra")
+    doc["aggregate"]["verdicts"]["void"] = 0
+    out = render(run_report(doc), width=80)
+    assert [line for line in out.splitlines() if "void" in line] == [
+        "n/m under a verdict: passed/scored (void repeats are never scored) · pass^n: "]
+    assert "?" not in out
+
+
+def test_an_interrupted_run_marks_a_verdict_on_few_repeats():
+    doc = document()
+    doc["scenarios"][1]["counts"].update(requested=20, completed=5, scored=5, passed=5)
+    out = render(run_report(doc), width=80)
+    assert "pass?" in out and "tool_error (5 of 20 scored)" in " ".join(out.split())
+
+
+# --- hostile text in every view --------------------------------------------------------------
+
+HOSTILE = "ok\x1b[2J\x9b31m\u202eevil\u2066x\u200by\ufeffz\u2028\ud800"
+RAW = ("\x1b", "\x9b", "\u202e", "\u2066", "\u200b", "\ufeff", "\u2028", "\ud800")
+
+
+def hostile_lane() -> Lane:
+    return Lane(
+        name=HOSTILE, description=HOSTILE, framework=HOSTILE, requirement=HOSTILE,
+        command=("{python}", "worker.py"), required_env=(), timeout_s=30.0, repeats=20,
+        scenarios=(Scenario(HOSTILE, "t"),), path=Path(HOSTILE), root=Path("lanes"),
+        transcript_cap_bytes=1 << 20,
+    )
+
+
+def hostile_run() -> RenderableType:
+    doc = document()
+    doc["lane"]["description"] = doc["lane"]["reported_version"] = HOSTILE
+    doc["scenarios"][0]["repeats"][3]["detail"] = HOSTILE
+    doc["scenarios"][0]["id"] = HOSTILE
+    return run_report(doc)
+
+
+def hostile_show() -> RenderableType:
+    entry = {**repeat(4, "agent", HOSTILE, HOSTILE), "containment": HOSTILE,
+             "transcript": HOSTILE}
+    events = [{"seq": HOSTILE, "t": 0.1, "source": HOSTILE, "channel": HOSTILE, "type": kind,
+               "payload": {"name": HOSTILE, "args": {HOSTILE: HOSTILE}, "text": HOSTILE,
+                           "ok": True, "output": HOSTILE, "stop_reason": HOSTILE,
+                           "detail": HOSTILE, "kind": HOSTILE}}
+              for kind in ("call", "result", "line", "check", "attribution", "violation", "x")]
+    events += [{**events[0], "channel": "tool"}, {**events[1], "channel": "tool"}]
+    page = TranscriptPage([event_row(e) for e in events], 1, 9, 9)
+    return [repeat_header(HOSTILE, HOSTILE, 4, entry), repeat_facts(entry),
+            transcript_table(page.rows), page_summary(page, [HOSTILE], ("next page", HOSTILE)),
+            transcript_hash(entry, False)]
+
+
+VIEWS = {
+    "run and report": hostile_run,
+    "show": hostile_show,
+    "check-worker": lambda: findings_view([Finding(Level.FAIL, HOSTILE, HOSTILE, HOSTILE)]),
+    "lanes": lambda: lanes_table([hostile_lane()], [(HOSTILE, HOSTILE)]),
+    "doctor": lambda: doctor_view([(HOSTILE, HOSTILE, HOSTILE)]),
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_control_and_invisible_characters_never_reach_the_terminal(view):
+    made = VIEWS[view]()
+    out = "".join(render(part, width=200) for part in (made if isinstance(made, list) else [made]))
+    for char in RAW:
+        assert char not in out, (view, hex(ord(char)))
+    for escape in ("\\x1b[2J", "\\x9b31m", "\\u202eevil", "\\u2066", "\\u200b", "\\ufeff"):
+        assert escape in out, (view, escape)

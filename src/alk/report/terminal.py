@@ -8,10 +8,12 @@ parse a string as markup and a worker's output may well contain `[brackets]`.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -19,6 +21,7 @@ from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
 from alk.records import Lane, Outcome, Verdict
+from alk.transcript import TranscriptPage
 
 # Verdicts and outcomes share one palette: green passes, red crashes, yellow doubts, magenta void.
 STYLES = {
@@ -29,7 +32,13 @@ STYLES = {
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
            (Outcome.LANE_INFRA, "void"))
 WHY_REPEATS = 3
+SCENARIO_CHARS = 24
+# A verdict that rests on fewer than half of its scenario's repeats carries this mark.
+THIN_MARK = "?"
+THIN_LISTED = 5
+VOID_STYLE = "bold magenta"
 PAYLOAD_CHARS = 160
+FIELD_CHARS = 24
 DETAIL_CHARS = 240
 _DASH = "—"
 
@@ -38,12 +47,22 @@ _DASH = "—"
 # retitle the window, or fake colours): shown as escapes, never sent to the terminal.
 _CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0))
              if code not in (0x09, 0x0a)}
+# Characters that fool the eye rather than the terminal: bidi embeddings, overrides and isolates
+# reorder the text after them (a line can read the opposite of what it holds); zero-width ones
+# and tags (U+E0000 block) hide text; U+2028/U+2029 break lines where none is expected. Lone
+# surrogates (a worker's JSON may hold "\\ud800") cannot be encoded for the terminal at all.
+_INVISIBLE = (0x061c, *range(0x200b, 0x2010), 0x2028, 0x2029, *range(0x202a, 0x202f),
+              *range(0x2060, 0x2065), *range(0x2066, 0x2070), 0xfeff, *range(0xfff9, 0xfffc),
+              *range(0xd800, 0xe000), *range(0xe0000, 0xe0080))
+_ESCAPES = {**_CONTROLS, **{code: f"\\u{code:04x}" if code <= 0xffff else f"\\U{code:08x}"
+                            for code in _INVISIBLE}}
 
 
 def printable(value: Any) -> Any:
-    """The value with every control character in its strings (keys too) made visible."""
+    """The value with every control and invisible character in its strings (keys too) shown
+    as an escape such as `\\x1b` or `\\u202e`."""
     if isinstance(value, str):
-        return value.translate(_CONTROLS)
+        return value.translate(_ESCAPES)
     if isinstance(value, Mapping):
         return {printable(k): printable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -71,6 +90,9 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
         parts.append(_scenario_table(scenarios, doc.get("aggregate") or {}))
+        notes = _void_notes(scenarios, doc.get("aggregate") or {})
+        if notes is not None:
+            parts.append(notes)
         parts.append(_icc_line((doc.get("aggregate") or {}).get("icc") or {}))
         parts.append(Text("n/m under a verdict: passed/scored (void repeats are never scored) · "
                           "pass^n: chance that n repeats in a row all pass", style="dim"))
@@ -134,26 +156,27 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
 
 
 def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table:
-    # Fits 80 columns, the width of a pipe or a CI log: counts sit under the verdict, and the
-    # failure column comes last and wraps, so that no other column is ever cut.
-    table = _table(("Scenario", {"style": "bold", "overflow": "fold", "min_width": 18,
-                                 "max_width": 24}),
+    # Fits 80 columns, the width of a pipe or a CI log: counts sit under the verdict, void
+    # repeats under the rate, and the failure column comes last and wraps. It is the only column
+    # that may wrap: rich shrinks every wrappable column to fit, and one with a minimum width
+    # grows back past the terminal's edge, where the console cuts it.
+    table = _table(("Scenario", {"style": "bold", "no_wrap": True}),
                    ("Verdict", {"no_wrap": True}),
                    ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
                    ("p50", {"justify": "right", "no_wrap": True}),
-                   ("Failures by layer", {"ratio": 1, "min_width": 12, "overflow": "fold"}))
+                   ("Failures by layer", {"ratio": 1, "overflow": "fold"}))
     for s in scenarios:
-        table.add_row(Text(str(s.get("id"))), _verdict(s), _rate(s), _pass_hat(s),
-                      _seconds(s.get("durations") or {}),
+        table.add_row(Text(_folded(str(s.get("id")), SCENARIO_CHARS)), _verdict(s),
+                      _rate_cell(s), _pass_hat(s), _seconds(s.get("durations") or {}),
                       _failures(s.get("layers") or {}, s.get("causes") or {}))
     if aggregate:
         verdicts = [(f"{n} {v}", _style(v)) for v, n in (aggregate.get("verdicts") or {}).items()
                     if n]
         # The pooled lane row is the table's footer, under a rule, so it never reads as a scenario.
         table.show_footer = True
-        footers = (Text("lane (pooled)"), _joined([*verdicts, *_counts(aggregate)]),
-                   _rate(aggregate), _pass_hat(aggregate), Text(""),
+        footers = (Text("lane (pooled)"), _joined([*verdicts, (_passed_of_scored(aggregate), "")]),
+                   _rate_cell(aggregate), _pass_hat(aggregate), Text(""),
                    _failures(aggregate.get("layers") or {}, aggregate.get("causes") or {}))
         for column, footer in zip(table.columns, footers):
             column.footer = footer
@@ -161,8 +184,80 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) 
 
 
 def _verdict(stats: Mapping[str, Any]) -> Text:
+    """The verdict, marked when it rests on too few repeats, over passed/scored."""
     verdict = stats.get("verdict")
-    return _joined([(str(verdict or _DASH), f"bold {_style(verdict)}"), *_counts(stats)])
+    text = Text(str(verdict or _DASH), style=f"bold {_style(verdict)}")
+    if _thin(stats):
+        text.append(THIN_MARK, style=VOID_STYLE)
+    return text.append("\n" + _passed_of_scored(stats))
+
+
+def _thin(stats: Mapping[str, Any]) -> bool:
+    """Does a verdict rest on fewer than half of the repeats asked for (void ones, or ones an
+    interrupted run never started)? Nothing scored is a void verdict, which says so itself."""
+    counts = stats.get("counts") or {}
+    scored = _number(counts.get("scored"))
+    return 0 < scored and 2 * scored < _number(counts.get("requested"))
+
+
+def _void_notes(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table | None:
+    """Under the table, whenever a repeat was void: how many were, and which verdicts rest on
+    fewer than half of their repeats. A rate over the scored few must not pass for the run's."""
+    notes = [*_void_note(aggregate), *_thin_note(scenarios)]
+    if not notes:
+        return None
+    # A grid, so that a wrapped note hangs under its own text, clear of the label.
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style=VOID_STYLE)
+    grid.add_column(ratio=1, style=VOID_STYLE)
+    for label, text in notes:
+        grid.add_row(Text(label), Text(text))
+    return grid
+
+
+def _void_note(aggregate: Mapping[str, Any]) -> list[tuple[str, str]]:
+    counts = aggregate.get("counts") or {}
+    void, ran, scored = (_number(counts.get(key)) for key in ("void", "completed", "scored"))
+    if not void:
+        return []
+    # Worded to fit 80 columns with up to a thousand repeats.
+    rest = f"the rates above cover the other {scored}" if scored else "nothing was scored"
+    rows = [("void:", f"{void} of {ran} repeats ({_percent(void, ran)}) not scored {_DASH} {rest}")]
+    cause = _commonest_void_cause(aggregate.get("causes") or {})
+    if cause:
+        rows.append(("", f"commonest cause: {cause[0]} ({cause[1]} of {void})"))
+    return rows
+
+
+def _thin_note(scenarios: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    thin = [s for s in scenarios if _thin(s)]
+    if not thin:
+        return []
+    listed = ", ".join(f"{s.get('id')} ({_scored_of_requested(s)} scored)"
+                       for s in thin[:THIN_LISTED])
+    more = f", and {len(thin) - THIN_LISTED} more" if len(thin) > THIN_LISTED else ""
+    return [(THIN_MARK, f"marks a verdict on fewer than half of its repeats: {listed}{more}")]
+
+
+def _scored_of_requested(stats: Mapping[str, Any]) -> str:
+    counts = stats.get("counts") or {}
+    return f"{_number(counts.get('scored'))} of {_number(counts.get('requested'))}"
+
+
+def _commonest_void_cause(causes: Mapping[str, Any]) -> tuple[str, int] | None:
+    void = [(_number(n), str(c)) for c, n in causes.items()
+            if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == Outcome.LANE_INFRA
+            and _number(n)]
+    if not void:
+        return None
+    n, cause = min(void, key=lambda nc: (-nc[0], nc[1]))
+    return cause, n
+
+
+def _percent(part: int, whole: int) -> str:
+    # Never "0%" for some, nor "100%" for not all: the reader must see that some were void.
+    share = 100 * part / whole if whole else 0
+    return ("<1%" if 0 < share < 1 else ">99%" if 99 < share < 100 else f"{share:.0f}%")
 
 
 def _icc_line(icc: Mapping[str, Any]) -> Text:
@@ -298,6 +393,12 @@ def _table(*columns: tuple[str, Mapping[str, Any]], leading: int = 0) -> Table:
     return table
 
 
+def _text(value: Any, style: str = "") -> Text:
+    """A cell from any value, escaped: lanes and this machine's facts are trusted, but cheap to
+    make safe, and a lane file may still hold what nobody meant."""
+    return Text(printable(str(value)), style=style)
+
+
 def _style(value: Any) -> str:
     return STYLES.get(str(value), "")
 
@@ -310,13 +411,25 @@ def _rate(stats: Mapping[str, Any]) -> Text:
     return text
 
 
-def _counts(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Passed of scored, and void apart: a rate means little without its n."""
+def _rate_cell(stats: Mapping[str, Any]) -> Text:
+    """The rate, and under it how many repeats were void: the rate covers only the others."""
+    text = _rate(stats)
     counts = stats.get("counts") or {}
-    parts = [(f"{counts.get('passed', 0)}/{counts.get('scored', 0)}", "")]
-    if counts.get("void"):
-        parts.append((f"+{counts['void']} void", "magenta"))
-    return parts
+    void = _number(counts.get("void"))
+    if void:
+        text.append(f"\n{void} of {_number(counts.get('completed'))} void", style=VOID_STYLE)
+    return text
+
+
+def _passed_of_scored(stats: Mapping[str, Any]) -> str:
+    """A rate means little without its n."""
+    counts = stats.get("counts") or {}
+    return f"{_number(counts.get('passed'))}/{_number(counts.get('scored'))}"
+
+
+def _number(value: Any) -> int:
+    """A count from a document, 0 when it is missing or not a whole number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _pass_hat(stats: Mapping[str, Any]) -> Text:
@@ -328,20 +441,52 @@ def _pass_hat(stats: Mapping[str, Any]) -> Text:
     return Text(_DASH if value is None else "<0.01" if 0 < value < 0.005 else f"{value:.2f}")
 
 
-def _failures(layers: Mapping[str, int], causes: Mapping[str, int]) -> Text:
+def _failures(layers: Mapping[str, int], causes: Mapping[str, int]) -> RenderableType:
     """Each failing layer with its count, then its causes (most frequent first)."""
-    parts = []
+    lines = []
     for outcome, label in _LAYERS:
         if not layers.get(outcome):
             continue
         mine = sorted(((n, c) for c, n in causes.items()
                        if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome and n),
                       key=lambda nc: (-nc[0], nc[1]))
-        parts.append((f"{label} {layers[outcome]}", _style(outcome)))
-        parts.extend((f"  {c}×{n}", "") for n, c in mine[:3])
+        lines.append((f"{label} ", str(layers[outcome]), _style(outcome)))
+        lines.extend((f"  {c}", f"×{n}", "") for n, c in mine[:3])
         if len(mine) > 3:
-            parts.append((f"  +{len(mine) - 3} more", "dim"))
-    return _joined(parts)
+            lines.append(("  +", f"{len(mine) - 3} more", "dim"))
+    return _CountedLines(lines) if lines else Text(_DASH, style="dim")
+
+
+class _CountedLines:
+    """Lines that each end in a count, for a narrow column: a line too long breaks after an
+    underscore where it can, keeps its indent, and never breaks inside its count, which would
+    then read as two other numbers."""
+
+    def __init__(self, lines: Sequence[tuple[str, str, str]]) -> None:
+        self.lines = lines  # (text, count, style)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max(len(text + count) for text, count, _ in self.lines)
+        narrowest = max(len(text) - len(text.lstrip()) + len(count)
+                        for text, count, _ in self.lines)
+        return Measurement(narrowest, widest).with_maximum(options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for text, count, style in self.lines:
+            for piece in _fold_counted(text, count, max(1, options.max_width)):
+                yield Text(piece, style=style, no_wrap=True, overflow="crop")
+
+
+def _fold_counted(text: str, count: str, width: int) -> list[str]:
+    indent = text[: len(text) - len(text.lstrip())]
+    line, count_at, pieces = text + count, len(text), []
+    while len(line) > width:
+        cut = min(line.rfind("_", len(indent), width) + 1 or width, count_at)
+        if cut <= len(indent):  # no room but for the count: the line stays whole
+            break
+        pieces.append(line[:cut])
+        line, count_at = indent + line[cut:], count_at - cut + len(indent)
+    return [*pieces, line]
 
 
 def _seconds(durations: Mapping[str, Any]) -> Text:
@@ -358,6 +503,11 @@ def _joined(parts: Iterable[tuple[str, str]], sep: str = "\n") -> Text:
     return text or Text(_DASH, style="dim")
 
 
+def _folded(text: str, width: int) -> str:
+    """Text cut into lines of `width`, for a column that must not wrap by itself."""
+    return "\n".join(text[at:at + width] for at in range(0, len(text), width))
+
+
 def _one_line(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else _json(value)
     text = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
@@ -365,35 +515,99 @@ def _one_line(value: Any, limit: int) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except RecursionError:  # a value from a file that alk did not write as it is
+        return "(nested too deeply to show)"
 
 
 # ---------------------------------------------------------------------------------------------
 # Transcripts
 
 
-def transcript_view(events: Sequence[Mapping[str, Any]],
-                    channels: Collection[str] | None = None) -> RenderableType:
-    """Transcript events as one table row each; only the given channels when `channels` is set."""
-    shown = [printable(e) for e in events if channels is None or e.get("channel") in channels]
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """One transcript event as `alk show` prints it: short escaped cells, never the payload."""
+
+    seq: str
+    t: str
+    source: str
+    channel: str
+    type: str
+    summary: str
+    style: str
+
+
+def event_row(event: Mapping[str, Any]) -> EventRow:
+    """An event digested as soon as it is read, so that a page of any transcript holds rows
+    of a few hundred characters, whatever the payloads weighed."""
+    return EventRow(
+        _cell(event.get("seq", ""), FIELD_CHARS), _time(event.get("t")),
+        _cell(event.get("source", ""), FIELD_CHARS), _cell(event.get("channel", ""), FIELD_CHARS),
+        _cell(event.get("type", ""), FIELD_CHARS), _cell(_summary(event), PAYLOAD_CHARS),
+        _event_style(event))
+
+
+def transcript_table(rows: Sequence[EventRow]) -> Table:
+    """A page of transcript events, one row each."""
     table = _table(("seq", {"justify": "right"}), ("t (s)", {"justify": "right"}), ("source", {}),
                    ("channel", {}), ("type", {}), ("payload", {"overflow": "fold", "ratio": 1}))
-    for event in shown:
-        t = event.get("t")
-        table.add_row(
-            Text(str(event.get("seq", ""))),
-            Text(f"{t:.3f}" if isinstance(t, int | float) else ""),
-            Text(str(event.get("source", ""))), Text(str(event.get("channel", ""))),
-            Text(str(event.get("type", ""))), Text(_summary(event)), style=_event_style(event),
-        )
-    if channels is not None:
-        table.caption = f"{len(shown)} of {len(events)} events on {', '.join(sorted(channels))}"
+    for row in rows:
+        table.add_row(Text(row.seq), Text(row.t), Text(row.source), Text(row.channel),
+                      Text(row.type), Text(row.summary), style=row.style)
     return table
+
+
+def page_summary(page: TranscriptPage, channels: Collection[str] | None,
+                 command: tuple[str, str] | None) -> Text:
+    """Which events the page showed, of how many, and the command for the next (or last) one."""
+    where = (printable(f" on {', '.join(sorted(channels))} ({page.total:,} in all)")
+             if channels else "")
+    if page.rows:
+        last = page.first + len(page.rows) - 1
+        text = Text(f"events {page.first:,}–{last:,} of {page.matching:,}{where}", style="bold")
+    else:
+        text = Text(f"no event at {page.first:,}: there are {page.matching:,}{where}",
+                    style="bold yellow")
+    if command is not None:
+        text.append(f"\n{command[0]}: ", style="dim").append(printable(command[1]))
+    return text
+
+
+def repeat_header(run_id: str, scenario: str, repeat: int, entry: Mapping[str, Any]) -> Text:
+    """`alk show`'s first line: which repeat, and how it ended."""
+    return Text.assemble((printable(str(run_id)), "bold"),
+                         printable(f" {scenario} repeat {repeat}: {entry.get('outcome')}/"
+                                   f"{entry.get('cause')} {_DASH} {entry.get('detail') or ''}"))
+
+
+def transcript_hash(entry: Mapping[str, Any], intact: bool) -> Text:
+    """Whether the transcript still is what alk wrote: the sha256 in the result says."""
+    return Text.assemble(
+        (printable(f"{entry.get('transcript')}  sha256 {entry.get('sha256')} "), "dim"),
+        ("matches the file", "green") if intact else
+        ("does NOT match the file: it changed after the run", "bold red"))
+
+
+def _cell(value: Any, limit: int) -> str:
+    # Cut before escaping, which is cheaper on a large value, and again after, since an escape
+    # is up to ten characters long: a row stays short whatever the worker wrote.
+    return _one_line(printable(_one_line(value, limit)), limit)
+
+
+def _time(t: Any) -> str:
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        return ""
+    try:
+        return f"{float(t):.3f}"
+    except OverflowError:  # an integer too large for a float: not a time alk wrote
+        return _cell(t, FIELD_CHARS)
 
 
 def _event_style(event: Mapping[str, Any]) -> str:
     """Worker rows plain, harness rows cyan, so the harness's own voice stands apart."""
-    payload, kind = event.get("payload") or {}, event.get("type")
+    payload, kind = event.get("payload"), event.get("type")
+    payload = payload if isinstance(payload, Mapping) else {}
     if kind == "violation" or (kind == "check" and not payload.get("ok")):
         return "bold red"
     if event.get("source") != "harness":
@@ -451,16 +665,16 @@ def lanes_table(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -
                    ("Repeats", {"justify": "right"}), ("Path", {"overflow": "fold"}))
     for lane in lanes:
         table.add_row(
-            Text(lane.name), Text(lane.framework), Text(lane.requirement or "any"),
-            Text(", ".join(s.id for s in lane.scenarios)), Text(f"{lane.timeout_s:g} s"),
-            Text(str(lane.repeats)), Text(str(lane.path)),
+            _text(lane.name), _text(lane.framework), _text(lane.requirement or "any"),
+            _text(", ".join(s.id for s in lane.scenarios)), _text(f"{lane.timeout_s:g} s"),
+            _text(lane.repeats), _text(lane.path),
         )
     if lanes and errors:
         table.add_section()
     for path, message in errors:
         # The message goes in the widest column; the path column says which file to fix.
-        table.add_row(Text("✗ not loaded"), Text(""), Text(""), Text(_one_line(message, 400)),
-                      Text(""), Text(""), Text(str(path)), style="red")
+        table.add_row(Text("✗ not loaded"), Text(""), Text(""), _text(_one_line(message, 400)),
+                      Text(""), Text(""), _text(path), style="red")
     if not lanes and not errors:
         table.add_row(Text("no lanes found", style="dim"))
     return table
@@ -475,8 +689,8 @@ def causes_table() -> RenderableType:
         if previous is not None and info.outcome != previous:
             table.add_section()
         previous = info.outcome
-        table.add_row(Text(cause.value), Text(info.outcome.value, style=_style(info.outcome)),
-                      Text(info.meaning), Text(info.action))
+        table.add_row(_text(cause.value), _text(info.outcome.value, _style(info.outcome)),
+                      _text(info.meaning), _text(info.action))
     return table
 
 
@@ -488,11 +702,11 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
     lines = []
     for finding in findings:
         mark, style = _LEVEL_MARKS[str(finding.level)]
-        line = Text.assemble((f"{mark} ", style), (printable(finding.title), style))
+        line = Text.assemble((f"{mark} ", style), (printable(str(finding.title)), style))
         if finding.detail:
-            line.append(f"\n    {_one_line(printable(finding.detail), 300)}")
+            line.append(f"\n    {printable(_one_line(finding.detail, 300))}")
         if finding.hint:
-            line.append(f"\n    → {finding.hint}", style="dim")
+            line.append(f"\n    → {printable(str(finding.hint))}", style="dim")
         lines.append(line)
     failed = sum(1 for f in findings if not f.ok)
     verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
@@ -506,12 +720,13 @@ def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
                    ("", {"style": "dim"}))
     table.show_header = False
     for name, value, why in facts:
-        table.add_row(Text(name), Text(value), Text(why))
+        table.add_row(_text(name), _text(value), _text(why))
     return table
 
 
 def repeat_facts(entry: Mapping[str, Any]) -> Text:
     """One repeat's process facts, for `alk show`."""
+    entry = printable(entry)
     status = (f"signal {entry['signal']}" if entry.get("signal") is not None
               else f"exit {entry.get('exit_code')}")
     facts = [status, f"{entry.get('duration_s') or 0:.2f} s"]
