@@ -1,12 +1,14 @@
-"""alk's own memory and speed while a worker floods it, at the sizes docs/security.md names.
+"""alk's speed and memory while a worker floods it, against a bare loop reading the same pipes.
 
-Each flood runs through the real CLI (one repeat) with the hostile test worker: 2 GiB of JSON
-lines on stdout, one 512 MiB line without a newline, 1 GiB of stderr. Printed side by side:
-what the worker wrote, how long alk took, its throughput, alk's own peak RSS (from the result
-document, measured as VmHWM) against the 150 MiB bound, and the transcript's size against its
-cap. The tests run the same floods at a fraction of these sizes.
+Each flood runs twice with the hostile test worker (`tests/hostile/worker.py`), alternating,
+in one process: once through the real CLI (one repeat, the default sandbox), once under a bare
+Python loop that does what a user without alk would: start the worker with pipes, answer its
+handshake, and read stdout and stderr in 64 KiB chunks until they close, keeping nothing. For
+each it prints the worker's MiB/s on both sides and their ratio (alk over bare; the target for
+stderr is at least 0.5), alk's own peak RSS (VmHWM, from the result document) against the
+150 MiB bound, and the transcript's size against its cap.
 
-    python benchmarks/floods.py [--scale 1.0]
+    python benchmarks/floods.py [--scale 1.0] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import selectors
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,47 +26,89 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "hostile" / "worker.py"
+SDK = ROOT / "src"
 BOUND_MB = 150
 CAP_MB = 64
-FLOODS = (("flood_stdout_lines", 2048, "JSON lines on stdout"),
-          ("endless_line", 512, "one line, no newline"),
-          ("stderr_flood", 1024, "lines on stderr"))
+TOKEN = "benchmark-token-0000"
+FLOODS = (("stderr_flood", 1024, "lines on stderr"),
+          ("flood_stdout_lines", 2048, "JSON lines on stdout"),
+          ("endless_line", 512, "one line, no newline"))
 
 
-def run(threat: str, size_mb: int, scratch: Path) -> dict:
-    folder = scratch / threat
-    (folder / "lanes").mkdir(parents=True)
+def through_alk(threat: str, size_mb: int, scratch: Path) -> dict:
+    folder = Path(tempfile.mkdtemp(dir=scratch))
+    (folder / "lanes").mkdir()
     lane = folder / "lanes" / "flood.toml"
     lane.write_text(f'framework = "hostile"\nversion = ">=1"\n'
                     f'command = ["{{python}}", "{WORKER}", "{threat}", "{size_mb}"]\n'
                     f'required_env = ["HOSTILE_TOKEN"]\ntimeout_s = 600\n'
                     f'transcript_cap_mb = {CAP_MB}\n[[scenarios]]\nid = "flood"\ntask = "t"\n')
-    env = {**os.environ, "HOSTILE_TOKEN": "benchmark-token-0000"}
-    began = time.perf_counter()
+    env = {**os.environ, "HOSTILE_TOKEN": TOKEN}
     subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(lane), "-n", "1",
                     "--json"], cwd=folder, env=env, capture_output=True, check=False)
-    elapsed = time.perf_counter() - began
     [result] = (folder / "reports").glob("*/result.json")
     document = json.loads(result.read_text())
     [repeat] = document["scenarios"][0]["repeats"]
-    return {"seconds": elapsed, "rss": document["harness"]["peak_rss_mb"],
+    # The repeat's own wall clock, from its spawn to its exit and the last read.
+    return {"seconds": repeat["duration_s"], "rss": document["harness"]["peak_rss_mb"],
             "transcript": (folder / repeat["transcript"]).stat().st_size / 2**20,
             "outcome": f"{repeat['outcome']}/{repeat['cause']}"}
+
+
+def bare(threat: str, size_mb: int) -> dict:
+    """The worker under the least a reader can do: handshake, then drain both pipes."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SDK), "HOSTILE_TOKEN": TOKEN}
+    began = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(WORKER), threat, str(size_mb)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdin.write(b'{"type":"hello","protocol":1,"lane":"flood"}\n')
+    proc.stdin.flush()
+    proc.stdout.readline()  # framework_ready
+    proc.stdin.write(b'{"type":"start","run_id":"bare","scenario":{"id":"flood","task":"t",'
+                     b'"input":{}},"repeat":1,"seed":1}\n')
+    proc.stdin.close()
+    selector = selectors.DefaultSelector()
+    for pipe in (proc.stdout, proc.stderr):
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe.fileno(), selectors.EVENT_READ)
+    total, open_fds = 0, 2
+    while open_fds:
+        for key, _ in selector.select():
+            try:
+                chunk = os.read(key.fd, 64 * 1024)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                selector.unregister(key.fd)
+                open_fds -= 1
+            total += len(chunk)
+    proc.wait()
+    return {"seconds": time.perf_counter() - began, "bytes": total}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per flood")
     args = parser.parse_args()
-    print(f"{'flood':34}{'MiB':>7}{'s':>8}{'MiB/s':>8}{'alk RSS':>10}{'bound':>7}"
-          f"{'transcript':>12}{'cap':>6}  outcome")
+    print(f"{'flood':24}{'MiB':>6}{'bare MiB/s':>12}{'alk MiB/s':>11}{'ratio':>7}"
+          f"{'alk RSS':>9}{'transcript':>12}  outcome")
     with tempfile.TemporaryDirectory(prefix="alk-floods-") as scratch:
         for threat, full_mb, label in FLOODS:
             size = max(1, int(full_mb * args.scale))
-            row = run(threat, size, Path(scratch))
-            print(f"{label:34}{size:7d}{row['seconds']:8.1f}{size / row['seconds']:8.0f}"
-                  f"{row['rss']:9.1f}M{BOUND_MB:6d}M{row['transcript']:11.1f}M{CAP_MB:5d}M"
-                  f"  {row['outcome']}")
+            alk_rows, bare_rows = [], []
+            for _ in range(args.rounds):
+                bare_rows.append(bare(threat, size))
+                alk_rows.append(through_alk(threat, size, Path(scratch)))
+            bare_s = statistics.median(r["seconds"] for r in bare_rows)
+            alk_s = statistics.median(r["seconds"] for r in alk_rows)
+            last = alk_rows[-1]
+            print(f"{label:24}{size:6d}{size / bare_s:12.0f}{size / alk_s:11.0f}"
+                  f"{bare_s / alk_s:7.2f}{max(r['rss'] for r in alk_rows):8.1f}M"
+                  f"{last['transcript']:10.1f}M  {last['outcome']}")
+    print(f"ratio: alk's MiB/s over the bare loop's (medians of {args.rounds}); alk RSS bound "
+          f"{BOUND_MB} MiB; transcript cap {CAP_MB} MiB")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from alk.runner.isolation import Containment, Network, detect
+from alk.cleanup import remove_tree
+from alk.runner.isolation import Containment, Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 
 WORKER = Path(__file__).resolve().with_name("worker.py")
@@ -31,6 +32,7 @@ HARNESS_RSS_LIMIT_MB = 150
 START_ALLOWANCE_S = 3.0
 NAMESPACE = detect().containment is Containment.PID_NAMESPACE
 NO_NETWORK = Network.NONE in detect().networks
+SANDBOX = Filesystem.SANDBOX in detect().filesystems
 
 PASS = ("pass", "passed")
 VIOLATION = ("framework_runtime", "protocol_violation")
@@ -55,8 +57,28 @@ THREATS = {
     "fork_bomb": (("framework_runtime", "process_limit"), 20, "", "done"),
     "call_home": (PASS, 20, "", "blocked"),
     "inherited_fds": (PASS, 20, "", "clean"),
+    # Nested 950 deep: past json.loads, a recursive walk would have raised inside alk.
+    "deep_event": (VIOLATION, 20, "", "done"),
+    # Bounded in bytes where they enter: 700 fault points of 1 MiB, 1,000 long tool names.
+    "fault_flood": (PASS, 30, "", "done"),
+    "tool_name_flood": (PASS, 30, "", "done"),
+    # 8 MiB of `{}`: millions of objects parsed, unless alk counts them first.
+    "json_bomb_file": (("agent", "wrong_files"), 20,
+                       'files = [ { path = "lab-output/effects.json", json_length = 1 } ]',
+                       "742 done"),
+    # 1.5 GiB asked of /tmp and /dev/shm, which are memory: sized from memory_mb.
+    "tmpfs_hog": (PASS if SANDBOX else ("agent", "wrong_output"), 20, "", "bounded"),
+    # 1e999 and NaN: a violation, and nothing non-finite is ever written back.
+    "non_finite": (VIOLATION, 20, "", "done"),
+    # Killed by its own SIGKILL after its result: as a namespace's PID 1 it would pass.
+    "suicide_after_result": (("framework_runtime", "killed_by_signal"), 20, "", "done"),
+    # Catches SIGINT; SIGTERM, which it has no handler for, must end it.
+    "shrug_off_sigint": (("framework_runtime", "timeout"), 2, "", "done"),
+    # A 3,000-deep chain of folders left in the workspace.
+    "deep_folders": (PASS, 30, "", "done"),
 }
 LIMITS = {"memory_hog": "[limits]\nmemory_mb = 256\n",
+          "tmpfs_hog": "[limits]\nmemory_mb = 256\n",
           "fork_bomb": "[limits]\nmax_processes = 64\n"}
 
 
@@ -76,6 +98,8 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         pytest.skip(f"no network isolation here: {detect().network_reason}")
     if threat == "fork_bomb" and pids_cgroup_parent() is None and os.getuid() == 0:
         pytest.skip("as root only a pids cgroup bounds processes, and none is writable here")
+    if threat in ("suicide_after_result", "shrug_off_sigint") and not NAMESPACE:
+        pytest.skip("the worker is PID 1 only in a PID namespace, which this machine lacks")
     (outcome, cause), timeout_s, expect, output = THREATS[threat]
     token, private = f"tok-{secrets.token_hex(12)}", f"priv-{secrets.token_hex(12)}"
     (tmp_path / "tmp").mkdir()
@@ -105,9 +129,14 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         _transcripts_valid_and_bounded(tmp_path)
         if NAMESPACE or threat not in ("fork_escape", "hold_pipes"):
             assert watch.left() == [], "a process of the repeat outlived it"
+        assert document["status"] == "complete"
+        assert list((tmp_path / "tmp").iterdir()) == [], "alk left its folders behind"
+        EXTRA.get(threat, lambda *_: None)(repeat, tmp_path)
     finally:
         for pid in watch.left(within_s=0):
             os.kill(pid, signal.SIGKILL)
+        # Whatever a failing alk left (a 3,000-deep chain) must not break pytest's own cleanup.
+        remove_tree(tmp_path / "tmp")
 
 
 def _no_secret_anywhere(tmp_path: Path, done: subprocess.CompletedProcess, *values) -> None:
@@ -120,10 +149,204 @@ def _no_secret_anywhere(tmp_path: Path, done: subprocess.CompletedProcess, *valu
         assert value not in done.stderr.decode(errors="replace")
 
 
+def _strict(text: str | bytes):
+    """JSON as strict readers take it (jq, browsers, Go): no NaN, no Infinity."""
+    def refuse(name):
+        raise AssertionError(f"non-finite number {name} written")
+    return json.loads(text, parse_constant=refuse)
+
+
 def _transcripts_valid_and_bounded(tmp_path: Path) -> None:
     for path in (tmp_path / "transcripts").rglob("*.jsonl"):
         data = path.read_bytes()
         assert len(data) <= CAP_MB * 1024 * 1024 + 64 * 1024, f"{path} is {len(data)} bytes"
         for line in data.splitlines():
-            event = json.loads(line.decode("utf-8"))  # valid UTF-8 JSON, every line
+            event = _strict(line.decode("utf-8"))  # valid UTF-8 strict JSON, every line
             assert {"seq", "t", "source", "channel", "type", "payload"} <= set(event)
+    for path in (tmp_path / "reports").rglob("*.json"):
+        _strict(path.read_bytes())
+
+
+def _shrugged_off(repeat, tmp_path):
+    # SIGTERM ended it: as PID 1 it would have ignored it, and died of the SIGKILL after.
+    assert repeat["signal"] == signal.SIGTERM, repeat
+
+
+def _tmpfs_counted(repeat, tmp_path):
+    if SANDBOX:
+        assert 64 < repeat["peak_tmpfs_mb"] <= 260, repeat
+
+
+def _names_bounded(repeat, tmp_path):
+    assert sum(map(len, repeat["trajectory"])) <= 9 * 1024
+    assert all(len(step) <= 140 for step in repeat["trajectory"])
+
+
+EXTRA = {"shrug_off_sigint": _shrugged_off, "tmpfs_hog": _tmpfs_counted,
+         "tool_name_flood": _names_bounded}
+
+
+# --- attacks that need more than one repeat, scenario or secret -----------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_alk(tmp_path: Path, lane: str, *args: str, env: dict | None = None,
+            timeout_s: float = 120):
+    """Runs `alk run` on a lane text in tmp_path; returns (process, document, elapsed)."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    path = tmp_path / "lanes" / "attack.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(lane)
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(path), *args],
+                          cwd=tmp_path, capture_output=True, timeout=timeout_s,
+                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "100",
+                               **(env or {})})
+    elapsed = time.monotonic() - began
+    [result] = list((tmp_path / "reports").glob("*/result.json"))
+    return done, _strict(result.read_bytes()), elapsed
+
+
+def header(threat: str, *args: str, extra: str = "") -> str:
+    argv = ", ".join(f'"{a}"' for a in ("{python}", str(WORKER), threat, *args))
+    return (f'framework = "hostile"\nversion = ">=1,<2"\ncommand = [{argv}]\n'
+            f'required_env = ["HOSTILE_TOKEN"]\ntimeout_s = 20\n{extra}\n')
+
+
+def scenario(id: str, output: str = "done", extra: str = "", expect: str = "") -> str:
+    return (f'[[scenarios]]\nid = "{id}"\ntask = "t"\n{extra}\n[scenarios.expect]\n'
+            f'stop_reason = "accepted"\noutput_equals = "{output}"\n{expect}\n')
+
+
+TOKEN_ENV = {"HOSTILE_TOKEN": f"tok-{secrets.token_hex(12)}"}
+
+
+def test_a_worker_cannot_learn_its_scenario_before_the_gate_to_void_its_failures(tmp_path):
+    # It looks at its workspace's name, HOME, TMPDIR and alk's transcripts and reports; had
+    # it found "hard", it would report an unsupported version and the failure would be void.
+    lane = header("peek_scenario", str(tmp_path)) + scenario("easy") + scenario("hard")
+    done, document, _ = run_alk(tmp_path, lane, "-n", "3", env=TOKEN_ENV)
+    easy, hard = document["scenarios"]
+    assert easy["counts"]["passed"] == 3
+    assert [r["cause"] for r in hard["repeats"]] == ["wrong_output"] * 3
+    assert hard["counts"]["void"] == 0 and done.returncode == 1
+
+
+def test_a_resumed_attempt_that_changes_identity_fails_the_repeat_and_both_are_recorded(
+        tmp_path):
+    kill = ('kill_at = { channel = "tool", type = "result", name = "write_report" }\n')
+    done, document, _ = run_alk(tmp_path, header("identity_shift")
+                                + scenario("crash", extra=kill), "-n", "2", env=TOKEN_ENV)
+    for repeat in document["scenarios"][0]["repeats"]:
+        assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime",
+                                                        "identity_changed"), repeat["detail"]
+        assert repeat["attempts"] == 2
+        assert repeat["identities"] == [{"framework": "hostile", "version": "1.0"},
+                                        {"framework": "hostile", "version": "2.0"}]
+    assert {(i["version"], i["repeats"]) for i in document["identities"]} == {("1.0", 2),
+                                                                              ("2.0", 2)}
+    assert done.returncode == 1
+    assert "2.0" in " ".join(done.stdout.decode().split())  # shown, not only the first
+
+
+def test_a_million_character_version_is_bounded_in_every_output(tmp_path):
+    done, document, _ = run_alk(tmp_path, header("huge_version") + scenario("a"), "-n", "1",
+                                env=TOKEN_ENV)
+    assert document["preflight"]["cause"] == "version_invalid"
+    assert done.returncode == 3
+    assert len(done.stdout) < 8_000
+    assert len(json.dumps(document)) < 40_000
+
+
+def test_a_long_run_of_distinct_tool_names_keeps_the_result_small(tmp_path):
+    done, document, _ = run_alk(tmp_path, header("tool_name_flood") + scenario("a"),
+                                "-n", "30", env=TOKEN_ENV)
+    [attack] = document["scenarios"]
+    assert attack["counts"]["passed"] == 30
+    # 30 repeats × 1,000 names of 128 characters: 3.9 MB of trajectories, kept to 8 KiB each.
+    size = sum(p.stat().st_size for p in (tmp_path / "reports").rglob("result.json"))
+    assert size < 600_000, size
+    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+    assert attack["trajectories"]["distinct"] == 30
+
+
+PEM = ("-----BEGIN PRIVATE KEY-----\n"
+       + "\n".join(secrets.token_urlsafe(48) for _ in range(4))
+       + "\n-----END PRIVATE KEY-----")
+
+
+def test_no_piece_of_a_secret_is_stored_however_alk_cuts_or_splits_it(tmp_path):
+    """The worker places the declared values across every length limit alk applies, and a
+    multi-line one as it is; no 12-character piece of either may be anywhere alk writes."""
+    token = "tok-" + secrets.token_hex(20)
+    lane = (header("cut_secrets").replace('["HOSTILE_TOKEN"]', '["HOSTILE_TOKEN", "HOSTILE_PEM"]')
+            + scenario("a", expect='files = [ { path = "lab-output/effects.json", '
+                                   'json_subset = { note = "x" } } ]'))
+    env = {"HOSTILE_TOKEN": token, "HOSTILE_PEM": PEM}
+    done, document, _ = run_alk(tmp_path, lane, "-n", "1", env=env)
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "nonzero_exit")
+    as_json = subprocess.run([sys.executable, "-m", "alk", "report", "--json"], cwd=tmp_path,
+                             capture_output=True, env={**os.environ, **env})
+    shown = subprocess.run([sys.executable, "-m", "alk", "show", "latest", "a", "1"],
+                           cwd=tmp_path, capture_output=True, env={**os.environ, "COLUMNS": "300"})
+    outputs = [done.stdout, done.stderr, as_json.stdout, shown.stdout]
+    files = [p.read_bytes() for folder in ("transcripts", "reports")
+             for p in (tmp_path / folder).rglob("*") if p.is_file()]
+    pieces = {value[i:i + 12] for value in (token, *PEM.splitlines()) if len(value) >= 12
+              for i in range(len(value) - 11)} - {"-----BEGIN P", "-----END PRI"}
+    pieces = {p for p in pieces if "-----" not in p and " PRIVATE" not in p}
+    for blob in outputs + files:
+        text = blob.decode("utf-8", "replace")
+        # Files are ASCII JSON: read them back so that escaped text is compared as text.
+        found = [p for p in pieces if p in text or p in text.replace("\\\\", "\\")]
+        assert not found, f"{found[:3]} stored in {text[text.find(found[0]) - 80:][:200]!r}"
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_a_key_left_in_a_kernel_keyring_does_not_reach_the_next_repeat(tmp_path):
+    lane = (header("keyring")
+            + scenario("plant", "nothing planted", extra='input = { phase = "plant" }')
+            + scenario("find", "nothing found", extra='input = { phase = "find" }'))
+    done, document, _ = run_alk(tmp_path, lane, "-n", "2", env=TOKEN_ENV)
+    for entry in document["scenarios"]:
+        assert [r["cause"] for r in entry["repeats"]] == ["passed"] * 2, entry["repeats"][0]
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_the_worker_reads_nothing_of_the_host_beyond_what_it_needs(tmp_path):
+    canary = secrets.token_hex(8)
+    home = Path.home() / f".alk-canary-{canary}"
+    sibling = ROOT.parent / f"alk-canary-{canary}"
+    try:
+        home.write_text("home canary")
+        sibling.mkdir()
+        (sibling / "canary.txt").write_text("sibling canary")
+        paths = [str(home), str(sibling / "canary.txt")]
+        folders = [str(tmp_path / "transcripts"), str(tmp_path / "reports"), str(Path.home())]
+        (tmp_path / "transcripts").mkdir()
+        (tmp_path / "transcripts" / "earlier.jsonl").write_text("{}\n")
+        (tmp_path / "reports").mkdir()
+        (tmp_path / "reports" / "earlier").mkdir()
+        inputs = f"input = {{ paths = {json.dumps(paths)}, folders = {json.dumps(folders)} }}"
+        done, document, _ = run_alk(tmp_path, header("read_host")
+                                    + scenario("a", "nothing read", extra=inputs), "-n", "1",
+                                    env=TOKEN_ENV)
+        [repeat] = document["scenarios"][0]["repeats"]
+        assert repeat["cause"] == "passed", repeat["detail"]
+    finally:
+        home.unlink(missing_ok=True)
+        (sibling / "canary.txt").unlink(missing_ok=True)
+        if sibling.exists():
+            sibling.rmdir()
+
+
+def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_path):
+    lane = header("stderr_flood", "1024").replace("timeout_s = 20", "timeout_s = 10")
+    lane = lane.replace('required_env = ["HOSTILE_TOKEN"]', 'required_env = ["HOSTILE_TOKEN"]\n'
+                        'transcript_cap_mb = 1')
+    done, document, elapsed = run_alk(tmp_path, lane + scenario("a"), "-n", "1", env=TOKEN_ENV)
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert repeat["cause"] == "passed", repeat["detail"]
+    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB

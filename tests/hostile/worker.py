@@ -18,7 +18,7 @@ THREAT = sys.argv[1]
 SECRET = os.environ.get("HOSTILE_TOKEN", "")
 MB = 1024 * 1024
 # How much a flood writes, in MiB (the benchmark asks for more than the tests do).
-SIZE_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+SIZE_MB = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 0
 
 
 def out():
@@ -38,11 +38,30 @@ def finish(output="done", **extra):
     worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped", **extra})
 
 
+def before_ready():
+    """What a worker may do before the version gate: learn which scenario this start is (to
+    void the ones it would fail by reporting a bad version), or report a monstrous version."""
+    if THREAT == "peek_scenario":
+        clues = [os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", "")]
+        out_dir = sys.argv[2] if len(sys.argv) > 2 else ""
+        for folder in (os.path.join(out_dir, "transcripts"), os.path.join(out_dir, "reports")):
+            for root, _, files in os.walk(folder):
+                clues += [os.path.join(root, name) for name in files]
+        if any("hard" in clue for clue in clues):
+            return "0.1"  # unsupported: the hard repeats would be void, never scored
+    if THREAT == "huge_version":
+        return "1." + ".".join(["0"] * 500_000)  # valid PEP 440, a million characters
+    if THREAT == "identity_shift" and os.path.exists("attempt-1"):
+        return "2.0"  # the resumed attempt claims another version
+    return "1.0"
+
+
 def main():
     worker.hello()
-    worker.ready("hostile", "1.0")
+    worker.ready("hostile", before_ready())
     start = worker.start()
-    leak_everywhere()
+    if THREAT != "cut_secrets":  # that one never splits a secret itself: alk must not either
+        leak_everywhere()
 
     if THREAT == "flood_stdout_lines":
         line = json.dumps({"channel": "agent", "type": "noise",
@@ -149,8 +168,142 @@ def main():
                        if int(fd) > 2 and fd != str(out().fileno()))
         opened = [fd for fd in extra if os.path.exists(f"/proc/self/fd/{fd}")]
         finish("clean" if not opened else f"inherited {opened}")
+    elif THREAT == "peek_scenario":
+        finish("wrong" if start.scenario_id == "hard" else "done")
+    elif THREAT == "deep_event":
+        # 950 deep passes json.loads; any recursive walk past it would not.
+        out().write('{"channel":"agent","type":"deep","payload":{"p":' + "[" * 950
+                    + "]" * 950 + "}}\n")
+        out().flush()
+        finish()
+    elif THREAT == "identity_shift":
+        if not os.path.exists("attempt-1"):
+            open("attempt-1", "w").close()
+            worker.tool_call("write_report", {})
+            worker.tool_result("write_report", ok=True)
+            time.sleep(30)  # alk kills it here (kill_at)
+        finish()
+    elif THREAT == "deep_folders":
+        fd = os.open(".", os.O_RDONLY)
+        for _ in range(3000):  # deeper than any recursive removal goes
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        os.close(fd)
+        finish()
+    elif THREAT == "fault_flood":
+        for index in range(700):
+            worker.fault(f"{index}-" + "p" * 1_000_000, occurrence=1)  # under the line limit
+        finish()
+    elif THREAT == "tool_name_flood":
+        for index in range(1000):
+            name = f"{index:04d}-{os.urandom(8).hex()}-" + "n" * 107
+            worker.tool_call(name, {})
+            worker.tool_result(name, ok=True)
+        finish()
+    elif THREAT == "json_bomb_file":
+        os.makedirs("lab-output", exist_ok=True)
+        with open("lab-output/effects.json", "w") as handle:
+            handle.write("[" + "{}," * (8 * MB // 3 - 2) + "{}]")
+        finish("742 done")
+    elif THREAT == "huge_version":
+        finish()
+    elif THREAT == "cut_secrets":
+        cut_secrets(start)
+    elif THREAT == "keyring":
+        finish(keyring(start.input.get("phase", "")))
+    elif THREAT == "tmpfs_hog":
+        held = 0
+        for folder in ("/tmp", "/dev/shm"):
+            try:
+                with open(os.path.join(folder, "hog"), "wb") as handle:
+                    for _ in range(768):
+                        handle.write(b"h" * MB)
+                        held += 1
+            except OSError:
+                pass
+        finish("bounded" if held <= 260 else f"held {held} MiB")
+    elif THREAT == "read_host":
+        read = []
+        for path in start.input.get("paths", []) + ["/etc/shadow"]:
+            try:
+                with open(path, "rb") as handle:
+                    read.append(f"{path}: {handle.read(64)!r}")
+            except OSError:
+                pass
+        for folder in start.input.get("folders", []):
+            try:
+                read += [f"{folder}: {name}" for name in os.listdir(folder)
+                         if "canary" in name or "earlier" in name]
+            except OSError:
+                pass
+        finish("nothing read" if not read else "read " + "; ".join(read))
+    elif THREAT == "non_finite":
+        out().write('{"channel":"agent","type":"numbers","payload":{"big":1e999,"nan":NaN}}\n')
+        out().flush()
+        finish()
+    elif THREAT == "suicide_after_result":
+        finish()
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(5)  # as PID 1 of its namespace it would live on, and pass
+    elif THREAT == "shrug_off_sigint":
+        worker.tool_call("lookup", {"order": 1})
+        while True:  # survives SIGINT; with no handler for SIGTERM, SIGTERM ends it
+            try:
+                time.sleep(1)
+            except KeyboardInterrupt:
+                pass
     else:
         finish(f"unknown threat {THREAT}")
+
+
+def cut_secrets(start):
+    """The secrets placed across every length limit alk applies: names, outputs, checks, the
+    failure detail, stderr lines at the line limit, and a multi-line secret as it is."""
+    pem = os.environ.get("HOSTILE_PEM", "")
+    for offset in range(100, 130, 3):
+        worker.tool_call("n" * offset + SECRET, {})
+        worker.tool_result("n" * offset + SECRET, ok=True)
+    worker.fault("p" * 120 + SECRET)
+    sys.stderr.write("s" * (MB - 10) + SECRET + "\n")  # cut at the 1 MiB line limit
+    sys.stderr.write(pem + "\n")
+    sys.stderr.flush()
+    worker.emit("agent", "pem", {"text": pem})
+    os.makedirs("lab-output", exist_ok=True)
+    with open("lab-output/effects.json", "w") as handle:
+        json.dump({"note": "q" * 290 + SECRET}, handle)
+    worker.result(output="o" * 150 + SECRET + "o" * 140 + SECRET, stop_reason="accepted",
+                  end_state={"phase": "x" * 150 + SECRET}, verification={"v": "c" * 995 + SECRET})
+    # The last stderr line before a crash is quoted, cut at 300 characters.
+    sys.stderr.write("Traceback (most recent call last):\nRuntimeError: " + "r" * 270 + SECRET
+                     + "\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def keyring(phase):
+    """Leaves a key in the user's and the session's keyrings, or looks for one left before."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    numbers = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)
+    if numbers is None:
+        return "no keyring here"
+    add_key, keyctl = numbers
+    if phase == "plant":
+        planted = []
+        for ring, name in ((-4, "user"), (-3, "session")):  # KEY_SPEC_USER/SESSION_KEYRING
+            serial = libc.syscall(add_key, b"user", b"alk-hostile-key", b"stolen", 6, ring)
+            if serial > 0:
+                planted.append(name)
+        return "planted " + ",".join(planted) if planted else "nothing planted"
+    found = []
+    for ring, name in ((-4, "user"), (-3, "session")):
+        # KEYCTL_SEARCH = 10
+        if libc.syscall(keyctl, 10, ring, b"user", b"alk-hostile-key", 0) > 0:
+            found.append(name)
+    return "found " + ",".join(found) if found else "nothing found"
 
 
 main()
