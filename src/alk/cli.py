@@ -22,7 +22,7 @@ from alk import api, conformance
 from alk.errors import AlkError, UsageError
 from alk.lane import LANES_DIR
 from alk.records import ExitCode, Plan, RepeatResult
-from alk.report import terminal
+from alk.report import listings, safe_text, terminal, transcript_view
 from alk.transcript import TranscriptPage
 
 app = typer.Typer(
@@ -59,7 +59,7 @@ def _interrupt(number: int, frame: object) -> None:
 def _fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
     # The message may quote a lane's values or a worker's text: never read it as markup, and
     # never let its control characters reach the terminal.
-    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), terminal.printable(message)))
+    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), safe_text.printable(message)))
     raise typer.Exit(code)
 
 
@@ -152,18 +152,18 @@ def show(
         document = api.read_run(run_id, out)
         entry = api.repeat_entry(document, scenario, repeat)
         page = api.read_repeat_page(entry, out, start=start, limit=limit, channels=channels,
-                                    digest=terminal.event_row)
+                                    digest=transcript_view.event_row)
     except AlkError as exc:
         _fail(str(exc))
     console = Console()
-    console.print(terminal.repeat_header(document["run_id"], scenario, repeat, entry))
-    console.print(terminal.repeat_facts(entry))
+    console.print(transcript_view.repeat_header(document["run_id"], scenario, repeat, entry))
+    console.print(transcript_view.repeat_facts(entry))
     if page.rows:
-        console.print(terminal.transcript_table(page.rows))
+        console.print(transcript_view.transcript_table(page.rows))
     more = _more_command(page, [document["run_id"], scenario, str(repeat)], channels, limit, out)
     # Unwrapped, so that the next page's command copies as one line.
-    console.print(terminal.page_summary(page, channels, more), soft_wrap=True)
-    console.print(terminal.transcript_hash(entry, api.transcript_intact(entry, out)))
+    console.print(transcript_view.page_summary(page, channels, more), soft_wrap=True)
+    console.print(transcript_view.transcript_hash(entry, api.transcript_intact(entry, out)))
 
 
 def _more_command(page: TranscriptPage, target: List[str], channels: Optional[List[str]],
@@ -195,7 +195,7 @@ def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes f
         found, errors = api.list_lanes(lanes_dir)
     except AlkError as exc:
         _fail(str(exc))
-    Console().print(terminal.lanes_table(found, errors))
+    Console().print(listings.lanes_table(found, errors))
     if errors:
         raise typer.Exit(ExitCode.USAGE)
 
@@ -203,13 +203,13 @@ def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes f
 @app.command()
 def causes() -> None:
     """List the cause codes: the stable vocabulary every repeat is attributed with."""
-    Console().print(terminal.causes_table())
+    Console().print(listings.causes_table())
 
 
 @app.command()
 def doctor() -> None:
     """Show how this machine contains workers, and why."""
-    Console().print(terminal.doctor_view(api.doctor()))
+    Console().print(listings.doctor_view(api.doctor()))
 
 
 @app.command("check-worker")
@@ -221,7 +221,7 @@ def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
         findings = conformance.review(result.document, out)
     except AlkError as exc:
         _fail(str(exc))
-    Console().print(terminal.findings_view(findings))
+    Console().print(listings.findings_view(findings))
     raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
 
 

@@ -12,16 +12,13 @@ from rich.console import Console, RenderableType
 
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
-from alk.report.terminal import (
-    causes_table,
-    doctor_view,
+from alk.report.listings import causes_table, doctor_view, findings_view, lanes_table
+from alk.report.terminal import run_report
+from alk.report.transcript_view import (
     event_row,
-    findings_view,
-    lanes_table,
     page_summary,
     repeat_facts,
     repeat_header,
-    run_report,
     transcript_hash,
     transcript_table,
 )
@@ -153,6 +150,24 @@ def test_run_report_marks_an_interrupted_run_and_missing_values():
     assert "INTERRUPTED" in out
     assert "ICC — (no variance: every repeat passed)" in out
     assert "—" in out.split("remote", 1)[1]  # no pass rate for the void scenario
+
+
+def test_every_framework_and_version_a_worker_reported_is_in_the_header():
+    doc = document()
+    doc["identities"] = [{"framework": "pydantic-ai", "version": "1.0.3", "repeats": 40},
+                         {"framework": "pydantic-ai", "version": "9.9", "repeats": 3}]
+    out = render(run_report(doc), width=80)
+    assert "also reported: pydantic-ai 9.9 (3 repeats)" in " ".join(out.split())
+    doc["identities"] = doc["identities"][:1]
+    assert "also reported" not in render(run_report(doc))
+
+
+def test_memory_a_worker_held_in_tmpfs_is_shown_beside_its_rss():
+    doc = document()
+    doc["scenarios"][0]["repeats"][2]["peak_tmpfs_mb"] = 128.0
+    out = " ".join(render(run_report(doc), width=120).split())
+    assert "/tmp and /dev/shm up to 128.0 MB (nominal)" in out
+    assert "/tmp and /dev/shm" not in render(run_report(document()))
 
 
 def test_run_report_puts_a_failed_preflight_first():

@@ -1,17 +1,13 @@
-"""Rich renderables for the terminal, built from plain data: result documents, transcripts, lanes.
+"""The run report: a result document (`alk.result/1`) as rich renderables — the header, the
+scenario table, the void and ICC notes, why each scenario did not pass, and where the files are.
 
 Nothing here prints or creates a `Console`; the CLI owns the console and prints what these return.
-Every value from a document is wrapped in `Text`, never passed as a string, because rich would
-parse a string as markup and a worker's output may well contain `[brackets]`.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
@@ -20,14 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
-from alk.records import Lane, Outcome, Verdict
-from alk.transcript import TranscriptPage
+from alk.records import Outcome, Verdict
+from alk.report.safe_text import DASH, folded, joined, new_table, one_line, printable, style_of
 
-# Verdicts and outcomes share one palette: green passes, red crashes, yellow doubts, magenta void.
-STYLES = {
-    Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow", Verdict.VOID: "magenta",
-    Outcome.FRAMEWORK_RUNTIME: "red", Outcome.AGENT: "yellow", Outcome.LANE_INFRA: "magenta",
-}
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
            (Outcome.LANE_INFRA, "void"))
@@ -37,37 +28,7 @@ SCENARIO_CHARS = 24
 THIN_MARK = "?"
 THIN_LISTED = 5
 VOID_STYLE = "bold magenta"
-PAYLOAD_CHARS = 160
-FIELD_CHARS = 24
 DETAIL_CHARS = 240
-_DASH = "—"
-
-
-# Control characters a worker may send (ESC starts terminal sequences that clear the screen,
-# retitle the window, or fake colours): shown as escapes, never sent to the terminal.
-_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0))
-             if code not in (0x09, 0x0a)}
-# Characters that fool the eye rather than the terminal: bidi embeddings, overrides and isolates
-# reorder the text after them (a line can read the opposite of what it holds); zero-width ones
-# and tags (U+E0000 block) hide text; U+2028/U+2029 break lines where none is expected. Lone
-# surrogates (a worker's JSON may hold "\\ud800") cannot be encoded for the terminal at all.
-_INVISIBLE = (0x061c, *range(0x200b, 0x2010), 0x2028, 0x2029, *range(0x202a, 0x202f),
-              *range(0x2060, 0x2065), *range(0x2066, 0x2070), 0xfeff, *range(0xfff9, 0xfffc),
-              *range(0xd800, 0xe000), *range(0xe0000, 0xe0080))
-_ESCAPES = {**_CONTROLS, **{code: f"\\u{code:04x}" if code <= 0xffff else f"\\U{code:08x}"
-                            for code in _INVISIBLE}}
-
-
-def printable(value: Any) -> Any:
-    """The value with every control and invisible character in its strings (keys too) shown
-    as an escape such as `\\x1b` or `\\u202e`."""
-    if isinstance(value, str):
-        return value.translate(_ESCAPES)
-    if isinstance(value, Mapping):
-        return {printable(k): printable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [printable(item) for item in value]
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +47,7 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
     # ok is None when alk was interrupted before the probe answered: not a failed preflight.
     if preflight.get("ok") is False:
         parts.append(_preflight_panel(doc))
-        ids = ", ".join(str(s.get("id")) for s in scenarios) or _DASH
+        ids = ", ".join(str(s.get("id")) for s in scenarios) or DASH
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
         parts.append(_scenario_table(scenarios, doc.get("aggregate") or {}))
@@ -115,23 +76,36 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
 
 def _header(doc: Mapping[str, Any]) -> Text:
     lane, preflight = doc.get("lane") or {}, doc.get("preflight") or {}
-    framework = lane.get("framework") or _DASH
+    framework = lane.get("framework") or DASH
     reported = lane.get("reported_framework") or preflight.get("framework")
     version = lane.get("reported_version") or preflight.get("version")
     text = Text.assemble(
-        ("lane ", "dim"), (str(lane.get("name") or _DASH), "bold"), "  ", (str(framework), "bold"),
+        ("lane ", "dim"), (str(lane.get("name") or DASH), "bold"), "  ", (str(framework), "bold"),
         " ", (str(version or "(no version reported)"),
               "green" if version and preflight.get("ok", True) else "red"),
         (f" (requires {lane.get('requirement') or 'any'})", "dim"))
     if reported and reported != framework:
         text.append(f" reported as {reported}", style="red")
     repeats = (doc.get("settings") or {}).get("repeats")
-    text.append(f"  run {doc.get('run_id') or _DASH}  {repeats or '?'} repeats", style="dim")
+    text.append(f"  run {doc.get('run_id') or DASH}  {repeats or '?'} repeats", style="dim")
     if (doc.get("status") or "complete") != "complete":
         text.append(f"  {str(doc['status']).upper()}", style="bold yellow")
+    others = _other_identities(doc, reported, version)
+    if others:
+        text.append(f"\nalso reported: {others}", style="bold red")
     if lane.get("description"):
         text.append("\n" + str(lane["description"]), style="dim italic")
     return text
+
+
+def _other_identities(doc: Mapping[str, Any], framework: Any, version: Any) -> str:
+    """Frameworks and versions a worker reported besides the probe's (a resumed attempt may
+    report another): the header must never show only the first."""
+    others = [i for i in doc.get("identities") or []
+              if (i.get("framework"), i.get("version")) != (framework, version)]
+    return " · ".join(f"{i.get('framework')} {i.get('version')} ({i.get('repeats')} repeats)"
+                      for i in others[:3]) + (f" · +{len(others) - 3} more"
+                                              if len(others) > 3 else "")
 
 
 def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
@@ -145,7 +119,7 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
         ("\nlane requires    ", "dim"),
         (f"{lane.get('framework') or '?'} {lane.get('requirement') or 'any'}", "bold"))
     if preflight.get("detail"):
-        body.append("\n" + _one_line(preflight["detail"], DETAIL_CHARS))
+        body.append("\n" + one_line(preflight["detail"], DETAIL_CHARS))
     info = CATALOGUE.get(cause)
     if info is not None:
         body.append(f"\nwhat to do: {info.action}", style="italic")
@@ -160,22 +134,22 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) 
     # repeats under the rate, and the failure column comes last and wraps. It is the only column
     # that may wrap: rich shrinks every wrappable column to fit, and one with a minimum width
     # grows back past the terminal's edge, where the console cuts it.
-    table = _table(("Scenario", {"style": "bold", "no_wrap": True}),
+    table = new_table(("Scenario", {"style": "bold", "no_wrap": True}),
                    ("Verdict", {"no_wrap": True}),
                    ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
                    ("p50", {"justify": "right", "no_wrap": True}),
                    ("Failures by layer", {"ratio": 1, "overflow": "fold"}))
     for s in scenarios:
-        table.add_row(Text(_folded(str(s.get("id")), SCENARIO_CHARS)), _verdict(s),
+        table.add_row(Text(folded(str(s.get("id")), SCENARIO_CHARS)), _verdict(s),
                       _rate_cell(s), _pass_hat(s), _seconds(s.get("durations") or {}),
                       _failures(s.get("layers") or {}, s.get("causes") or {}))
     if aggregate:
-        verdicts = [(f"{n} {v}", _style(v)) for v, n in (aggregate.get("verdicts") or {}).items()
+        verdicts = [(f"{n} {v}", style_of(v)) for v, n in (aggregate.get("verdicts") or {}).items()
                     if n]
         # The pooled lane row is the table's footer, under a rule, so it never reads as a scenario.
         table.show_footer = True
-        footers = (Text("lane (pooled)"), _joined([*verdicts, (_passed_of_scored(aggregate), "")]),
+        footers = (Text("lane (pooled)"), joined([*verdicts, (_passed_of_scored(aggregate), "")]),
                    _rate_cell(aggregate), _pass_hat(aggregate), Text(""),
                    _failures(aggregate.get("layers") or {}, aggregate.get("causes") or {}))
         for column, footer in zip(table.columns, footers):
@@ -186,7 +160,7 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) 
 def _verdict(stats: Mapping[str, Any]) -> Text:
     """The verdict, marked when it rests on too few repeats, over passed/scored."""
     verdict = stats.get("verdict")
-    text = Text(str(verdict or _DASH), style=f"bold {_style(verdict)}")
+    text = Text(str(verdict or DASH), style=f"bold {style_of(verdict)}")
     if _thin(stats):
         text.append(THIN_MARK, style=VOID_STYLE)
     return text.append("\n" + _passed_of_scored(stats))
@@ -222,7 +196,7 @@ def _void_note(aggregate: Mapping[str, Any]) -> list[tuple[str, str]]:
         return []
     # Worded to fit 80 columns with up to a thousand repeats.
     rest = f"the rates above cover the other {scored}" if scored else "nothing was scored"
-    rows = [("void:", f"{void} of {ran} repeats ({_percent(void, ran)}) not scored {_DASH} {rest}")]
+    rows = [("void:", f"{void} of {ran} repeats ({_percent(void, ran)}) not scored {DASH} {rest}")]
     cause = _commonest_void_cause(aggregate.get("causes") or {})
     if cause:
         rows.append(("", f"commonest cause: {cause[0]} ({cause[1]} of {void})"))
@@ -264,7 +238,7 @@ def _icc_line(icc: Mapping[str, Any]) -> Text:
     """The ICC says whether repeats of one scenario fail together, which widens the pooled CI."""
     text = Text("ICC ", style="dim")
     if icc.get("value") is None:
-        text.append(_DASH)
+        text.append(DASH)
         return text.append(f" ({icc['reason']})", style="dim") if icc.get("reason") else text
     text.append(f"{icc['value']:.2f}", style="bold")
     extras = [shape.format(icc[key]) for key, shape in (
@@ -278,6 +252,9 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     """The workers' footprint: the largest peak RSS and CPU time of any repeat, and where."""
     repeats = [(s.get("id"), r) for s in scenarios for r in s.get("repeats") or []]
     rss = [(r["peak_rss_mb"], sid) for sid, r in repeats if r.get("peak_rss_mb") is not None]
+    # A private /tmp and /dev/shm are memory too: what the worker held there counts.
+    tmpfs = [(r["peak_tmpfs_mb"], sid) for sid, r in repeats
+             if isinstance(r.get("peak_tmpfs_mb"), (int, float)) and r["peak_tmpfs_mb"] >= 0.1]
     cpu = [(r["cpu_s"], sid) for sid, r in repeats if r.get("cpu_s") is not None]
     if not rss and not cpu:
         return None
@@ -285,6 +262,9 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     if rss:
         top = max(rss)
         text.append(f"peak RSS up to {top[0]:.1f} MB ({top[1]})")
+    if tmpfs:
+        top = max(tmpfs)
+        text.append(f" · /tmp and /dev/shm up to {top[0]:.1f} MB ({top[1]})")
     if cpu:
         top = max(cpu)
         text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s a repeat ({top[1]})")
@@ -331,7 +311,7 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
     for r in sorted(bad, key=lambda r: r.get("repeat") or 0):
         groups.setdefault((r.get("outcome"), r.get("cause"), r.get("detail") or ""), []).append(r)
     title = Text.assemble("\n", (f"why {scenario.get('id')} is ", "bold"),
-                          (str(verdict), _style(verdict)),
+                          (str(verdict), style_of(verdict)),
                           (f": {len(bad)} of {len(repeats)} repeats did not pass", "dim"))
     text = Text() if repeats else Text.assemble(("no repeat ran", "dim"))
     # Scored failures explain a verdict better than void repeats; then the commonest mode first.
@@ -343,9 +323,9 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
             f"repeats {', '.join(numbers[:5])}" + (f" … ({len(numbers)} in all)"
                                                    if len(numbers) > 5 else ""))
         text.append(f"\n{label}: " if text else f"{label}: ")
-        text.append(f"{outcome}/{cause}", style=_style(outcome))
+        text.append(f"{outcome}/{cause}", style=style_of(outcome))
         if detail:
-            text.append(f" {_DASH} {_one_line(detail, DETAIL_CHARS)}")
+            text.append(f" {DASH} {one_line(detail, DETAIL_CHARS)}")
         if members[0].get("transcript"):
             text.append(f"\n  {members[0]['transcript']}", style="dim")
     rest = len(bad) - sum(len(members) for _, members in shown)
@@ -374,8 +354,8 @@ def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
 
 
 def _paths(paths: Mapping[str, Any]) -> Text:
-    text = Text.assemble(("\nreport       ", "dim"), str(paths.get("result") or _DASH),
-                         ("\ntranscripts  ", "dim"), str(paths.get("transcripts") or _DASH))
+    text = Text.assemble(("\nreport       ", "dim"), str(paths.get("result") or DASH),
+                         ("\ntranscripts  ", "dim"), str(paths.get("transcripts") or DASH))
     if paths.get("workspaces"):
         text.append_text(Text.assemble(("\nworkspaces   ", "dim"), str(paths["workspaces"])))
     return text
@@ -385,27 +365,9 @@ def _paths(paths: Mapping[str, Any]) -> Text:
 # Cells
 
 
-def _table(*columns: tuple[str, Mapping[str, Any]], leading: int = 0) -> Table:
-    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, collapse_padding=True,
-                  leading=leading)
-    for header, options in columns:
-        table.add_column(header, **options)
-    return table
-
-
-def _text(value: Any, style: str = "") -> Text:
-    """A cell from any value, escaped: lanes and this machine's facts are trusted, but cheap to
-    make safe, and a lane file may still hold what nobody meant."""
-    return Text(printable(str(value)), style=style)
-
-
-def _style(value: Any) -> str:
-    return STYLES.get(str(value), "")
-
-
 def _rate(stats: Mapping[str, Any]) -> Text:
     rate, ci = stats.get("pass_rate"), stats.get("ci")
-    text = Text(_DASH if rate is None else f"{rate * 100:.1f}%")
+    text = Text(DASH if rate is None else f"{rate * 100:.1f}%")
     if rate is not None and ci and len(ci) == 2 and None not in ci:
         text.append(f" [{ci[0] * 100:.1f}–{ci[1] * 100:.1f}]")
     return text
@@ -436,9 +398,9 @@ def _pass_hat(stats: Mapping[str, Any]) -> Text:
     """pass^k at the largest k (k = n): the chance that n repeats in a row all pass."""
     ks = [(int(k), v) for k, v in (stats.get("pass_hat_k") or {}).items() if str(k).isdigit()]
     if not ks or stats.get("pass_rate") is None:  # nothing scored: no rate to raise to k
-        return Text(_DASH, style="dim")
+        return Text(DASH, style="dim")
     k, value = max(ks)
-    return Text(_DASH if value is None else "<0.01" if 0 < value < 0.005 else f"{value:.2f}")
+    return Text(DASH if value is None else "<0.01" if 0 < value < 0.005 else f"{value:.2f}")
 
 
 def _failures(layers: Mapping[str, int], causes: Mapping[str, int]) -> RenderableType:
@@ -450,11 +412,11 @@ def _failures(layers: Mapping[str, int], causes: Mapping[str, int]) -> Renderabl
         mine = sorted(((n, c) for c, n in causes.items()
                        if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome and n),
                       key=lambda nc: (-nc[0], nc[1]))
-        lines.append((f"{label} ", str(layers[outcome]), _style(outcome)))
+        lines.append((f"{label} ", str(layers[outcome]), style_of(outcome)))
         lines.extend((f"  {c}", f"×{n}", "") for n, c in mine[:3])
         if len(mine) > 3:
             lines.append(("  +", f"{len(mine) - 3} more", "dim"))
-    return _CountedLines(lines) if lines else Text(_DASH, style="dim")
+    return _CountedLines(lines) if lines else Text(DASH, style="dim")
 
 
 class _CountedLines:
@@ -491,249 +453,4 @@ def _fold_counted(text: str, count: str, width: int) -> list[str]:
 
 def _seconds(durations: Mapping[str, Any]) -> Text:
     p50 = durations.get("p50")
-    return Text(_DASH, style="dim") if p50 is None else Text(f"{p50:.2f} s")
-
-
-def _joined(parts: Iterable[tuple[str, str]], sep: str = "\n") -> Text:
-    text = Text()
-    for label, style in parts:
-        if text:
-            text.append(sep)
-        text.append(label, style=style)
-    return text or Text(_DASH, style="dim")
-
-
-def _folded(text: str, width: int) -> str:
-    """Text cut into lines of `width`, for a column that must not wrap by itself."""
-    return "\n".join(text[at:at + width] for at in range(0, len(text), width))
-
-
-def _one_line(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else _json(value)
-    text = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except RecursionError:  # a value from a file that alk did not write as it is
-        return "(nested too deeply to show)"
-
-
-# ---------------------------------------------------------------------------------------------
-# Transcripts
-
-
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    """One transcript event as `alk show` prints it: short escaped cells, never the payload."""
-
-    seq: str
-    t: str
-    source: str
-    channel: str
-    type: str
-    summary: str
-    style: str
-
-
-def event_row(event: Mapping[str, Any]) -> EventRow:
-    """An event digested as soon as it is read, so that a page of any transcript holds rows
-    of a few hundred characters, whatever the payloads weighed."""
-    return EventRow(
-        _cell(event.get("seq", ""), FIELD_CHARS), _time(event.get("t")),
-        _cell(event.get("source", ""), FIELD_CHARS), _cell(event.get("channel", ""), FIELD_CHARS),
-        _cell(event.get("type", ""), FIELD_CHARS), _cell(_summary(event), PAYLOAD_CHARS),
-        _event_style(event))
-
-
-def transcript_table(rows: Sequence[EventRow]) -> Table:
-    """A page of transcript events, one row each."""
-    table = _table(("seq", {"justify": "right"}), ("t (s)", {"justify": "right"}), ("source", {}),
-                   ("channel", {}), ("type", {}), ("payload", {"overflow": "fold", "ratio": 1}))
-    for row in rows:
-        table.add_row(Text(row.seq), Text(row.t), Text(row.source), Text(row.channel),
-                      Text(row.type), Text(row.summary), style=row.style)
-    return table
-
-
-def page_summary(page: TranscriptPage, channels: Collection[str] | None,
-                 command: tuple[str, str] | None) -> Text:
-    """Which events the page showed, of how many, and the command for the next (or last) one."""
-    where = (printable(f" on {', '.join(sorted(channels))} ({page.total:,} in all)")
-             if channels else "")
-    if page.rows:
-        last = page.first + len(page.rows) - 1
-        text = Text(f"events {page.first:,}–{last:,} of {page.matching:,}{where}", style="bold")
-    else:
-        text = Text(f"no event at {page.first:,}: there are {page.matching:,}{where}",
-                    style="bold yellow")
-    if command is not None:
-        text.append(f"\n{command[0]}: ", style="dim").append(printable(command[1]))
-    return text
-
-
-def repeat_header(run_id: str, scenario: str, repeat: int, entry: Mapping[str, Any]) -> Text:
-    """`alk show`'s first line: which repeat, and how it ended."""
-    return Text.assemble((printable(str(run_id)), "bold"),
-                         printable(f" {scenario} repeat {repeat}: {entry.get('outcome')}/"
-                                   f"{entry.get('cause')} {_DASH} {entry.get('detail') or ''}"))
-
-
-def transcript_hash(entry: Mapping[str, Any], intact: bool) -> Text:
-    """Whether the transcript still is what alk wrote: the sha256 in the result says."""
-    return Text.assemble(
-        (printable(f"{entry.get('transcript')}  sha256 {entry.get('sha256')} "), "dim"),
-        ("matches the file", "green") if intact else
-        ("does NOT match the file: it changed after the run", "bold red"))
-
-
-def _cell(value: Any, limit: int) -> str:
-    # Cut before escaping, which is cheaper on a large value, and again after, since an escape
-    # is up to ten characters long: a row stays short whatever the worker wrote.
-    return _one_line(printable(_one_line(value, limit)), limit)
-
-
-def _time(t: Any) -> str:
-    if isinstance(t, bool) or not isinstance(t, int | float):
-        return ""
-    try:
-        return f"{float(t):.3f}"
-    except OverflowError:  # an integer too large for a float: not a time alk wrote
-        return _cell(t, FIELD_CHARS)
-
-
-def _event_style(event: Mapping[str, Any]) -> str:
-    """Worker rows plain, harness rows cyan, so the harness's own voice stands apart."""
-    payload, kind = event.get("payload"), event.get("type")
-    payload = payload if isinstance(payload, Mapping) else {}
-    if kind == "violation" or (kind == "check" and not payload.get("ok")):
-        return "bold red"
-    if event.get("source") != "harness":
-        return ""
-    if kind == "attribution":
-        return "bold " + (_style(payload.get("outcome")) or "green")
-    return "yellow" if kind in ("abort", "timeout", "truncated") else "cyan"
-
-
-def _summary(event: Mapping[str, Any]) -> str:
-    """A one-line digest of a payload; the kinds a reviewer reads most get a bespoke shape."""
-    payload, kind, channel = event.get("payload"), event.get("type"), event.get("channel")
-    if not isinstance(payload, Mapping):
-        line = payload if payload is not None else ""
-    elif channel == "tool" and kind == "call":
-        args = payload.get("args")
-        inner = (", ".join(f"{k}={_json(v)}" for k, v in args.items())
-                 if isinstance(args, Mapping) else _json(args or ""))
-        line = f"{payload.get('name')}({inner})"
-    elif channel == "tool" and kind == "result":
-        if payload.get("ok"):
-            output = f" → {_json(payload['output'])}" if "output" in payload else ""
-            line = f"{payload.get('name')} ok{output}"
-        else:
-            line = f"{payload.get('name')} error: {payload.get('error', '')}"
-    elif kind == "result" and "stop_reason" in payload:
-        line = (f"stop_reason={payload.get('stop_reason')} "
-                f"output={_one_line(payload.get('output', ''), 100)!r}")
-    elif kind == "check":
-        # Cut each side alone so that a long expected value cannot hide the actual one.
-        line = (f"{'✓' if payload.get('ok') else '✗'} {payload.get('name')} "
-                f"expected {_one_line(_json(payload.get('expected')), 70)} "
-                f"actual {_one_line(_json(payload.get('actual')), 70)}")
-    elif kind == "attribution":
-        line = (f"{payload.get('outcome')}/{payload.get('cause')} {_DASH} "
-                f"{payload.get('detail', '')}")
-    elif kind == "violation" and "kind" in payload:
-        line = f"{payload['kind']} (line {payload.get('line')}): {payload.get('detail', '')}"
-    elif kind == "line" and "text" in payload:
-        line = payload["text"]
-    else:
-        line = payload
-    return _one_line(line, PAYLOAD_CHARS)
-
-
-# ---------------------------------------------------------------------------------------------
-# Lanes and causes
-
-
-def lanes_table(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -> RenderableType:
-    """The lanes found, then one red row per lane file that failed to load, with its message."""
-    table = _table(("Lane", {"style": "bold", "no_wrap": True}), ("Framework", {}),
-                   ("Requirement", {}),
-                   ("Scenarios", {"ratio": 1}), ("Timeout", {"justify": "right"}),
-                   ("Repeats", {"justify": "right"}), ("Path", {"overflow": "fold"}))
-    for lane in lanes:
-        table.add_row(
-            _text(lane.name), _text(lane.framework), _text(lane.requirement or "any"),
-            _text(", ".join(s.id for s in lane.scenarios)), _text(f"{lane.timeout_s:g} s"),
-            _text(lane.repeats), _text(lane.path),
-        )
-    if lanes and errors:
-        table.add_section()
-    for path, message in errors:
-        # The message goes in the widest column; the path column says which file to fix.
-        table.add_row(Text("✗ not loaded"), Text(""), Text(""), _text(_one_line(message, 400)),
-                      Text(""), Text(""), _text(path), style="red")
-    if not lanes and not errors:
-        table.add_row(Text("no lanes found", style="dim"))
-    return table
-
-
-def causes_table() -> RenderableType:
-    """The cause vocabulary, grouped by outcome as `docs/causes.md` lists it."""
-    table = _table(("Cause", {"style": "bold", "no_wrap": True}), ("Outcome", {"no_wrap": True}),
-                   ("Meaning", {"ratio": 3}), ("What to do", {"ratio": 2}))
-    previous = None
-    for cause, info in CATALOGUE.items():
-        if previous is not None and info.outcome != previous:
-            table.add_section()
-        previous = info.outcome
-        table.add_row(_text(cause.value), _text(info.outcome.value, _style(info.outcome)),
-                      _text(info.meaning), _text(info.action))
-    return table
-
-
-_LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}
-
-
-def findings_view(findings: Sequence[Any]) -> RenderableType:
-    """`alk check-worker`'s findings: a mark, what was seen, and what to change."""
-    lines = []
-    for finding in findings:
-        mark, style = _LEVEL_MARKS[str(finding.level)]
-        line = Text.assemble((f"{mark} ", style), (printable(str(finding.title)), style))
-        if finding.detail:
-            line.append(f"\n    {printable(_one_line(finding.detail, 300))}")
-        if finding.hint:
-            line.append(f"\n    → {printable(str(finding.hint))}", style="dim")
-        lines.append(line)
-    failed = sum(1 for f in findings if not f.ok)
-    verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
-               else Text(f"{failed} problem(s) to fix", style="bold red"))
-    return Group(*lines, Text(), verdict)
-
-
-def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
-    """`alk doctor`: what this machine gives a worker, and why."""
-    table = _table(("", {"style": "bold", "no_wrap": True}), ("", {"no_wrap": True}),
-                   ("", {"style": "dim"}))
-    table.show_header = False
-    for name, value, why in facts:
-        table.add_row(_text(name), _text(value), _text(why))
-    return table
-
-
-def repeat_facts(entry: Mapping[str, Any]) -> Text:
-    """One repeat's process facts, for `alk show`."""
-    entry = printable(entry)
-    status = (f"signal {entry['signal']}" if entry.get("signal") is not None
-              else f"exit {entry.get('exit_code')}")
-    facts = [status, f"{entry.get('duration_s') or 0:.2f} s"]
-    if entry.get("peak_rss_mb") is not None:
-        facts.append(f"peak RSS {entry['peak_rss_mb']:.1f} MB")
-    if entry.get("cpu_s") is not None:
-        facts.append(f"CPU {entry['cpu_s']:.2f} s")
-    levels = [f"{name} {entry[name]}" for name in ("containment", "network", "filesystem")
-              if entry.get(name)]
-    return Text(" · ".join(facts + levels), style="dim")
+    return Text(DASH, style="dim") if p50 is None else Text(f"{p50:.2f} s")

@@ -1,0 +1,97 @@
+"""Text for the terminal: what a worker sent made safe to show, cut to one line, and the
+table and cell shapes every view shares.
+
+Every value from a document or a transcript reaches the terminal through `printable`, and as a
+`Text`, never as a string that rich would parse as markup: a worker's output may well contain
+`[brackets]`, escape sequences or bidi overrides.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from alk.records import Outcome, Verdict
+
+# Verdicts and outcomes share one palette: green passes, red crashes, yellow doubts, magenta void.
+STYLES = {
+    Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow", Verdict.VOID: "magenta",
+    Outcome.FRAMEWORK_RUNTIME: "red", Outcome.AGENT: "yellow", Outcome.LANE_INFRA: "magenta",
+}
+DASH = "—"
+
+
+# Control characters a worker may send (ESC starts terminal sequences that clear the screen,
+# retitle the window, or fake colours): shown as escapes, never sent to the terminal.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0))
+             if code not in (0x09, 0x0a)}
+# Characters that fool the eye rather than the terminal: bidi embeddings, overrides and isolates
+# reorder the text after them (a line can read the opposite of what it holds); zero-width ones
+# and tags (U+E0000 block) hide text; U+2028/U+2029 break lines where none is expected. Lone
+# surrogates (a worker's JSON may hold "\\ud800") cannot be encoded for the terminal at all.
+_INVISIBLE = (0x061c, *range(0x200b, 0x2010), 0x2028, 0x2029, *range(0x202a, 0x202f),
+              *range(0x2060, 0x2065), *range(0x2066, 0x2070), 0xfeff, *range(0xfff9, 0xfffc),
+              *range(0xd800, 0xe000), *range(0xe0000, 0xe0080))
+_ESCAPES = {**_CONTROLS, **{code: f"\\u{code:04x}" if code <= 0xffff else f"\\U{code:08x}"
+                            for code in _INVISIBLE}}
+
+
+def printable(value: Any) -> Any:
+    """The value with every control and invisible character in its strings (keys too) shown
+    as an escape such as `\\x1b` or `\\u202e`."""
+    if isinstance(value, str):
+        return value.translate(_ESCAPES)
+    if isinstance(value, Mapping):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable(item) for item in value]
+    return value
+
+
+def new_table(*columns: tuple[str, Mapping[str, Any]], leading: int = 0) -> Table:
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, collapse_padding=True,
+                  leading=leading)
+    for header, options in columns:
+        table.add_column(header, **options)
+    return table
+
+
+def cell(value: Any, style: str = "") -> Text:
+    """A cell from any value, escaped: lanes and this machine's facts are trusted, but cheap to
+    make safe, and a lane file may still hold what nobody meant."""
+    return Text(printable(str(value)), style=style)
+
+
+def style_of(value: Any) -> str:
+    return STYLES.get(str(value), "")
+
+
+def joined(parts: Iterable[tuple[str, str]], sep: str = "\n") -> Text:
+    text = Text()
+    for label, style in parts:
+        if text:
+            text.append(sep)
+        text.append(label, style=style)
+    return text or Text(DASH, style="dim")
+
+
+def folded(text: str, width: int) -> str:
+    """Text cut into lines of `width`, for a column that must not wrap by itself."""
+    return "\n".join(text[at:at + width] for at in range(0, len(text), width))
+
+
+def one_line(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json_text(value)
+    text = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except RecursionError:  # a value from a file that alk did not write as it is
+        return "(nested too deeply to show)"
