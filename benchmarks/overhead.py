@@ -6,8 +6,9 @@ the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, .
 in a shared machine lands on both sides; the medians of the per-round per-repeat times are
 compared. Target: alk / bare ≤ 1.10, each side set up the same way: once with the least alk
 does (no limits but core dumps off, no namespace) and once as alk sets a worker up by default
-here (rlimits, PID namespace), so that each ratio is alk's own cost, and the OS mechanisms'
-cost is printed apart. A run has fixed costs (the preflight probe is one more
+here (rlimits, the sandbox and its namespaces, alk's init as PID 1: the same command line), so
+that each ratio is alk's own cost; the isolation's cost is printed apart, and so is alk's
+default against what a user without alk would run, a bare spawn with no isolation. A run has fixed costs (the preflight probe is one more
 spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
 to be spread as they are in real use; both figures are printed.
 
@@ -33,8 +34,11 @@ from alk.executor import SAFE_ENV_NAMES
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import prlimit_prefix
 from alk.records import Limits
-from alk.runner.isolation import PROCESS_GROUP_ONLY, Isolation, detect
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
+from alk.runner.request import RunRequest
+from alk.runner.sandbox import visible_paths, worker_uid
+from alk.runner.spawn import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
 LANE = ROOT / "tests" / "lanes" / "trivial.toml"
@@ -43,21 +47,24 @@ TARGET = 1.10
 
 
 def bare_round(repeats: int, sdk: Path, scratch: Path,
-               prefix: Callable[[Path], tuple[str, ...]]) -> float:
+               argv: Callable[[Path, int], tuple[str, ...]]) -> float:
     env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
     env["PYTHONPATH"] = str(sdk)
     lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
              json.dumps({"type": "start", "run_id": "bench", "repeat": 1, "seed": 1,
                          "scenario": {"id": "echo", "task": "Say hello", "input": {}}}) + "\n")
-    began = time.perf_counter()
-    for number in range(repeats):
-        workspace = scratch / f"bare-{number}"
-        workspace.mkdir()
-        done = subprocess.run([*prefix(workspace), sys.executable, str(WORKER)],
-                              input=lines.encode(),
-                              env=env, cwd=workspace, capture_output=True)
-        assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
-    return (time.perf_counter() - began) / repeats
+    status = os.open(os.devnull, os.O_WRONLY)  # where alk's init, on that side, says its line
+    try:
+        began = time.perf_counter()
+        for number in range(repeats):
+            workspace = scratch / f"bare-{number}"
+            workspace.mkdir()
+            done = subprocess.run(argv(workspace, status), input=lines.encode(), env=env,
+                                  cwd=workspace, capture_output=True, pass_fds=(status,))
+            assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
+        return (time.perf_counter() - began) / repeats
+    finally:
+        os.close(status)
 
 
 def alk_round(repeats: int, out: Path, isolation: Isolation, limits: dict[str, int]) -> float:
@@ -83,14 +90,21 @@ def main() -> None:
     unlimited = Limits(**{name: None for name in LIMIT_NAMES})
     isolation = detect()
 
-    def least(workspace: Path) -> tuple[str, ...]:
-        return prlimit_prefix(unlimited) or ()
+    def least(workspace: Path, status: int) -> tuple[str, ...]:
+        return (*(prlimit_prefix(unlimited) or ()), sys.executable, str(WORKER))
 
-    def defaults(workspace: Path) -> tuple[str, ...]:
-        visible = (str(sdk.parent), str(ROOT), sys.prefix, sys.base_prefix)
-        return (*(prlimit_prefix(Limits()) or ()),
-                *isolation.prefix(isolation.strongest_network, isolation.strongest_filesystem,
-                                  str(workspace), visible))
+    def defaults(workspace: Path, status: int) -> tuple[str, ...]:
+        # The same command line alk's runner builds: rlimits, the sandbox, alk's init.
+        request = RunRequest(
+            argv=(sys.executable, str(WORKER)), cwd=str(workspace), env={}, timeout_s=10,
+            hello={}, start=None, network=isolation.strongest_network,
+            filesystem=isolation.strongest_filesystem,
+            visible=visible_paths((sys.executable, str(WORKER)), str(ROOT), None,
+                                  extra=(str(sdk.parent),)))
+        if worker_uid() is not None and request.filesystem is Filesystem.SANDBOX:
+            os.chown(workspace, worker_uid(), worker_uid())
+        return command_line(request, isolation, status_fd=status,
+                            seccomp_fd=None)
 
     pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, least),
              ("alk's defaults", isolation, {}, defaults)]
@@ -119,6 +133,9 @@ def main() -> None:
             ratio = median[f"alk run, {label}"] / median[f"bare spawn, {label}"]
             print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
                   f"{'met' if ratio <= TARGET else 'NOT met'})")
+        plain = median["alk run, alk's defaults"] / median["bare spawn, least setup"]
+        print(f"ratio alk (its defaults) / a bare spawn with no isolation: {plain:.3f}  (what "
+              "a user without alk would run; the difference is the isolation below)")
         cost = median["bare spawn, alk's defaults"] - median["bare spawn, least setup"]
         print(f"alk's default setup ({isolation.containment.value}, network "
               f"{isolation.strongest_network.value}, filesystem "

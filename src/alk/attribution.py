@@ -127,8 +127,8 @@ def _limit_breached(obs: Observation) -> str | None:
     the last lines of stderr show it; None when the run did not fail or no limit explains it."""
     if obs.exit_code == 0 or not obs.limits:
         return None
-    # CPU time is measured, not guessed from the signal: as a namespace's PID 1 the worker
-    # ignores SIGXCPU and dies of the SIGKILL at the hard limit.
+    # CPU time is measured, not only read from the signal: a worker that handles or blocks
+    # SIGXCPU dies of the SIGKILL at the hard limit.
     if "cpu_s" in obs.limits and (obs.signal == signal.SIGXCPU
                                   or (obs.cpu_s or 0) >= obs.limits["cpu_s"]):
         return "cpu_s"

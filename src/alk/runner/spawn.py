@@ -163,9 +163,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
         # The executor voids such a run before it starts; never run with less than asked.
         raise ValueError(f"network {request.network} / filesystem {request.filesystem} "
                          "is not available here")
-    sandboxed = request.filesystem is Filesystem.SANDBOX and bool(isolation.bwrap)
-    namespaced = sandboxed or (isolation.containment is Containment.PID_NAMESPACE
-                               and bool(isolation.unshare))
+    sandboxed, namespaced = _levels(request, isolation)
     limit_prefix = prlimit_prefix(request.limits)
     # Behind the wrappers a missing program would look like an early exit: say it plainly.
     if (limit_prefix or namespaced) and not on_path(request.argv[0],
@@ -175,34 +173,24 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
     read_fd = write_fd = seccomp_fd = None
     try:
         pass_fds: list[int] = []
-        wrapper: tuple[str, ...] = ()
-        init: tuple[str, ...] = ()
-        drop_to = worker_uid() if sandboxed else None
         if namespaced:
             read_fd, write_fd = os.pipe()
             os.set_blocking(read_fd, False)
             pass_fds.append(write_fd)
+            drop_to = worker_uid() if sandboxed else None
             if drop_to is not None:
                 # The worker's own; the init (root without capabilities) must still enter it.
                 os.chown(request.cwd, drop_to, drop_to)
                 os.chmod(request.cwd, 0o711)
-            init = (sys.executable, "-I", "-S", "-c", init_source(), str(write_fd),
-                    *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")), "--")
-        if sandboxed:
-            if seccomp_program is not None:
-                seccomp_fd = _memfd(seccomp_program)
-                pass_fds.append(seccomp_fd)
-            view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
-                        tmpfs_bytes=_tmpfs_bytes(request))
-            wrapper = bwrap_args(isolation.bwrap or "bwrap", view, request.network,
-                                 drop_to=drop_to, seccomp_fd=seccomp_fd)
-        elif namespaced:
-            wrapper = isolation.prefix(request.network)
+        if sandboxed and seccomp_program is not None:
+            seccomp_fd = _memfd(seccomp_program)
+            pass_fds.append(seccomp_fd)
+        argv = command_line(request, isolation, status_fd=write_fd, seccomp_fd=seccomp_fd)
         steps = [step for step in (
             None if limit_prefix is not None else limit_setter(request.limits),
             cgroup.joiner() if cgroup else None) if step]
         proc = subprocess.Popen(
-            (*(limit_prefix or ()), *wrapper, *init, *request.argv), stdin=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
             env=dict(request.env), start_new_session=True, close_fds=True,
             pass_fds=tuple(pass_fds), preexec_fn=_chain(steps) if steps else None,
@@ -222,6 +210,34 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
         _widen(pipe.fileno())
     # bwrap and unshare each fork once; the init forks the worker.
     return Spawned(proc, 2 if namespaced else 0, read_fd, cgroup, sandboxed)
+
+
+def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | None,
+                 seccomp_fd: int | None = None) -> tuple[str, ...]:
+    """The whole argv: limits, isolation, the init (given the fd for its status line, in a
+    PID namespace) and the worker's own. The overhead benchmark starts its bare side with it."""
+    sandboxed, namespaced = _levels(request, isolation)
+    drop_to = worker_uid() if sandboxed else None
+    wrapper: tuple[str, ...] = ()
+    init: tuple[str, ...] = ()
+    if namespaced:
+        init = (sys.executable, "-I", "-S", "-c", init_source(), str(status_fd),
+                *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")), "--")
+    if sandboxed:
+        view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
+                    tmpfs_bytes=_tmpfs_bytes(request))
+        wrapper = bwrap_args(isolation.bwrap or "bwrap", view, request.network,
+                             drop_to=drop_to, seccomp_fd=seccomp_fd)
+    elif namespaced:
+        wrapper = isolation.prefix(request.network)
+    return (*(prlimit_prefix(request.limits) or ()), *wrapper, *init, *request.argv)
+
+
+def _levels(request: RunRequest, isolation: Isolation) -> tuple[bool, bool]:
+    """(in the sandbox, in a PID namespace with alk's init) for this request here."""
+    sandboxed = request.filesystem is Filesystem.SANDBOX and bool(isolation.bwrap)
+    return sandboxed, sandboxed or (isolation.containment is Containment.PID_NAMESPACE
+                                    and bool(isolation.unshare))
 
 
 def _tmpfs_bytes(request: RunRequest) -> int | None:
