@@ -150,7 +150,7 @@ class _Context:
     filesystem: Filesystem
     _visible_for: tuple[str, ...] = field(default=(), init=False)
     _visible_paths: tuple[str, ...] = field(default=(), init=False)
-    _steps_left: int = field(default=STEPS_BUDGET_CHARS, init=False)
+    _steps_left: int = field(default_factory=lambda: STEPS_BUDGET_CHARS, init=False)
 
     def workspace(self) -> Path:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one,

@@ -454,3 +454,22 @@ def test_hostile_text_reaches_no_view_raw_and_json_stays_ascii(tmp_path):
         assert shown.returncode in (0, 1), shown.stdout + shown.stderr
         assert_no_raw(shown.stdout + shown.stderr, args[0])
         assert "\\u202eevil" in shown.stdout, args[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or detect().strongest_filesystem.value != "sandbox",
+                    reason="the worker runs as another user only when alk is root, in the sandbox")
+def test_a_program_the_sandboxed_worker_could_not_read_is_said_before_anything_runs(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    worker = private / "w.py"
+    worker.write_text("from alk import worker\nworker.hello()\n")
+    lane = write_lane(tmp_path, "private", f'framework = "fw"\nversion = ">=1"\n'
+                      f'command = ["{{python}}", "{worker}"]\n'
+                      '[[scenarios]]\nid = "a"\ntask = "t"\n')
+    done = alk("run", "--lane", lane, "-n", 1, cwd=tmp_path)
+    assert done.returncode == 3
+    gate = result_of(tmp_path)["preflight"]
+    assert gate["cause"] == "spawn_failed"
+    assert str(private) in gate["detail"] and "chmod o+rX" in gate["detail"]
+    assert not (tmp_path / "transcripts").exists() or not list(
+        (tmp_path / "transcripts").rglob("*.jsonl"))

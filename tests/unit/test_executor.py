@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -185,3 +186,30 @@ def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, t
     visible = context.visible((str(venv / "bin" / "python"), str(script), "/tmp", "--flag"))
     assert str(venv) in visible and str(tmp_path) in visible
     assert str(tmp_path / "sdk") in visible
+
+
+def test_a_run_keeps_trajectories_up_to_its_budget_then_digests_only(plan, tmp_path,
+                                                                     monkeypatch):
+    from alk import executor
+
+    monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", 2_000)
+    steps = tuple(f"tool-{i:04d}:ok" for i in range(100))  # 1,200 characters a repeat
+    heavy = dataclasses.replace(PASSING, trajectory=steps, trajectory_hash="h" * 64)
+    runner = ScriptedRunner(PASSING, heavy, heavy, heavy)
+    execution = run(plan, tmp_path, runner)
+    kept = [len(r.trajectory) for r in execution.repeats]
+    assert kept == [100, 0, 0]  # the first fits; then the budget is spent
+    assert [r.trajectory_hash for r in execution.repeats] == ["h" * 64] * 3
+
+
+def test_a_long_claim_is_kept_as_a_redacted_excerpt(plan, tmp_path):
+    claim = {"note": "x" * 990 + "tok-value-1234" + "y" * 50}
+    lying = dataclasses.replace(PASSING, result={**PASSING.result, "verification": claim})
+    runner = ScriptedRunner(PASSING, lying, PASSING, PASSING)
+    first = run(plan, tmp_path, runner).repeats[0]
+    assert isinstance(first.claimed, str) and len(first.claimed) <= 1001
+    assert "tok-value" not in first.claimed and "tok-va" not in first.claimed[-20:]
+    small = {"passed": True}
+    lying = dataclasses.replace(PASSING, result={**PASSING.result, "verification": small})
+    assert run(plan, tmp_path / "b", ScriptedRunner(PASSING, lying, PASSING, PASSING)
+               ).repeats[0].claimed == small
