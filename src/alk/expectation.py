@@ -41,7 +41,7 @@ def check(expect: Expectations, result: Mapping[str, Any], tool_calls: Mapping[s
     if expect.stop_reason is not None:
         actual = result.get("stop_reason")
         checks.append(Check("stop_reason", actual == expect.stop_reason, expect.stop_reason,
-                            actual))
+                            _brief(actual)))
     if expect.output_equals is not None:
         checks.append(Check("output_equals", output == expect.output_equals,
                             expect.output_equals, _brief(output)))

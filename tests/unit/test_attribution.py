@@ -539,3 +539,18 @@ def test_a_worker_bug_called_by_the_framework_is_the_workers() -> None:
               'KeyError: \'text\'\n')
     verdict = attribute(_crashed(stderr, ["/venv/lib/python3.11/site-packages/fw"]))
     assert verdict.cause == Cause.WORKER_EXCEPTION and "/app/worker.py:12" in verdict.detail
+
+
+def test_what_a_check_keeps_of_a_worker_value_is_bounded_and_redacted(tmp_path: Path) -> None:
+    from alk.redaction import Redactor
+
+    secret = "sk-" + "Vq8" * 9
+    result = {"output": "o" * 298 + secret, "stop_reason": "s" * 299 + secret + "s" * 1_000_000,
+              "end_state": {"k": "e" * 295 + secret}}
+    checks = check(Expectations(stop_reason="accepted", output_equals="x",
+                                end_state={"k": "v"}), result, {}, tmp_path,
+                   redactor=Redactor([secret]))
+    for found in checks:
+        kept = found.actual if isinstance(found.actual, str) else json.dumps(found.actual)
+        assert len(kept) <= 301, found.name
+        assert not any(secret[i:i + 8] in kept for i in range(len(secret) - 7)), found.name
