@@ -130,9 +130,11 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.CHECK_ERROR: CauseInfo(
         Outcome.LANE_INFRA,
-        "One of the lane's checks could not be carried out (a regular expression that did not "
-        "finish in time).",
-        "Fix the check the detail names in the lane file.",
+        "No longer given (codes are never removed: older result documents hold it): a check "
+        "of the lane's that could not be carried out. A regular expression that does not "
+        "finish on a worker's output now fails its check, since a worker could otherwise "
+        "pick such an output to make a failure void.",
+        "Simplify the lane's regular expression; see wrong_output.",
     ),
     Cause.TIMEOUT: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -151,10 +153,10 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.IDENTITY_CHANGED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "After alk's kill_at crash, the resumed attempt reported another framework or version "
-        "than the first attempt: a framework that changes identity mid-repeat fails it (the "
-        "repeat already ran, so it is never void).",
-        "Compare the preflight events of the attempts in the transcript; pin the framework.",
+        "A repeat (or an attempt alk resumed after its kill_at crash) reported another "
+        "framework or version than the run's probe: the framework changed identity mid-run. A "
+        "scored failure, never void: a worker must not choose which repeats are scored.",
+        "Compare the preflight events of the probe and the repeat; pin the framework.",
     ),
     Cause.FRAMEWORK_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

@@ -41,7 +41,7 @@ from alk.runner.isolation import Filesystem, Isolation, Network
 from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
 from alk.runner.request import Gate, RunRequest
-from alk.runner.sandbox import unreadable, visible_paths, worker_uid
+from alk.runner.sandbox import unreadable, unseen, visible_paths, worker_uid
 from alk.transcript import TRANSCRIPTS_DIR, TranscriptWriter, probe_transcript, repeat_transcript
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
@@ -102,11 +102,19 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
         if unreadable:
             execution.void = void(Cause.SPAWN_FAILED, unreadable)
             return execution
-        probe = context.probe()
+        try:
+            probe = context.probe()
+        except Exception as exc:  # noqa: BLE001 - alk's own failure voids the run, never crashes it
+            execution.void = void(Cause.HARNESS_ERROR, redactor.cut(
+                f"the preflight probe failed: {type(exc).__name__}: {exc}", DETAIL_CHARS))
+            return execution
         execution.preflight = probe.preflight
         if probe.preflight is None or not probe.preflight.ok:
-            execution.void = _with_install_hint(attribute(probe), lane.install)
+            execution.void = _with_install_hint(attribute(probe, (), redactor), lane.install)
             return execution
+        # From here every start must report what the probe did: another framework or version
+        # is a scored failure, so that no worker can choose which of its repeats are void.
+        context.gate = same_identity(probe.preflight, gate)
         for item in plan.items:
             result = context.repeat(item)
             execution.repeats.append(result)
@@ -188,30 +196,37 @@ class _Context:
                              extra=(str(self.sdk),))
 
     def unreadable(self) -> str | None:
-        """Why the sandboxed worker, running as nobody, could not read its own program; said
-        before anything runs rather than as an early exit of every repeat."""
-        if self.filesystem is not Filesystem.SANDBOX or worker_uid() is None:
+        """Why the sandboxed worker could not read its own program (a file the sandbox does
+        not show, or, running as nobody, one others may not read); said before anything runs
+        rather than as an early exit of every repeat."""
+        if self.filesystem is not Filesystem.SANDBOX:
             return None
         argv = self.request(self.root, None).argv
         visible = self._visible(argv)
         program = shutil.which(argv[0], path=self.env.get("PATH")) or argv[0]
+        lane = self.plan.lane.path
         for arg in (program, *argv[1:]):
-            if os.path.isabs(arg) and os.path.exists(arg):
-                problem = unreadable(os.path.realpath(arg), visible)
-                if problem:
-                    return (f"the sandboxed worker runs as nobody (uid {worker_uid()}) and "
-                            f"cannot read {problem}: make it readable by others (chmod o+rX), "
-                            "or set filesystem = \"workspace\" in the lane")
+            if not os.path.isabs(arg) or not os.path.exists(arg):
+                continue
+            path = os.path.realpath(arg)
+            if unseen(path, visible):
+                return (f"{lane}: command: {path} lies outside what the sandbox shows a "
+                        "worker (the lane's folder unless it holds the home folder, the "
+                        "program's folder, the interpreter, /usr): move the worker into a "
+                        "folder of its own, outside the home folder itself")
+            problem = unreadable(path, visible) if worker_uid() is not None else None
+            if problem:
+                return (f"{lane}: command: the sandboxed worker runs as nobody (uid "
+                        f"{worker_uid()}) and cannot read {problem}: make it readable by "
+                        "others (chmod o+rX), or set filesystem = \"workspace\" in the lane")
         return None
 
     def attempts(self, item: RepeatSpec, workspace: Path, log: TranscriptWriter) -> Observation:
         """Runs the worker; when the scenario's kill_at fires, starts it again in the same
         workspace with `"resume": true`, up to `max_attempts`. One transcript holds them all;
-        the last attempt is judged, with what every attempt did. A resumed attempt must report
-        the framework and version the first one did (`identity_changed`)."""
+        the last attempt is judged, with what every attempt did."""
         scenario = item.scenario
         seen: list[Observation] = []
-        gate = self.gate
         while True:
             attempt = len(seen) + 1
             start = {"type": "start", "run_id": self.plan.run_id,
@@ -223,12 +238,10 @@ class _Context:
             # The crash is injected once, in the first attempt; the next ones must finish.
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
-            seen.append(self.runner.run(request, gate, log))
+            seen.append(self.runner.run(request, self.gate, log))
             if (not seen[-1].kill_fired or seen[-1].harness_error
                     or attempt >= scenario.max_attempts):
                 break
-            if seen[0].preflight is not None:
-                gate = same_identity(seen[0].preflight, self.gate)
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
         return _combined(seen, scenario)
 
@@ -258,8 +271,7 @@ class _Context:
             checks = self.checks(item, obs, workspace)
             for check in checks:
                 log.harness("check", {"name": check.name, "ok": check.ok,
-                                      "expected": check.expected, "actual": check.actual,
-                                      **({"error": True} if check.error else {})})
+                                      "expected": check.expected, "actual": check.actual})
             verdict = attribute(obs, checks, self.redactor)
         except KeyboardInterrupt:
             _close_quietly(log, "interrupted", {"detail": "alk was interrupted; repeat discarded"})

@@ -1,7 +1,10 @@
-"""Turns a lane and the run's options into a plan of repeats. Pure.
+"""Turns a lane and the run's options into a plan of repeats. Pure, but for the order below.
 
 Repeats are interleaved (repeat 1 of every scenario, then repeat 2, ...) so that drift in the
-machine over a long run spreads across scenarios instead of landing on one.
+machine over a long run spreads across scenarios instead of landing on one. Within each round
+the scenarios come in an order drawn afresh from the OS's randomness, which `--seed` does not
+fix: a worker that times its starts (from the SDK folder's age, say) could otherwise tell which
+scenario a start is before the version gate, and void the ones it would fail.
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ import hashlib
 import math
 import secrets
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from alk.errors import UsageError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import Lane, Plan, RepeatSpec
+from alk.records import Lane, Plan, RepeatSpec, Scenario
+
+_UNPREDICTABLE = secrets.SystemRandom()
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -33,8 +38,10 @@ def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:
 
 def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
                scenario_ids: Sequence[str] = (), seed: int | None = None,
-               timeout_s: float | None = None, limits: Mapping[str, int] | None = None) -> Plan:
-    """`limits` override the lane's `[limits]` by name (0 lifts one)."""
+               timeout_s: float | None = None, limits: Mapping[str, int] | None = None,
+               shuffle: Callable[[list[Scenario]], None] = _UNPREDICTABLE.shuffle) -> Plan:
+    """`limits` override the lane's `[limits]` by name (0 lifts one); `shuffle` orders each
+    round (tests pass one that does nothing)."""
     repeats = lane.repeats if repeats is None else repeats
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")
@@ -47,12 +54,16 @@ def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
                          f"its scenarios: {', '.join(known)}")
     chosen = [known[sid] for sid in dict.fromkeys(scenario_ids)] or list(lane.scenarios)
     seed = secrets.randbelow(2**31) if seed is None else seed
-    items = tuple(RepeatSpec(scenario, number, repeat_seed(seed, scenario.id, number))
-                  for number in range(1, repeats + 1) for scenario in chosen)
+    items: list[RepeatSpec] = []
+    for number in range(1, repeats + 1):
+        round_ = list(chosen)
+        shuffle(round_)
+        items += [RepeatSpec(scenario, number, repeat_seed(seed, scenario.id, number))
+                  for scenario in round_]
     unknown_limits = sorted(set(limits or {}) - set(LIMIT_NAMES))
     if unknown_limits:
         raise UsageError(f"--limit {unknown_limits[0]!r} is not a limit; limits: "
                          f"{', '.join(LIMIT_NAMES)}")
     return Plan(run_id=run_id, lane=lane, scenarios=tuple(chosen), repeats=repeats, seed=seed,
-                timeout_s=timeout_s or lane.timeout_s, items=items,
+                timeout_s=timeout_s or lane.timeout_s, items=tuple(items),
                 limits=with_overrides(lane.limits, limits or {}))

@@ -49,17 +49,18 @@ Judge = Callable[[Mapping[str, Any]], Preflight]
 
 
 def same_identity(first: Preflight, gate: Judge) -> Judge:
-    """A gate for a resumed attempt: the worker must report the framework and version the
-    first attempt reported, or it is a failure of the framework's (`identity_changed`), never
-    a void: the repeat already ran."""
+    """The gate of every repeat once the probe passed: the worker must report the framework
+    and version the probe reported, or it is a failure of the framework's
+    (`identity_changed`), never a void. A worker that could make some repeats void by
+    reporting another version could choose which of its failures are scored."""
 
     def judge(ready: Mapping[str, Any]) -> Preflight:
         verdict = gate(ready)
         if (verdict.framework, verdict.version) == (first.framework, first.version):
             return verdict
         return Preflight(False, verdict.framework, verdict.version, Cause.IDENTITY_CHANGED,
-                         f"the resumed attempt reports {verdict.framework} {verdict.version}; "
-                         f"the first attempt reported {first.framework} {first.version}")
+                         f"this start reports {verdict.framework!r} {verdict.version!r}; the "
+                         f"run's probe reported {first.framework!r} {first.version!r}")
 
     return judge
 

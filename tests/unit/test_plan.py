@@ -30,9 +30,27 @@ def seeds(plan: Plan) -> dict[tuple[str, int], int]:
 # --- build_plan ----------------------------------------------------------------------------
 
 
+def keep(scenarios: list) -> None:
+    """A shuffle that leaves each round in the lane's order."""
+
+
 def test_repeats_are_interleaved(make_lane: MakeLane) -> None:
-    plan = build_plan(make_lane(("a", "b", "c")), "run-1", repeats=2, seed=1)
+    plan = build_plan(make_lane(("a", "b", "c")), "run-1", repeats=2, seed=1, shuffle=keep)
     assert order(plan) == [("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("c", 2)]
+
+
+def test_each_round_comes_in_an_order_the_seed_does_not_fix(make_lane: MakeLane) -> None:
+    """Had the order been fixed, a worker timing its starts could tell its scenario before the
+    version gate; rounds stay rounds, and every scenario has its repeat n in round n."""
+    lane = make_lane(("a", "b", "c", "d"))
+    orders = set()
+    for _ in range(30):
+        plan = build_plan(lane, "r", repeats=3, seed=1)
+        rounds = [order(plan)[n * 4:(n + 1) * 4] for n in range(3)]
+        for number, round_ in enumerate(rounds, start=1):
+            assert sorted(round_) == [(sid, number) for sid in "abcd"]
+        orders.add(tuple(sid for sid, _ in order(plan)))
+    assert len(orders) > 5  # 24^3 orders; 30 draws alike would be a fixed order
 
 
 def test_plan_takes_the_lane_defaults(make_lane: MakeLane) -> None:
@@ -51,7 +69,7 @@ def test_options_override_the_lane(make_lane: MakeLane) -> None:
 
 def test_selected_scenarios_run_in_the_given_order_once(make_lane: MakeLane) -> None:
     plan = build_plan(make_lane(("a", "b", "c")), "r", repeats=2, seed=1,
-                      scenario_ids=["c", "a", "c"])
+                      scenario_ids=["c", "a", "c"], shuffle=keep)
     assert [s.id for s in plan.scenarios] == ["c", "a"]
     assert order(plan) == [("c", 1), ("a", 1), ("c", 2), ("a", 2)]
 

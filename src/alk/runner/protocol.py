@@ -51,8 +51,9 @@ class Phase(StrEnum):
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
-    return (json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            + "\n").encode()
+    # ASCII: a message may quote what a worker sent (an abort's reason), lone surrogates too.
+    return (json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            + "\n").encode("ascii")
 
 
 def hello_message(lane: str) -> dict[str, Any]:
