@@ -342,6 +342,17 @@ def test_the_worker_reads_nothing_of_the_host_beyond_what_it_needs(tmp_path):
             sibling.rmdir()
 
 
+@pytest.mark.skipif(not NAMESPACE, reason="no PID namespace here: no init to forge")
+def test_a_worker_that_writes_the_inits_status_line_cannot_make_its_death_a_pass(tmp_path):
+    # Outside the sandbox a root worker can open the init's pipe; the line it forges is not
+    # the only one, nor does it agree with how the init ended.
+    lane = header("forge_init_status", extra='filesystem = "workspace"') + scenario("a")
+    done, document, _ = run_alk(tmp_path, lane, "-n", "2", env=TOKEN_ENV)
+    for repeat in document["scenarios"][0]["repeats"]:
+        assert repeat["outcome"] == "framework_runtime", repeat["detail"]
+        assert repeat["cause"] in ("killed_by_signal", "nonzero_exit")
+
+
 def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_path):
     lane = header("stderr_flood", "1024").replace("timeout_s = 20", "timeout_s = 10")
     lane = lane.replace('required_env = ["HOSTILE_TOKEN"]', 'required_env = ["HOSTILE_TOKEN"]\n'

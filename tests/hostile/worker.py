@@ -247,6 +247,15 @@ def main():
         finish()
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(5)  # as PID 1 of its namespace it would live on, and pass
+    elif THREAT == "forge_init_status":
+        finish()
+        try:  # alk's init is PID 1: its argv names the fd of its status line
+            argv = open("/proc/1/cmdline", "rb").read().split(b"\0")
+            with open(f"/proc/1/fd/{int(argv[5])}", "wb") as status:
+                status.write(b"exit 0" + b" " * 57 + b"\n")  # as long as alk reads
+        except (OSError, ValueError, IndexError):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
     elif THREAT == "shrug_off_sigint":
         worker.tool_call("lookup", {"order": 1})
         while True:  # survives SIGINT; with no handler for SIGTERM, SIGTERM ends it

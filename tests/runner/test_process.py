@@ -230,6 +230,14 @@ def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, proc
 
 
 @pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
+def test_in_the_sandbox_an_exit_code_of_128_plus_n_is_not_a_signal(tmp_path):
+    obs, _, _ = run_act(tmp_path, "exit_code", "139", filesystem=Filesystem.SANDBOX,
+                        visible=(str(SRC), str(ACTS.parent)))
+    assert (obs.exit_code, obs.signal) == (139, None)
+    assert attribute(obs).cause == Cause.NONZERO_EXIT
+
+
+@pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
 def test_in_the_sandbox_a_timeout_still_shows_where_the_worker_hung(tmp_path, monkeypatch):
     obs, events, elapsed = run_act(tmp_path, "hang", timeout=1.0, filesystem=Filesystem.SANDBOX,
                                    visible=(str(SRC), str(ACTS.parent)))

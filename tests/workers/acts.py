@@ -127,6 +127,10 @@ def main():
         import ctypes
 
         ctypes.string_at(0)
+    elif ACT == "exit_code":
+        finish()
+        sys.stdout.flush()
+        os._exit(int(ARG))  # 139 is what a death by SIGSEGV looks like behind bwrap alone
     elif ACT == "eat_memory":
         block = bytearray(int(ARG) * 1024 * 1024)
         for i in range(0, len(block), 4096):

@@ -61,7 +61,7 @@ class LocalRunner:
                                          "limits": request.limits.applied()})
             end = Loop(spawned, driver, transcript, stderr, request.line_limit_bytes).run()
             limits_hit = ("max_processes",) if spawned.limit_hit() else ()
-            reported = spawned.init_status()
+            reported = spawned.init_status(end.status)
         except BaseException:
             # alk itself is stopping (Ctrl-C, SIGTERM, a bug): never leave the group behind.
             spawned.reap_after_kill(REAP_LIMIT_S)

@@ -3,7 +3,7 @@
 The worker's argv is put behind, in order: `prlimit` (its limits, inherited by everything after),
 the isolation (bwrap for the sandbox, or setpriv and unshare for a PID namespace), and, in a
 PID namespace, alk's init (`runner/init.py`), so that the worker is never PID 1 and its real
-exit status reaches alk on a pipe of the init's. Only this module starts processes.
+exit status reaches alk on a pipe of the init's. Only this module starts workers.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any, Callable
 
 from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
-from alk.runner.isolation import Containment, Filesystem, Isolation
+from alk.runner.isolation import Containment, Filesystem, Isolation, Network
 from alk.runner.pids_cgroup import PidsCgroup
 from alk.runner.pids_cgroup import for_limits as pids_cgroup_for
 from alk.runner.procfs import descendant, on_path, peak_rss_kb, tmpfs_used_kb
 from alk.runner.procfs import pidfd as procfs_pidfd
 from alk.runner.request import RunRequest
-from alk.runner.sandbox import View, bwrap_args, worker_uid
+from alk.runner.sandbox import View, bwrap_args, give_workspace, worker_uid
 
 PIPE_BYTES = 1024 * 1024
 # The init's one line: "exit N" or "signal N"; anything longer is not the init's.
@@ -88,6 +88,7 @@ class Spawned:
             _, status, rusage = os.wait4(self.pid, 0)
         except ChildProcessError:
             return None
+        self.proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must know
         return status, rusage
 
     def reap_after_kill(self, limit_s: float) -> None:
@@ -114,22 +115,26 @@ class Spawned:
         pid = self.worker_pid() if self.sandboxed else None
         return tmpfs_used_kb(pid) if pid is not None else 0
 
-    def init_status(self) -> tuple[int | None, int | None] | None:
-        """The worker's (exit code, signal) as the init saw it; None without one (no init, or
-        the init was killed). Read after the started process exited: the line is there."""
-        if self._status_fd is None:
+    def init_status(self, outer: int | None) -> tuple[int | None, int | None] | None:
+        """The worker's (exit code, signal) as the init saw it, or None without one (no init,
+        the init was killed, or a line alk cannot trust). Read after the started process
+        exited, so the init's line is there; it must be the only line, and agree with how the
+        init itself ended (`outer`, the wrappers' wait status): a worker that reached the pipe
+        (as root outside the sandbox, it can) cannot make its own line count."""
+        if self._status_fd is None or outer is None or not os.WIFEXITED(outer):
             return None
         try:
             data = os.read(self._status_fd, STATUS_LINE_BYTES)
         except OSError:
             return None
         parts = data.decode("ascii", "replace").split()
-        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+        if data.count(b"\n") != 1 or not data.endswith(b"\n") or len(parts) != 2 \
+                or not parts[1].isdigit():
             return None
-        value = int(parts[1])
-        if parts[0] == "exit":
+        value, code = int(parts[1]), os.WEXITSTATUS(outer)
+        if parts[0] == "exit" and code == value & 0xFF:
             return value, None
-        if parts[0] == "signal":
+        if parts[0] == "signal" and code == (128 + value) & 0xFF:
             return None, value
         return None
 
@@ -177,11 +182,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             read_fd, write_fd = os.pipe()
             os.set_blocking(read_fd, False)
             pass_fds.append(write_fd)
-            drop_to = worker_uid() if sandboxed else None
-            if drop_to is not None:
-                # The worker's own; the init (root without capabilities) must still enter it.
-                os.chown(request.cwd, drop_to, drop_to)
-                os.chmod(request.cwd, 0o711)
+            give_workspace(request.cwd, worker_uid() if sandboxed else None)
         if sandboxed and seccomp_program is not None:
             seccomp_fd = _memfd(seccomp_program)
             pass_fds.append(seccomp_fd)
@@ -226,7 +227,8 @@ def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | 
     if sandboxed:
         view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
                     tmpfs_bytes=_tmpfs_bytes(request))
-        wrapper = bwrap_args(isolation.bwrap or "bwrap", view, request.network,
+        wrapper = bwrap_args(isolation.bwrap or "bwrap", view,
+                             offline=request.network is Network.NONE,
                              drop_to=drop_to, seccomp_fd=seccomp_fd)
     elif namespaced:
         wrapper = isolation.prefix(request.network)
