@@ -27,6 +27,27 @@ DIGEST_CHARS = 12
 ELLIPSIS = "…"
 
 
+def decode_cut(data: bytes, start: bool = False, end: bool = False) -> str:
+    """Bytes that a cut may have split inside a character, as text: the partial character at a
+    cut edge (`start`, `end`) is dropped, not decoded as U+FFFD, so that the text's edge is the
+    worker's own character and a partial secret there is still recognised."""
+    if start:
+        skip = 0
+        while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:
+            skip += 1  # continuation bytes of a character that began before the cut
+        data = data[skip:]
+    if end and data:
+        lead = len(data) - 1
+        while lead > 0 and len(data) - lead < 4 and 0x80 <= data[lead] < 0xC0:
+            lead -= 1
+        first = data[lead]
+        needed = 2 if 0xC0 <= first < 0xE0 else 3 if 0xE0 <= first < 0xF0 else \
+            4 if first >= 0xF0 else 1
+        if len(data) - lead < needed:
+            data = data[:lead]  # the last character did not fit before the cut
+    return data.decode("utf-8", "replace")
+
+
 def _forms(value: str) -> set[str]:
     return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
             repr(value)[1:-1]}
@@ -105,8 +126,8 @@ class Redactor:
         """The start of a worker's bytes as text, at most `limit` characters, redacted: only
         as many bytes are decoded as the cut needs (4 a character, and a secret's length)."""
         window = (limit + self.longest) * 4
-        return self.cut(raw[:window].decode("utf-8", "replace"), limit,
-                        truncated=len(raw) > window)
+        cut = len(raw) > window
+        return self.cut(decode_cut(raw[:window], end=cut), limit, truncated=cut)
 
     def bounded(self, name: str, limit: int) -> str:
         """A worker-chosen name at most `limit` characters long: kept whole when it fits,

@@ -16,12 +16,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 
 from alk.errors import TranscriptError
-from alk.redaction import Redactor
+from alk.redaction import Redactor, decode_cut
 
 HARNESS = "harness"
 WORKER = "worker"
@@ -47,9 +46,18 @@ def repeat_transcript(run_id: str, scenario_id: str, repeat: int) -> Path:
     return run_transcripts(run_id) / scenario_id / f"repeat-{repeat:02d}.jsonl"
 
 
-# What a stderr line's event adds to its text, at most (seq, t and the fixed keys): the tail's
-# size is counted with it before the event is encoded.
+# What a held event costs beyond its bytes: the event's keys for a raw stderr line, and the
+# objects that hold it in memory. The tail is counted with it, so that a flood of tiny events
+# cannot hold more memory than the tail's share of the cap.
 STDERR_EVENT_BYTES = 120
+HELD_OBJECT_BYTES = 100
+# Held events are grouped in batches of about this size, dropped a batch at a time.
+BATCH_BYTES = 64 * 1024
+# Kept out of the tail's share for the `truncated` marker, so that the file stays within its cap.
+MARKER_BYTES = 256
+# Lines encoded at `close` are joined this many at a time, so that a tail of tiny events is not
+# held as as many objects.
+JOIN_LINES = 4096
 _STDERR_PREFIX = b',"source":"worker","channel":"stderr","type":"line","payload":{"text":'
 
 
@@ -71,7 +79,7 @@ class TranscriptWriter:
         self._t0 = clock()
         self._seq = 0
         self._head_left = cap_bytes // 2
-        self._tail_cap = cap_bytes - cap_bytes // 2
+        self._tail_cap = max(0, cap_bytes - cap_bytes // 2 - MARKER_BYTES)
         self._max_event = max(256, min(MAX_EVENT_BYTES, cap_bytes // 4))
         self._tail: deque[_Batch] = deque()
         self._first_dropped = (0, 0.0)
@@ -98,29 +106,26 @@ class TranscriptWriter:
     def stderr_lines(self, lines: list[tuple[bytes, bool]]) -> None:
         """The worker's stderr lines as (bytes, cut) from the line splitter, one event each."""
         t = round(self._clock() - self._t0, 4)
-        index = 0
-        while index < len(lines) and self._head_left:
+        for raw, cut in lines:
             self._seq += 1
-            raw, cut = lines[index]
-            self._place(self._seq, t, self._stderr_line(self._seq, t, raw, cut))
-            index += 1
-        if index < len(lines):
-            rest = lines[index:] if index else lines
-            size = sum(map(len, map(itemgetter(0), rest))) + STDERR_EVENT_BYTES * len(rest)
-            self._hold(_Batch(self._seq + 1, t, size, len(rest), items=rest))
-            self._seq += len(rest)
+            if self._head_left:
+                self._place(self._seq, t, self._stderr_line(self._seq, t, raw, cut))
+            else:
+                self._hold(self._seq, t, (raw, cut, t), len(raw) + STDERR_EVENT_BYTES)
 
     def stderr_block(self, block: bytes, count: int) -> None:
         """`count` whole stderr lines, each ending in a newline and none over the line limit,
-        as one block: past the head they are only counted and kept as they are, and split
-        into events at `close` if they are still in the tail."""
+        as one block: past the head they are only counted and kept as they are, and made into
+        events at `close` if they are still in the tail."""
         if self._head_left:
             self.stderr_lines([(line, False) for line in block.split(b"\n")[:-1]])
             return
         t = round(self._clock() - self._t0, 4)
-        self._hold(_Batch(self._seq + 1, t, len(block) + STDERR_EVENT_BYTES * count, count,
-                          block=block))
+        weight = len(block) + STDERR_EVENT_BYTES * count
+        self._tail.append(_Batch(self._seq + 1, t, weight, count, block=block, bytes=weight))
+        self._tail_bytes += self._tail[-1].size
         self._seq += count
+        self._trim()
 
     def close(self) -> str:
         """Writes the tail, closes the file and returns the sha256 of its bytes."""
@@ -135,8 +140,8 @@ class TranscriptWriter:
                       "dropped_bytes": self._dropped_bytes,
                       "seqs": [seq, seq + self._dropped_events - 1]}
             self._write(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
-        for line in tail:
-            self._write(line)
+        for piece in tail:
+            self._write(piece)
         self._file.close()
         self.sha256 = self._hash.hexdigest()
         return self.sha256
@@ -168,59 +173,90 @@ class TranscriptWriter:
             self._write(line)
             return
         self._head_left = 0
-        self._hold(_Batch(seq, t, len(line), 1, items=[line]))
+        self._hold(seq, t, line, len(line))
 
-    def _hold(self, batch: _Batch) -> None:
-        """Adds a batch of events to the tail, and drops the oldest batches while the rest
-        still fill the tail's share. The tail may hold one batch more than its share until
-        `close` cuts it exactly: dropping line by line would cost a flood's every line."""
-        self._tail.append(batch)
-        self._tail_bytes += batch.size
-        while self._tail_bytes - self._tail[0].size >= self._tail_cap:
+    def _hold(self, seq: int, t: float, item: Any, weight: int) -> None:
+        """Adds one event to the tail: an encoded line, or a raw stderr line (bytes, cut, t),
+        of `weight` bytes in the file. Events join the newest batch until it holds about
+        BATCH_BYTES."""
+        last = self._tail[-1] if self._tail else None
+        if last is None or last.items is None or last.size >= BATCH_BYTES:
+            self._tail.append(_Batch(seq, t, 0, 0, items=[]))
+            last = self._tail[-1]
+        assert last.items is not None
+        last.items.append(item)
+        last.count += 1
+        last.bytes += weight
+        last.size += weight + HELD_OBJECT_BYTES
+        self._tail_bytes += weight + HELD_OBJECT_BYTES
+        self._trim()
+
+    def _trim(self) -> None:
+        """Drops the oldest batches while the rest still fill the tail's share. The tail may
+        hold one batch more than its share until `close` cuts it exactly: dropping event by
+        event would cost a flood's every line."""
+        while len(self._tail) > 1 and self._tail_bytes - self._tail[0].size >= self._tail_cap:
             oldest = self._tail.popleft()
-            self._dropped(oldest.seq + oldest.start, oldest.t, oldest.count - oldest.start,
-                          oldest.size)
+            self._dropped(oldest)
 
-    def _dropped(self, seq: int, t: float, events: int, size: int) -> None:
-        if not self._dropped_events or seq < self._first_dropped[0]:
-            self._first_dropped = (seq, t)
-        self._tail_bytes -= size
-        self._dropped_events += events
-        self._dropped_bytes += size
+    def _dropped(self, batch: _Batch) -> None:
+        if not self._dropped_events or batch.seq < self._first_dropped[0]:
+            self._first_dropped = (batch.seq, batch.t)
+        self._tail_bytes -= batch.size
+        self._dropped_events += batch.count
+        self._dropped_bytes += batch.bytes
 
     def _final_tail(self) -> list[bytes]:
-        """The tail's events encoded, newest first back, within the tail's share of the cap:
-        held stderr lines had an estimated size (escapes may make them longer). What no longer
-        fits joins the dropped events before it."""
-        kept: list[bytes] = []
+        """The tail's events encoded, newest first back, within the tail's share of the cap
+        (held stderr lines had an estimated size: escapes may make them longer). What no
+        longer fits joins the dropped events before it; kept lines are joined in pieces."""
+        pieces: list[bytes] = []
+        lines: list[bytes] = []
         size = 0
-        full = False
-        while self._tail and not full:
+        while self._tail:
             batch = self._tail[-1]
-            items = batch.lines()
-            while len(items) > batch.start:
-                item = items[-1]
-                seq = batch.seq + len(items) - 1
-                line = item if type(item) is bytes else self._stderr_line(seq, batch.t, *item)
+            kept = kept_bytes = 0
+            for line in self._newest_first(batch):
                 if size + len(line) > self._tail_cap:
-                    full = True
                     break
-                kept.append(line)
+                lines.append(line)
                 size += len(line)
-                items.pop()
-                batch.count -= 1
-                batch.size -= _estimate(item)
-            else:
-                self._tail.pop()
+                kept += 1
+                kept_bytes += len(line)
+                if len(lines) >= JOIN_LINES:
+                    pieces.append(b"".join(reversed(lines)))
+                    lines.clear()
+            batch.count -= kept
+            if batch.count:
+                # It did not fit whole: what is left of it, and everything older, is dropped.
+                batch.bytes = max(0, batch.bytes - kept_bytes)
+                break
+            self._tail.pop()
+        if lines:
+            pieces.append(b"".join(reversed(lines)))
         while self._tail:  # older than what fits
-            batch = self._tail.popleft()
-            self._dropped(batch.seq + batch.start, batch.t, batch.count - batch.start,
-                          batch.size)
-        kept.reverse()
-        return kept
+            self._dropped(self._tail.popleft())
+        pieces.reverse()
+        return pieces
+
+    def _newest_first(self, batch: _Batch) -> Iterator[bytes]:
+        """A batch's events as encoded lines, newest first; a block is walked back from its
+        end, so that only what is kept is ever split or encoded."""
+        if batch.items is not None:
+            for index in range(len(batch.items) - 1, -1, -1):
+                item = batch.items[index]
+                yield item if type(item) is bytes else self._stderr_line(
+                    batch.seq + index, item[2], item[0], item[1])
+            return
+        block = batch.block or b""
+        end = len(block) - 1  # the newline that ends the last line
+        for index in range(batch.count - 1, -1, -1):
+            start = block.rfind(b"\n", 0, end) + 1
+            yield self._stderr_line(batch.seq + index, batch.t, block[start:end], False)
+            end = start - 1
 
     def _stderr_line(self, seq: int, t: float, raw: bytes, cut: bool) -> bytes:
-        text = raw.decode("utf-8", "replace")
+        text = decode_cut(raw, end=cut)
         if cut:
             # Cut at the line limit, maybe inside a secret: what ends it may be the start of
             # one, so it goes too.
@@ -266,9 +302,10 @@ _ascii_json = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 @dataclass(slots=True)
 class _Batch:
-    """Events in the tail, numbered from `seq`: `items` (encoded lines, or raw stderr lines as
-    (bytes, cut), encoded only if they are kept), or a `block` of `count` whole stderr lines
-    split only if it is reached at `close`. `start`: how many at the front were dropped."""
+    """Events in the tail, numbered from `seq` (the first at time `t`): `items` (encoded lines,
+    or raw stderr lines as (bytes, cut, t), encoded only if they are kept), or a `block` of
+    `count` whole stderr lines made into events only if they are reached at `close`. `size`
+    is what they are counted as against the tail's share, the objects holding them included."""
 
     seq: int
     t: float
@@ -276,17 +313,7 @@ class _Batch:
     count: int
     items: list[Any] | None = None
     block: bytes | None = None
-    start: int = 0
-
-    def lines(self) -> list[Any]:
-        if self.items is None:
-            self.items = [(line, False) for line in (self.block or b"").split(b"\n")[:-1]]
-            self.block = None
-        return self.items
-
-
-def _estimate(item: Any) -> int:
-    return len(item) if type(item) is bytes else len(item[0]) + STDERR_EVENT_BYTES
+    bytes: int = 0  # what they weigh in the file, as far as known before encoding
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 from alk.runner.driver import Action, Driver, GiveUp, Record, Sample, Send, Signal
 from alk.runner.lines import LineSplitter
 from alk.runner.spawn import Spawned
-from alk.runner.stderr import StderrSink
+from alk.runner.stderr import SPLIT_BYTES, StderrSink
 from alk.transcript import TranscriptWriter
 
 READ_CHUNK_BYTES = 1024 * 1024
@@ -173,8 +173,10 @@ class Loop:
             self.stderr.feed(chunk)
             return True
         now = time.monotonic()
-        for raw, cut in self.stdout_lines.feed(chunk):
-            self.carry_out(self.driver.stdout_line(raw, cut, now))
+        # Split in pieces: a megabyte of tiny lines is not a million objects at once.
+        for at in range(0, len(chunk), SPLIT_BYTES):
+            for raw, cut in self.stdout_lines.feed(chunk[at:at + SPLIT_BYTES]):
+                self.carry_out(self.driver.stdout_line(raw, cut, now))
         self.driver.read_done()
         return True
 

@@ -1,17 +1,20 @@
 """What alk keeps of a worker's stderr: every line as a transcript event, and the last few
 kilobytes for attribution (the traceback that ends a crash), both bounded however much a worker
-writes, and at the speed of the pipe: the work done per read is a split, a count and the last
-lines, whatever number of lines the read held."""
+writes, and at the speed of the pipe: past the transcript's head, the work done per read is a
+count and the last lines, whatever number of lines the read held."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from alk.redaction import Redactor
+from alk.redaction import Redactor, decode_cut
 from alk.runner.lines import LineSplitter
 from alk.transcript import TranscriptWriter
 
 TAIL_CHARS = 4096
+# A read is split into lines this much at a time: a megabyte of newlines would otherwise be a
+# million objects at once.
+SPLIT_BYTES = 64 * 1024
 
 
 class StderrSink:
@@ -26,27 +29,38 @@ class StderrSink:
         self._keep = 4 * (TAIL_CHARS + redactor.longest)
 
     def feed(self, chunk: bytes) -> None:
-        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
-        if not self._transcript.head_full or first == last or last - first > self._lines.limit:
-            self._take(self._lines.feed(chunk))
-            return
-        # Past the transcript's head, a read's whole lines between its first and last newline
-        # are one block (none can be over the limit: the block is shorter): counted and kept
-        # as they are, never split here. The line the read completes, and the start of the
-        # next, go through the splitter.
-        self._take(self._lines.feed(chunk[:first + 1]))
-        block = chunk[first + 1:last + 1]
-        self._transcript.stderr_block(block, _newlines(block))
-        self._take(self._lines.feed(chunk[last + 1:]))  # no newline: held, or cut if too long
-        self._keep_tail(block)
+        at = 0
+        while at < len(chunk):
+            if self._transcript.head_full:
+                self._feed_block(chunk[at:] if at else chunk)
+                return
+            self._take(self._lines.feed(chunk[at:at + SPLIT_BYTES]))
+            at += SPLIT_BYTES
 
     def flush(self) -> None:
         self._take(self._lines.flush())
 
     def tail(self) -> str:
         """The last lines, redacted, for attribution; starts with … when text was dropped."""
-        return self._redactor.tail(self._tail.decode("utf-8", "replace"), TAIL_CHARS,
-                                   self._trimmed)
+        # The kept bytes may begin inside a character: drop it rather than decode it as U+FFFD,
+        # which would hide a secret's partial start from the redactor.
+        return self._redactor.tail(decode_cut(bytes(self._tail), start=self._trimmed),
+                                   TAIL_CHARS, self._trimmed)
+
+    def _feed_block(self, chunk: bytes) -> None:
+        """Past the transcript's head: the whole lines between the read's first and last
+        newline are one block (none can be over the limit when the block is shorter), counted
+        and kept as they are, never split here. The line the read completes, and the start of
+        the next, go through the splitter."""
+        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if first == last or last - first > self._lines.limit:
+            self._take(self._lines.feed(chunk))
+            return
+        self._take(self._lines.feed(chunk[:first + 1]))
+        block = chunk[first + 1:last + 1]
+        self._transcript.stderr_block(block, _newlines(block))
+        self._keep_tail(block)
+        self._take(self._lines.feed(chunk[last + 1:]))  # no newline: held, or cut if too long
 
     def _keep_tail(self, block: bytes) -> None:
         if len(block) >= self._keep:
@@ -67,8 +81,9 @@ class StderrSink:
         size = 0
         for raw, cut in reversed(lines):
             if cut:
-                # Cut inside what may be a secret: its end goes, as in the transcript.
-                text = raw.decode("utf-8", "replace")
+                # Cut inside what may be a secret (and a character): its end goes, as in the
+                # transcript.
+                text = decode_cut(raw, end=True)
                 raw = self._redactor.cut(text, len(text), truncated=True).encode()
             last.append(raw)
             size += len(raw) + 1
@@ -77,10 +92,7 @@ class StderrSink:
         if size >= self._keep:  # what came before these lines is past the tail
             self._trimmed = self._trimmed or len(last) < len(lines) or bool(self._tail)
             self._tail = bytearray()
-        self._tail += b"\n".join(reversed(last)) + b"\n"
-        if len(self._tail) > self._keep:
-            del self._tail[:-self._keep]
-            self._trimmed = True
+        self._keep_tail(b"\n".join(reversed(last)) + b"\n")
 
 
 def _newlines(data: bytes) -> int:
