@@ -102,18 +102,13 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     if obs.result is None:
         return _make(Cause.NO_RESULT, f"clean exit without a result event{not_ready}")
     missed = _not_fired(obs)
-    failed = [c for c in checks if not c.ok and not c.error]
+    failed = [c for c in checks if not c.ok]
     if failed:
         # A failed check is a scored failure even if the run skipped what the scenario meant
-        # to inject, or a check of the lane's could not finish: either may be the worker's way
-        # to make a failure void.
+        # to inject: that skip may be the regression.
         return _make(_check_cause(failed[0].name),
                      "; ".join(_describe(c, show) for c in failed)
                      + (f" ({missed})" if missed else ""))
-    broken = [c for c in checks if c.error]
-    if broken:
-        return _make(Cause.CHECK_ERROR, "; ".join(f"{c.name} {show(c.expected)}: {c.actual}"
-                                                  for c in broken))
     # Every check held, but did the run test what the scenario claims?
     if obs.faults_missing:
         return _make(Cause.FAULT_NOT_FIRED, missed)

@@ -231,14 +231,12 @@ class Observation:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One expectation the harness checked: its name, whether it held, and both values.
-    `error`: it could not be carried out (the lane's fault, such as a runaway expression)."""
+    """One expectation the harness checked: its name, whether it held, and both values."""
 
     name: str
     ok: bool
     expected: Any
     actual: Any
-    error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
