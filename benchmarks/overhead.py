@@ -37,7 +37,7 @@ from alk.records import Limits
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
 from alk.runner.request import RunRequest
-from alk.runner.sandbox import visible_paths, worker_uid
+from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.spawn import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,8 +101,8 @@ def main() -> None:
             filesystem=isolation.strongest_filesystem,
             visible=visible_paths((sys.executable, str(WORKER)), str(ROOT), None,
                                   extra=(str(sdk.parent),)))
-        if worker_uid() is not None and request.filesystem is Filesystem.SANDBOX:
-            os.chown(workspace, worker_uid(), worker_uid())
+        if request.filesystem is Filesystem.SANDBOX:
+            give_workspace(str(workspace), worker_uid())
         return command_line(request, isolation, status_fd=status,
                             seccomp_fd=None)
 

