@@ -134,8 +134,11 @@ def repeat_entry(document: Mapping[str, Any], scenario: str, repeat: int) -> dic
             if item["repeat"] == repeat:
                 return item
         numbers = [item["repeat"] for item in entry["repeats"]]
+        held = (f"it has {min(numbers)}..{max(numbers)}" if numbers else
+                f"none of its repeats ran: the run is {document.get('status')}, its preflight "
+                f"{(document.get('preflight') or {}).get('cause') or 'passed'}")
         raise RunNotFoundError(f"run {document['run_id']}, scenario '{scenario}' has no repeat "
-                               f"{repeat} (it has {min(numbers, default=0)}..{max(numbers, default=0)})")
+                               f"{repeat} ({held})")
     known = ", ".join(entry["id"] for entry in document["scenarios"])
     raise RunNotFoundError(f"run {document['run_id']} has no scenario '{scenario}' "
                            f"(it has: {known})")

@@ -28,7 +28,7 @@ TRANSCRIPTS_DIR = "transcripts"
 # alk's observations that reach the disk at once, so that a transcript still says what happened
 # if alk itself is killed (the worker's pid, a timeout); the rest waits for the buffer.
 FLUSHED_TYPES = frozenset({"spawn", "timeout", "kill", "exit", "interrupted"})
-# An event larger than this keeps only an excerpt of its payload; it bounds the tail buffer too.
+# An event larger than this (or a quarter of the cap) is kept as an excerpt of its JSON.
 MAX_EVENT_BYTES = 1024 * 1024
 EXCERPT_CHARS = 2000
 
