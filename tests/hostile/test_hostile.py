@@ -82,18 +82,27 @@ LIMITS = {"memory_hog": "[limits]\nmemory_mb = 256\n",
           "fork_bomb": "[limits]\nmax_processes = 64\n"}
 
 
-def lane_text(threat: str, timeout_s: float, expect: str, output: str, port: int) -> str:
+def lane_text(threat: str, timeout_s: float, expect: str, output: str, port: int,
+              level: str = "") -> str:
     return (f'framework = "hostile"\nversion = ">=1"\n'
             f'command = ["{{python}}", "{WORKER}", "{threat}"]\n'
             f'required_env = ["HOSTILE_TOKEN"]\ntimeout_s = {timeout_s}\n'
+            + (f'filesystem = "{level}"\n' if level else "") +
             f"transcript_cap_mb = {CAP_MB}\n{LIMITS.get(threat, '')}\n"
             f'[[scenarios]]\nid = "attack"\ntask = "Do as you please"\n'
             f"input = {{ port = {port} }}\n"
             f'[scenarios.expect]\nstop_reason = "accepted"\noutput_equals = "{output}"\n{expect}\n')
 
 
-@pytest.mark.parametrize("threat", list(THREATS))
+# Also outside the sandbox, where the worker writes where alk's user can: these defences are
+# alk's own, not the sandbox's.
+UNSANDBOXED = ("deep_event", "non_finite", "suicide_after_result", "deep_folders",
+               "fault_flood", "forge_harness", "self_grade")
+
+
+@pytest.mark.parametrize("threat", [*THREATS, *(f"{t}@workspace" for t in UNSANDBOXED)])
 def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process_watch):
+    threat, _, level = threat.partition("@")
     if threat == "call_home" and not NO_NETWORK:
         pytest.skip(f"no network isolation here: {detect().network_reason}")
     if threat == "fork_bomb" and pids_cgroup_parent() is None and os.getuid() == 0:
@@ -107,7 +116,7 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         lane = tmp_path / "lanes" / f"{threat}.toml"
         lane.parent.mkdir()
         lane.write_text(lane_text(threat, timeout_s, expect, output,
-                                  listener.getsockname()[1]))
+                                  listener.getsockname()[1], level))
         env = {**os.environ, "HOSTILE_TOKEN": token, "HARNESS_PRIVATE": private,
                "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "120"}
         began = time.monotonic()
@@ -121,6 +130,7 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         document = json.loads(result.read_text())
         [repeat] = document["scenarios"][0]["repeats"]
         assert (repeat["outcome"], repeat["cause"]) == (outcome, cause), repeat["detail"]
+        assert repeat["filesystem"] == (level or detect().strongest_filesystem.value)
         assert done.returncode == (0 if outcome == "pass" else 1), done.stderr
         assert elapsed < timeout_s + 2 + START_ALLOWANCE_S, f"alk took {elapsed:.1f} s"
         assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
