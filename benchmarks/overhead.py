@@ -6,7 +6,8 @@ the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, .
 in a shared machine lands on both sides; the medians of the per-round per-repeat times are
 compared. Target: alk / bare ≤ 1.10, each side set up the same way: once with the least alk
 does (no limits but core dumps off, no namespace) and once as alk sets a worker up by default
-here (rlimits, the sandbox and its namespaces, alk's init as PID 1: the same command line), so
+here (rlimits, the sandbox and its namespaces, its seccomp filter, alk's init as PID 1: the same
+command line), so
 that each ratio is alk's own cost; the isolation's cost is printed apart, and so is alk's
 default against what a user without alk would run, a bare spawn with no isolation. A run has fixed costs (the preflight probe is one more
 spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
@@ -38,6 +39,7 @@ from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, dete
 from alk.runner.process import LocalRunner
 from alk.runner.request import RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
+from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import command_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +49,7 @@ TARGET = 1.10
 
 
 def bare_round(repeats: int, sdk: Path, scratch: Path,
-               argv: Callable[[Path, int], tuple[str, ...]]) -> float:
+               argv: Callable[[Path, int], tuple[tuple[str, ...], tuple[int, ...]]]) -> float:
     env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
     env["PYTHONPATH"] = str(sdk)
     lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
@@ -59,8 +61,11 @@ def bare_round(repeats: int, sdk: Path, scratch: Path,
         for number in range(repeats):
             workspace = scratch / f"bare-{number}"
             workspace.mkdir()
-            done = subprocess.run(argv(workspace, status), input=lines.encode(), env=env,
-                                  cwd=workspace, capture_output=True, pass_fds=(status,))
+            command, fds = argv(workspace, status)
+            done = subprocess.run(command, input=lines.encode(), env=env, cwd=workspace,
+                                  capture_output=True, pass_fds=(status, *fds))
+            for fd in fds:
+                os.close(fd)
             assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
         return (time.perf_counter() - began) / repeats
     finally:
@@ -90,10 +95,10 @@ def main() -> None:
     unlimited = Limits(**{name: None for name in LIMIT_NAMES})
     isolation = detect()
 
-    def least(workspace: Path, status: int) -> tuple[str, ...]:
-        return (*(prlimit_prefix(unlimited) or ()), sys.executable, str(WORKER))
+    def least(workspace: Path, status: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        return (*(prlimit_prefix(unlimited) or ()), sys.executable, str(WORKER)), ()
 
-    def defaults(workspace: Path, status: int) -> tuple[str, ...]:
+    def defaults(workspace: Path, status: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
         # The same command line alk's runner builds: rlimits, the sandbox, alk's init.
         request = RunRequest(
             argv=(sys.executable, str(WORKER)), cwd=str(workspace), env={}, timeout_s=10,
@@ -101,10 +106,15 @@ def main() -> None:
             filesystem=isolation.strongest_filesystem,
             visible=visible_paths((sys.executable, str(WORKER)), str(ROOT), None,
                                   extra=(str(sdk.parent),)))
+        filter_fd = None
         if request.filesystem is Filesystem.SANDBOX:
             give_workspace(str(workspace), worker_uid())
-        return command_line(request, isolation, status_fd=status,
-                            seccomp_fd=None)
+            if seccomp_program() is not None:
+                filter_fd = os.memfd_create("seccomp", 0)
+                os.write(filter_fd, seccomp_program())
+                os.lseek(filter_fd, 0, os.SEEK_SET)
+        return (command_line(request, isolation, status_fd=status, seccomp_fd=filter_fd),
+                () if filter_fd is None else (filter_fd,))
 
     pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, least),
              ("alk's defaults", isolation, {}, defaults)]
