@@ -156,12 +156,13 @@ def _read_json(path: str) -> tuple[Any, str | None]:
 
 
 def brief(value: Any, redactor: Redactor) -> Any:
-    """Keeps values in checks small and secret-free: a value whose JSON is short stays as it is
-    (the transcript redacts it as it writes), longer text and JSON become a redacted excerpt."""
+    """Keeps values in checks small and secret-free: a value whose JSON is short stays a value
+    (redacted in its strings and keys), longer text and JSON become a redacted excerpt."""
     if isinstance(value, str):
         return redactor.cut(value, BRIEF_CHARS)
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return redactor.cut(repr(value), BRIEF_CHARS)
-    return value if len(text) <= BRIEF_CHARS else redactor.cut(text, BRIEF_CHARS)
+    return redactor.redact_value(value) if len(text) <= BRIEF_CHARS else \
+        redactor.cut(text, BRIEF_CHARS)

@@ -157,7 +157,7 @@ class ProtocolState:
         if event.channel == "framework" and event.type == "framework_ready":
             if self.phase is not Phase.AWAIT_READY:
                 return self.violate("duplicate_ready", "framework_ready sent twice; ignored")
-            self.ready = _ready(event.payload)
+            self.ready = self._ready(event.payload)
             self.phase = Phase.READY
             return event
         if self.phase is Phase.AWAIT_READY:
@@ -176,6 +176,19 @@ class ProtocolState:
         elif event.channel == "agent" and event.type == "result":
             self._result(event.payload)
         return event
+
+    def _ready(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """What alk keeps of framework_ready: the identity, bounded, and a bounded list of
+        package paths (the gate judges the payload as sent; attribution reads the paths for
+        every frame of a traceback)."""
+        paths = payload.get("package_paths")
+        kept = ([p for p in paths[:MAX_PACKAGE_PATHS]
+                 if isinstance(p, str) and len(p) <= MAX_PATH_NAME_CHARS]
+                if isinstance(paths, list) else [])
+        identity = {key: self.name(value) if isinstance(value, str) else None
+                    for key in ("framework", "framework_version")
+                    for value in (payload.get(key),)}
+        return {**identity, "package_paths": kept}
 
     def _follow(self, event: WorkerEvent) -> None:
         text = json.dumps([event.channel, event.type, normalized(event.payload)],
@@ -226,17 +239,6 @@ class ProtocolState:
             self.bad_result = problem
         else:
             self.result = payload
-
-
-def _ready(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """What alk keeps of framework_ready: the identity and a bounded list of package paths
-    (the gate judges the payload as sent; attribution reads the paths for every frame)."""
-    paths = payload.get("package_paths")
-    kept = ([p for p in paths[:MAX_PACKAGE_PATHS]
-             if isinstance(p, str) and len(p) <= MAX_PATH_NAME_CHARS]
-            if isinstance(paths, list) else [])
-    return {"framework": payload.get("framework"),
-            "framework_version": payload.get("framework_version"), "package_paths": kept}
 
 
 def normalized(payload: Mapping[str, Any]) -> dict[str, Any]:
