@@ -86,8 +86,9 @@ def _header(doc: Mapping[str, Any]) -> Text:
         (f" (requires {lane.get('requirement') or 'any'})", "dim"))
     if reported and reported != framework:
         text.append(f" reported as {reported}", style="red")
+    # The run on a line of its own: beside the lane it would not fit 80 columns.
     repeats = (doc.get("settings") or {}).get("repeats")
-    text.append(f"  run {doc.get('run_id') or DASH}  {repeats or '?'} repeats", style="dim")
+    text.append(f"\nrun {doc.get('run_id') or DASH} · {repeats or '?'} repeats", style="dim")
     if (doc.get("status") or "complete") != "complete":
         text.append(f"  {str(doc['status']).upper()}", style="bold yellow")
     others = _other_identities(doc, reported, version)
@@ -139,7 +140,7 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) 
                    ("Pass rate [95% CI]", {"no_wrap": True}),
                    ("pass^n", {"justify": "right", "no_wrap": True}),
                    ("p50", {"justify": "right", "no_wrap": True}),
-                   ("Failures by layer", {"ratio": 1, "overflow": "fold"}))
+                   ("Failures", {"ratio": 1, "overflow": "fold"}))
     for s in scenarios:
         table.add_row(Text(folded(str(s.get("id")), SCENARIO_CHARS)), _verdict(s),
                       _rate_cell(s), _pass_hat(s), _seconds(s.get("durations") or {}),
