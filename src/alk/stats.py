@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
 from alk.records import Outcome, RepeatResult, Verdict
 
 Z_95 = 1.959963984540054  # standard normal 0.975 quantile
@@ -95,6 +93,8 @@ class Icc:
 
 def icc1(groups: Sequence[Sequence[float]]) -> Icc:
     """ICC(1) over groups of observations (one group per scenario); sizes may differ."""
+    import numpy as np  # here, not at the top: every `alk` command would pay its import
+
     arrays = [np.asarray(g, dtype=float) for g in groups]
     if any(a.size == 0 for a in arrays):
         raise ValueError("every group needs at least one observation")
@@ -291,6 +291,8 @@ def _trajectories(repeats: Sequence[RepeatResult]) -> TrajectoryStats:
 def _durations(values: Sequence[float]) -> DurationStats:
     if not values:
         return DurationStats(None, None, None, None)
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     p50, p95 = np.percentile(arr, [50.0, 95.0], method="linear")
     return DurationStats(float(p50), float(p95), float(arr.mean()), float(arr.max()))

@@ -5,8 +5,6 @@ count and the last lines, whatever number of lines the read held."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from alk.redaction import Redactor, decode_cut
 from alk.runner.lines import LineSplitter
 from alk.transcript import TranscriptWriter
@@ -97,4 +95,7 @@ class StderrSink:
 
 def _newlines(data: bytes) -> int:
     # numpy compares a megabyte at memory speed: five times bytes.count's single-byte loop.
+    # Imported here, where a flood needs it, not by every `alk` command at start-up.
+    import numpy as np
+
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A))
