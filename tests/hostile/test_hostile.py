@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -70,6 +71,8 @@ THREATS = {
     "tmpfs_hog": (PASS if SANDBOX else ("agent", "wrong_output"), 20, "", "bounded"),
     # 1e999 and NaN: a violation, and nothing non-finite is ever written back.
     "non_finite": (VIOLATION, 20, "", "done"),
+    # Bidi overrides, zero-width characters and terminal controls in every field it has.
+    "bidi_text": (("framework_runtime", "nonzero_exit"), 20, "", "done"),
     # Killed by its own SIGKILL after its result: as a namespace's PID 1 it would pass.
     "suicide_after_result": (("framework_runtime", "killed_by_signal"), 20, "", "done"),
     # Catches SIGINT; SIGTERM, which it has no handler for, must end it.
@@ -136,6 +139,7 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
         _no_secret_anywhere(tmp_path, done, token,
                             private if NAMESPACE or threat != "steal_secrets" else None)
+        _nothing_raw_on_the_terminal(done.stdout + done.stderr)
         _transcripts_valid_and_bounded(tmp_path)
         if NAMESPACE or threat not in ("fork_escape", "hold_pipes"):
             assert watch.left() == [], "a process of the repeat outlived it"
@@ -157,6 +161,17 @@ def _no_secret_anywhere(tmp_path: Path, done: subprocess.CompletedProcess, *valu
                     assert value.encode() not in path.read_bytes(), f"{value} in {path}"
         assert value not in done.stdout.decode(errors="replace")
         assert value not in done.stderr.decode(errors="replace")
+
+
+# What must never reach a terminal raw: C0 and C1 controls (but tab and newline), bidi
+# overrides and isolates, zero-width characters, the byte-order mark, line separators.
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                 "\u2066-\u2069\ufeff]")
+
+
+def _nothing_raw_on_the_terminal(output: bytes) -> None:
+    found = RAW.findall(output.decode("utf-8", "replace"))
+    assert not found, f"raw on the terminal: {[hex(ord(c)) for c in found[:5]]}"
 
 
 def _strict(text: str | bytes):
@@ -361,6 +376,18 @@ def test_a_worker_that_writes_the_inits_status_line_cannot_make_its_death_a_pass
     for repeat in document["scenarios"][0]["repeats"]:
         assert repeat["outcome"] == "framework_runtime", repeat["detail"]
         assert repeat["cause"] in ("killed_by_signal", "nonzero_exit")
+
+
+def test_a_worker_that_makes_half_its_repeats_void_cannot_pass_for_green(tmp_path):
+    lane = (header("void_half", str(tmp_path / "starts"), extra='filesystem = "workspace"')
+            + scenario("a"))
+    done, document, _ = run_alk(tmp_path, lane, "-n", "6", env=TOKEN_ENV)
+    [attack] = document["scenarios"]
+    assert attack["counts"]["void"] == 3 and attack["counts"]["passed"] == 3
+    assert done.returncode == 3  # void beside passes is never green
+    shown = " ".join(done.stdout.decode().split())
+    assert "3 of 6 void" in shown
+    assert "void: 3 of 6 repeats (50%) not scored" in shown
 
 
 def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_path):

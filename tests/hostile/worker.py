@@ -57,6 +57,15 @@ def before_ready():
 
 
 def main():
+    if THREAT == "void_half":
+        # Outside the sandbox it may count its starts in a file: every other one never gets
+        # ready, so half the repeats are void beside passing ones.
+        counter = sys.argv[2]
+        count = int(open(counter).read()) if os.path.exists(counter) else 0
+        with open(counter, "w") as handle:
+            handle.write(str(count + 1))
+        if count % 2 == 0 and count:
+            sys.exit(3)
     worker.hello()
     worker.ready("hostile", before_ready())
     start = worker.start()
@@ -247,6 +256,16 @@ def main():
         finish()
         os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(5)  # as PID 1 of its namespace it would live on, and pass
+    elif THREAT == "bidi_text":
+        # Text that reads otherwise than it is, and terminal controls, everywhere it can.
+        evil = "\u202eevil\u2066\u200b\ufeff\x1b[2J\x9b31m\u2028"
+        worker.tool_call("look" + evil, {"q": evil})
+        sys.stderr.write(f"Traceback (most recent call last):\nRuntimeError: {evil}\n")
+        sys.stderr.flush()
+        worker.result(output=evil, stop_reason="accepted", end_state={"k": evil})
+        os._exit(1)
+    elif THREAT == "void_half":
+        finish()
     elif THREAT == "forge_init_status":
         finish()
         try:  # alk's init is PID 1: its argv names the fd of its status line
