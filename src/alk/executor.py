@@ -41,7 +41,7 @@ from alk.runner.isolation import Filesystem, Isolation, Network
 from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
 from alk.runner.request import Gate, RunRequest
-from alk.runner.sandbox import unreadable, unseen, visible_paths, worker_uid
+from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.transcript import TRANSCRIPTS_DIR, TranscriptWriter, probe_transcript, repeat_transcript
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
@@ -98,9 +98,9 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     try:
         context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
                            _install_sdk(root), network, filesystem)
-        unreadable = context.unreadable()
-        if unreadable:
-            execution.void = void(Cause.SPAWN_FAILED, unreadable)
+        problem = context.program_problem()
+        if problem:
+            execution.void = void(Cause.SPAWN_FAILED, problem)
             return execution
         try:
             probe = context.probe()
@@ -166,23 +166,27 @@ class _Context:
         repeat, or whether this is the probe: nothing to act on before the version gate."""
         return Path(tempfile.mkdtemp(prefix="w-", dir=self.root))
 
+    @functools.cached_property
     def hidden(self) -> tuple[str, ...]:
         """What a sandboxed worker must not see even where a visible folder holds it: alk's
         transcripts and reports, and the run's folder of workspaces."""
         return tuple(os.path.realpath(path) for path in (
             self.out_dir / TRANSCRIPTS_DIR, self.out_dir / "reports", self.root))
 
+    def argv(self) -> tuple[str, ...]:
+        return tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
+                     for arg in self.plan.lane.command)
+
     def request(self, cwd: Path, start: dict | None) -> RunRequest:
         # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
         # there is the repeat's own and goes with it (and costs no extra folders per repeat).
         env = {**self.env, "HOME": str(cwd), "TMPDIR": str(cwd), "PYTHONPATH": str(self.sdk)}
-        argv = tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg
-                     for arg in self.plan.lane.command)
+        argv = self.argv()
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,
                           redactor=self.redactor, limits=self.plan.limits, network=self.network,
                           filesystem=self.filesystem, visible=self._visible(argv),
-                          hidden=self.hidden())
+                          hidden=self.hidden)
 
     def _visible(self, argv: tuple[str, ...]) -> tuple[str, ...]:
         # The command is the same for every repeat of a run: look its paths up once.
@@ -195,19 +199,16 @@ class _Context:
         return visible_paths(argv, str(self.plan.lane.root), self.env.get("PATH"),
                              extra=(str(self.sdk),))
 
-    def unreadable(self) -> str | None:
+    def program_problem(self) -> str | None:
         """Why the sandboxed worker could not read its own program (a file the sandbox does
         not show, or, running as nobody, one others may not read); said before anything runs
         rather than as an early exit of every repeat."""
         if self.filesystem is not Filesystem.SANDBOX:
             return None
-        argv = self.request(self.root, None).argv
+        argv = self.argv()
         visible = self._visible(argv)
-        program = shutil.which(argv[0], path=self.env.get("PATH")) or argv[0]
         lane = self.plan.lane.path
-        for arg in (program, *argv[1:]):
-            if not os.path.isabs(arg) or not os.path.exists(arg):
-                continue
+        for arg in command_files(argv, self.env.get("PATH")):
             path = os.path.realpath(arg)
             if unseen(path, visible):
                 return (f"{lane}: command: {path} lies outside what the sandbox shows a "

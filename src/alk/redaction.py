@@ -129,6 +129,14 @@ class Redactor:
         cut = len(raw) > window
         return self.cut(decode_cut(raw[:window], end=cut), limit, truncated=cut)
 
+    def line(self, raw: bytes, cut: bool) -> str:
+        """A line of a worker's output as text, redacted. One the line splitter `cut` at its
+        limit may end inside a character and inside a secret: both partial ends go."""
+        if not cut:
+            return self.redact(raw.decode("utf-8", "replace"))
+        text = decode_cut(raw, end=True)
+        return self.cut(text, len(text), truncated=True)
+
     def bounded(self, name: str, limit: int) -> str:
         """A worker-chosen name at most `limit` characters long: kept whole when it fits,
         else its redacted head and a digest of the whole, so that long names stay distinct

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 
 from alk.errors import TranscriptError
-from alk.redaction import Redactor, decode_cut
+from alk.redaction import Redactor
 
 HARNESS = "harness"
 WORKER = "worker"
@@ -256,13 +256,7 @@ class TranscriptWriter:
             end = start - 1
 
     def _stderr_line(self, seq: int, t: float, raw: bytes, cut: bool) -> bytes:
-        text = decode_cut(raw, end=cut)
-        if cut:
-            # Cut at the line limit, maybe inside a secret: what ends it may be the start of
-            # one, so it goes too.
-            text = self._redactor.cut(text, len(text), truncated=True)
-        else:
-            text = self._redactor.redact(text)
+        text = self._redactor.line(raw, cut)
         line = b'{"seq":%d,"t":%s%s%s%s}}\n' % (
             seq, repr(t).encode(), _STDERR_PREFIX, _ascii_json(text).encode(),
             b',"cut":true' if cut else b"")

@@ -719,6 +719,17 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
+def judge(obs: Observation, workspace: Path, log: TranscriptWriter,
+          transcript: Path) -> tuple[Observation, Attribution]:
+    """Checks and attributes a repeat as the executor does, closes its transcript, and asserts
+    what must hold whatever the worker wrote."""
+    checks = checks_for(obs, workspace)
+    verdict = attribute(obs, checks, REDACTOR)
+    close(log, checks, verdict)
+    assert_sound(obs, checks, verdict, transcript)
+    return obs, verdict
+
+
 def replay(session: Session, folder: Path) -> tuple[Observation, Attribution]:
     """Runs the session in a real worker process, checks and attributes the repeat as the
     executor does, and asserts what must hold."""
@@ -740,11 +751,7 @@ def replay(session: Session, folder: Path) -> tuple[Observation, Attribution]:
         log = TranscriptWriter(transcript, session.cap, REDACTOR)
         obs = RUNNER.run(request, GATE, log)
         assert obs.spawned, obs.spawn_error
-        checks = checks_for(obs, workspace)
-        verdict = attribute(obs, checks, REDACTOR)
-        close(log, checks, verdict)
-        assert_sound(obs, checks, verdict, transcript)
-        return obs, verdict
+        return judge(obs, workspace, log, transcript)
     finally:
         remove_tree(workspace)
         transcript.unlink(missing_ok=True)
@@ -836,11 +843,7 @@ def run_pure(session: Session, reads: list[int], folder: Path
             path=tuple(state.path), path_hash=state.path_hash.hexdigest(),
             trajectory_hash=state.trajectory_hash.hexdigest(), model_turns=state.model_turns,
             limits={"memory_mb": 8192, "max_open_files": 1024})
-        checks = checks_for(obs, workspace)
-        verdict = attribute(obs, checks, REDACTOR)
-        close(log, checks, verdict)
-        assert_sound(obs, checks, verdict, transcript)
-        return obs, verdict
+        return judge(obs, workspace, log, transcript)
     finally:
         remove_tree(workspace)
         transcript.unlink(missing_ok=True)

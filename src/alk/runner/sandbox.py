@@ -156,10 +156,7 @@ def visible_paths(argv: tuple[str, ...], lane_root: str, path_env: str | None,
     keys and cloud credentials, is not a worker's to read."""
     paths = {os.path.realpath(lane_root), sys.prefix, sys.base_prefix, *extra}
     paths.update(_pth_folders())
-    program = shutil.which(argv[0], path=path_env) or argv[0]
-    for arg in (program, *argv[1:]):
-        if not os.path.isabs(arg) or not os.path.exists(arg):
-            continue
+    for arg in command_files(argv, path_env):
         for path in {os.path.abspath(arg), os.path.realpath(arg)}:
             paths.add(path)
             if os.path.isdir(path):
@@ -170,6 +167,13 @@ def visible_paths(argv: tuple[str, ...], lane_root: str, path_env: str | None,
                 paths.add(os.path.dirname(folder))
     home = os.path.realpath(os.path.expanduser("~"))
     return tuple(sorted(p for p in paths if not _inside(home, p)))
+
+
+def command_files(argv: tuple[str, ...], path_env: str | None) -> list[str]:
+    """The files and folders a command names by absolute path, its program found through PATH
+    too."""
+    program = shutil.which(argv[0], path=path_env) or argv[0]
+    return [arg for arg in (program, *argv[1:]) if os.path.isabs(arg) and os.path.exists(arg)]
 
 
 def unseen(path: str, visible: tuple[str, ...]) -> bool:

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,8 +94,6 @@ class Spawned:
 
     def reap_after_kill(self, limit_s: float) -> None:
         """After alk itself failed or was interrupted: kill the group, reap for a short while."""
-        import time
-
         self.signal(signal.SIGKILL, group=True)
         until = time.monotonic() + limit_s
         while time.monotonic() < until:

@@ -78,11 +78,8 @@ class StderrSink:
         last: list[bytes] = []
         size = 0
         for raw, cut in reversed(lines):
-            if cut:
-                # Cut inside what may be a secret (and a character): its end goes, as in the
-                # transcript.
-                text = decode_cut(raw, end=True)
-                raw = self._redactor.cut(text, len(text), truncated=True).encode()
+            if cut:  # its partial end goes, as in the transcript
+                raw = self._redactor.line(raw, cut).encode()
             last.append(raw)
             size += len(raw) + 1
             if size >= self._keep:
