@@ -3,13 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench mutation clean
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# Mutation testing of the verdict path (minutes; not part of `make test`): a fresh mutmut run
+# over the modules `[tool.mutmut]` names in pyproject.toml, then the score of each.
+mutation: $(VENV)/.installed-mutation
+	rm -rf mutants
+	$(BIN)/mutmut run
+	$(BIN)/python tests/mutation/score.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/overhead.py
@@ -26,5 +33,9 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents]'
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	touch $@ $(VENV)/.installed
+
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) build *.egg-info src/*.egg-info mutants

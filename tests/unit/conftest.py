@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,3 +35,10 @@ def _lane(scenario_ids: tuple[str, ...] = ("a", "b", "c"), **fields: Any) -> Lan
 def make_lane() -> Callable[..., Lane]:
     """`make_lane(("a", "b"), repeats=2)`: a validated-looking `Lane` record, no file behind it."""
     return _lane
+
+
+@pytest.fixture
+def private_temp(tmp_path, monkeypatch):
+    """Workspaces (kept ones too) go under the test's own folder, not the system's /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()

@@ -24,6 +24,7 @@ from alk.records import (
     Preflight,
     Violation,
 )
+from alk.redaction import Redactor
 
 RESULT = {"output": "hello", "stop_reason": "accepted", "end_state": {"phase": "stopped"}}
 OK_PREFLIGHT = Preflight(True, "fw", "1.0")
@@ -544,3 +545,167 @@ def test_what_a_check_keeps_of_a_worker_value_is_bounded_and_redacted(tmp_path: 
         kept = found.actual if isinstance(found.actual, str) else json.dumps(found.actual)
         assert len(kept) <= 301, found.name
         assert not any(secret[i:i + 8] in kept for i in range(len(secret) - 7)), found.name
+
+
+# --- the details a reviewer reads, and the rules' edges ---------------------------------------
+
+
+def test_a_resumed_attempt_that_never_became_ready_is_judged_not_voided() -> None:
+    for attempts in (2, 3):
+        outcome, cause, detail = verdict(before_ready(exit_code=1, attempts=attempts))
+        assert (outcome, cause) == (Outcome.FRAMEWORK_RUNTIME, Cause.NONZERO_EXIT)
+        assert detail == "exit code 1; the resumed attempt sent no framework_ready"
+    assert verdict(before_ready(exit_code=1, attempts=1))[1] == Cause.EXITED_BEFORE_READY
+
+
+def test_a_hang_after_the_result_says_what_probably_still_runs() -> None:
+    _, cause, detail = verdict(observed(timed_out=True, exit_code=None, duration_s=5.0))
+    assert cause == Cause.TIMEOUT
+    assert detail == ("no exit within the timeout (5.0 s run); a result was sent, then the "
+                      "worker did not exit (a thread or child process still running?)")
+
+
+@pytest.mark.parametrize("fields, hint", [
+    ({"trajectory": ("a:ok", "b:error", "c:ok")}, "; last tool result: c:ok"),
+    ({"tool_calls": {"a": 2, "b": 1}}, "; 3 tool call(s), no tool result"),
+    ({}, ""),
+])
+def test_a_hang_before_the_result_names_the_last_thing_seen(fields: dict, hint: str) -> None:
+    _, cause, detail = verdict(observed(timed_out=True, exit_code=None, result=None, **fields))
+    assert cause == Cause.TIMEOUT and detail == f"no exit within the timeout (1.0 s run){hint}"
+
+
+def test_a_hang_before_ready_quotes_the_first_line_refused() -> None:
+    violations = (Violation("not_json", 1, "line is not JSON: 'hi'"),
+                  Violation("not_object", 2, "line is JSON but not an object: '1'"))
+    _, cause, detail = verdict(before_ready(timed_out=True, violations=violations,
+                                            violation_count=2))
+    assert cause == Cause.TIMEOUT_BEFORE_READY
+    assert detail == ("no framework_ready within 1.0 s; stdout line 1 was not accepted: "
+                      "not_json: line is not JSON: 'hi'")
+
+
+@pytest.mark.parametrize("count, more", [(1, ""), (2, " (+1 more)"), (30, " (+29 more)")])
+def test_a_protocol_violation_counts_the_others(count: int, more: str) -> None:
+    first = Violation("not_json", 4, "line is not JSON")
+    _, cause, detail = verdict(observed(violations=(first,), violation_count=count), PASSING)
+    assert cause == Cause.PROTOCOL_VIOLATION
+    assert detail == f"stdout line 4: not_json: line is not JSON{more}"
+
+
+@pytest.mark.parametrize("fields, cause", [
+    # A clean exit is never a limit's doing, whatever it logged.
+    ({"exit_code": 0, "stderr_tail": "MemoryError\n"}, Cause.PASSED),
+    ({"exit_code": 1, "stderr_tail": "MemoryError\n"}, Cause.MEMORY_LIMIT),
+    # The sign must be among the last five lines of stderr.
+    ({"exit_code": 1, "stderr_tail": "MemoryError\n" + "later\n" * 4}, Cause.MEMORY_LIMIT),
+    ({"exit_code": 1, "stderr_tail": "MemoryError\n" + "later\n" * 5}, Cause.NONZERO_EXIT),
+    # CPU time is measured: a worker that blocks SIGXCPU still dies of the limit.
+    ({"exit_code": None, "signal": 9, "cpu_s": 2.5}, Cause.CPU_LIMIT),
+    ({"exit_code": None, "signal": 9, "cpu_s": 0.5}, Cause.KILLED_BY_SIGNAL),
+    ({"exit_code": 1, "cpu_s": None}, Cause.NONZERO_EXIT),
+    ({"exit_code": None, "signal": 25}, Cause.FILE_SIZE_LIMIT),
+])
+def test_a_limit_is_blamed_only_when_it_ended_a_failed_run(fields: dict, cause: str) -> None:
+    limits = {"memory_mb": 64, "cpu_s": 2, "max_file_mb": 1}
+    assert verdict(observed(limits=limits, **fields), PASSING)[1] == cause
+
+
+def test_a_limit_that_was_not_set_is_never_blamed() -> None:
+    assert verdict(observed(exit_code=None, signal=25, limits={"memory_mb": 64}),
+                   PASSING)[1] == Cause.KILLED_BY_SIGNAL
+    assert verdict(observed(exit_code=1, cpu_s=100.0, limits={"memory_mb": 64}),
+                   PASSING)[1] == Cause.NONZERO_EXIT
+
+
+def test_what_never_fired_is_named() -> None:
+    missed = observed(faults_missing=("tool#1", "db#2"))
+    assert verdict(missed, PASSING)[2] == (
+        "declared fault(s) never reported as injected: tool#1, db#2")
+    assert verdict(observed(kill_missing=True), PASSING)[2] == (
+        "the kill_at event never came: no crash, no resume")
+
+
+def test_a_detail_quotes_values_as_written() -> None:
+    failed = (Check("output_equals", False, "café", "caf\u00e8 ☕"),)
+    assert verdict(observed(), failed)[2] == 'output_equals: expected "café", got "cafè ☕"'
+
+
+def test_only_absolute_package_paths_are_the_frameworks() -> None:
+    stderr = ('Traceback (most recent call last):\n  File "fw/run.py", line 9, in run\n'
+              'ValueError: x\n')
+    assert verdict(_crashed(stderr, [7, "fw"]))[1] == Cause.NONZERO_EXIT
+    # "/" holds every file.
+    assert verdict(_crashed(stderr.replace('"fw/', '"/fw/'), ["/"]))[1] == (
+        Cause.FRAMEWORK_EXCEPTION)
+
+
+def test_the_crash_is_the_traceback_that_ends_stderr() -> None:
+    handled = ('Traceback (most recent call last):\n  File "/app/worker.py", line 3, in main\n'
+               'KeyError: a\nretrying\n')
+    fatal = ('Traceback (most recent call last):\n'
+             '  File "/usr/lib/python3.11/json/decoder.py", line 355, in decode\n'
+             'json.decoder.JSONDecodeError: Expecting value\n\n  \n')
+    # Only library frames in the fatal traceback: nobody's code is blamed, not the earlier one.
+    assert verdict(_crashed(handled + fatal, ["/fw"]))[1] == Cause.NONZERO_EXIT
+    fatal = fatal.replace("/usr/lib/python3.11/json/decoder.py", "/app/worker.py")
+    _, cause, detail = verdict(_crashed(handled + fatal, ["/fw"]))
+    assert cause == Cause.WORKER_EXCEPTION and detail.endswith("raised at /app/worker.py:355")
+
+
+def test_a_runaway_expression_is_stopped_and_fails_its_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(expectation, "REGEX_TIMEOUT_S", 0.05)
+    output = "ab" * 30 + "x"  # exponential backtracking, even for the `regex` module
+    [found] = check(Expectations(output_matches="^(a|ab|b)*$"), {**RESULT, "output": output},
+                    {}, tmp_path)
+    assert found.ok is False and found.expected == "^(a|ab|b)*$"
+    assert found.actual == ("not confirmed: the expression did not finish within 0 s on this "
+                            "61-character output (simplify the lane's regular expression)")
+
+
+def test_an_uncounted_call_leaves_the_count_unknown(tmp_path: Path) -> None:
+    [found] = check(Expectations(tool_calls={"rm": 0}), RESULT, {"ls": 1}, tmp_path, 4)
+    assert found == Check("tool_calls.rm", False, 0, (
+        "unknown: 4 call(s) to tool names past the per-run limit were not counted by name"))
+
+
+@pytest.mark.parametrize("make, seen", [
+    (lambda p: p.mkdir(), "a folder"),
+    (lambda p: p.symlink_to(p.parent / "nowhere"), "a dangling symlink"),
+    (lambda p: os.mkfifo(p), "not a regular file"),
+])
+def test_what_stands_where_a_file_was_expected_is_named(tmp_path: Path, make, seen) -> None:
+    make(tmp_path / "out")
+    assert file_checks(tmp_path, path="out", exists=True)["files[out].exists"] == Check(
+        "files[out].exists", False, True, seen)
+
+
+def test_a_file_is_read_as_bytes_within_its_bounds(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bad.json").write_bytes(b'{"a": "\xff"}')
+    found = file_checks(tmp_path, path="bad.json", json_length=1)["files[bad.json].json_length"]
+    assert found.ok is False and found.actual.startswith("not read: ")
+    put(tmp_path, "many.json", [0] * (expectation.MAX_JSON_VALUES + 1))
+    found = file_checks(tmp_path, path="many.json", json_length=1)
+    assert found["files[many.json].json_length"].actual.startswith("not read: ")
+    monkeypatch.setattr(expectation, "MAX_FILE_BYTES", 3 * 1024 * 1024)
+    put(tmp_path, "big.json", " " * (3 * 1024 * 1024 + 1) + "[]")
+    found = file_checks(tmp_path, path="big.json", json_length=0)["files[big.json].json_length"]
+    assert found.actual == "larger than 3 MiB, not read"
+
+
+@pytest.mark.parametrize("value, kept", [
+    ({"k": "é" * 290}, {"k": "é" * 290}),  # 300 characters of JSON as written: kept whole
+    ({"k": "x" * 291}, {"k": "x" * 291}),
+    ({"k": "x" * 292}, '{"k": "' + "x" * 292 + '"…'),
+    ({"k": float("nan")}, "{'k': nan}"),
+    ({"k": {1, 2}}, "{'k': {1, 2}}"),
+])
+def test_a_brief_keeps_short_json_values_and_cuts_the_rest(value: Any, kept: Any) -> None:
+    assert expectation.brief(value, Redactor()) == kept
+
+
+def test_values_of_one_type_must_be_equal() -> None:
+    assert not is_subset("a", "b") and not is_subset(["a"], ["b"])
+    assert is_subset({"k": "a"}, {"k": "a", "more": 1})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-import tempfile
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,40 +13,23 @@ import pytest
 from alk.causes import Cause
 from alk.executor import execute
 from alk.plan import build_plan
-from alk.records import Expectations, Observation, Outcome, Preflight, Scenario
+from alk.records import (
+    Expectations,
+    Fault,
+    KillAt,
+    Limits,
+    Observation,
+    Outcome,
+    Scenario,
+    Violation,
+)
 from alk.redaction import Redactor
-from alk.runner.isolation import PROCESS_GROUP_ONLY
+from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Network
+from alk.runner.sandbox import worker_uid
+from alk.worker import PROTOCOL_VERSION
+from scripted import PASSING, ScriptedRunner, ready
 
-OK = Preflight(True, "fw", "1.0")
-PASSING = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, started=True,
-                      exit_code=0, result={"output": "hi", "stop_reason": "done",
-                                           "end_state": {}})
-
-
-class ScriptedRunner:
-    """Answers each run with the next scripted item: an Observation, or an exception to raise.
-    The first item answers the preflight probe."""
-
-    isolation = PROCESS_GROUP_ONLY
-
-    def __init__(self, *script):
-        self.script = list(script)
-        self.requests = []
-
-    def run(self, request, gate, transcript):
-        self.requests.append(request)
-        transcript.harness("spawn", {"pid": 0})
-        item = self.script.pop(0)
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-
-@pytest.fixture(autouse=True)
-def private_temp(tmp_path, monkeypatch):
-    """Workspaces (kept ones too) go under the test's own folder, not the system's /tmp."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
-    (tmp_path / "temp").mkdir()
+pytestmark = pytest.mark.usefixtures("private_temp")
 
 
 @pytest.fixture
@@ -84,8 +68,7 @@ def test_a_filesystem_level_the_machine_cannot_give_voids_the_run(make_lane, tmp
 
 
 def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):
-    probe = Observation(spawned=True, ready={"framework": "fw"}, exit_code=0,
-                        preflight=Preflight(False, "fw", "0.1", Cause.VERSION_UNSUPPORTED, "old"))
+    probe = Observation(spawned=True, ready=ready("0.1"), exit_code=0)
     runner = ScriptedRunner(probe)
     execution = run(plan, tmp_path, runner)
     assert execution.void.cause == Cause.VERSION_UNSUPPORTED
@@ -129,7 +112,7 @@ def test_kept_workspaces_are_reported(plan, tmp_path):
 
 
 def test_a_claim_is_recorded_but_checks_decide(plan, tmp_path):
-    lying = Observation(spawned=True, ready={"framework": "fw"}, preflight=OK, started=True,
+    lying = Observation(spawned=True, ready=ready(), started=True,
                         exit_code=0, result={"output": "wrong", "stop_reason": "done",
                                              "end_state": {}, "verification": {"passed": True}})
     runner = ScriptedRunner(PASSING, lying, PASSING, PASSING)
@@ -213,3 +196,241 @@ def test_a_long_claim_is_kept_as_a_redacted_excerpt(plan, tmp_path):
     lying = dataclasses.replace(PASSING, result={**PASSING.result, "verification": small})
     assert run(plan, tmp_path / "b", ScriptedRunner(PASSING, lying, PASSING, PASSING)
                ).repeats[0].claimed == small
+
+
+# --- what the executor asks of the runner, and what it makes of the answers -----------------
+
+RESUMING = Scenario("a", "t", {"q": 1}, Expectations(output_equals="hi"),
+                    script=({"say": "hi"},), faults=(Fault("tool", 2, "boom", True),),
+                    kill_at=KillAt("tool", "call"), max_attempts=2)
+KILLED = dataclasses.replace(PASSING, kill_fired=True, faults_fired=frozenset({("tool", 2)}))
+RESUMED = dataclasses.replace(PASSING, faults_fired=frozenset({("tool", 2)}))
+
+
+def one_repeat(make_lane, scenario, *, install="", **lane_fields):
+    lane = make_lane(scenarios=(scenario,), required_env=("TOKEN",), install=install,
+                     **lane_fields)
+    return build_plan(lane, "run-1", repeats=1, seed=5)
+
+
+def events(tmp_path, result, kind):
+    lines = (tmp_path / result.transcript).read_text().splitlines()
+    return [event["payload"] for event in map(json.loads, lines)
+            if event.get("channel") == "harness" and event["type"] == kind]
+
+
+def test_each_start_names_the_scenario_the_repeat_and_the_attempt(make_lane, tmp_path):
+    plan = one_repeat(make_lane, RESUMING)
+    runner = ScriptedRunner(PASSING, KILLED, RESUMED)
+    [result] = run(plan, tmp_path, runner).repeats
+    probe, first, second = runner.requests
+    scenario = {"id": "a", "task": "t", "input": {"q": 1}, "script": [{"say": "hi"}],
+                "faults": [{"point": "tool", "occurrence": 2, "error": "boom",
+                            "retryable": True}]}
+    seed = plan.items[0].seed
+    assert probe.start is None and probe.kill_at is None
+    assert first.start == {"type": "start", "run_id": "run-1", "scenario": scenario,
+                           "repeat": 1, "seed": seed, "attempt": 1, "resume": False}
+    assert second.start == {**first.start, "attempt": 2, "resume": True}
+    # The crash is injected once: the resumed attempt must finish.
+    assert (first.kill_at, second.kill_at) == (RESUMING.kill_at, None)
+    assert first.cwd == second.cwd != probe.cwd
+    assert events(tmp_path, result, "restart") == [{"attempt": 2, "resume": True}]
+    assert (result.outcome, result.attempts) == (Outcome.PASS, 2)
+
+
+def test_the_request_carries_the_plan(make_lane, tmp_path):
+    plan = one_repeat(make_lane, RESUMING, limits=Limits(memory_mb=512))
+    runner = ScriptedRunner(PASSING, KILLED, RESUMED)
+    run(plan, tmp_path, runner)
+    for request in runner.requests:
+        assert request.argv == (sys.executable, "worker.py")
+        assert request.timeout_s == plan.timeout_s == 30.0
+        assert request.hello == {"type": "hello", "protocol": PROTOCOL_VERSION, "lane": "demo"}
+        assert request.limits == plan.limits and request.limits.memory_mb == 512
+        assert (request.network, request.filesystem) == (Network.HOST, Filesystem.WORKSPACE)
+        assert "tok-value-1234" not in request.redactor.cut("say tok-value-1234", 100)
+
+
+def test_every_check_is_in_the_transcript(make_lane, tmp_path):
+    scenario = Scenario("a", "t", {}, Expectations(output_equals="hi", stop_reason="end"))
+    [result] = run(one_repeat(make_lane, scenario), tmp_path,
+                   ScriptedRunner(PASSING, PASSING)).repeats
+    assert events(tmp_path, result, "check") == [
+        {"name": "stop_reason", "ok": False, "expected": "end", "actual": "done"},
+        {"name": "output_equals", "ok": True, "expected": "hi", "actual": "hi"}]
+    [verdict] = events(tmp_path, result, "attribution")
+    assert verdict == {"outcome": "agent", "cause": "wrong_stop_reason",
+                       "detail": result.detail}
+
+
+def test_a_resumed_repeat_is_judged_on_what_every_attempt_did(make_lane, tmp_path):
+    scenario = dataclasses.replace(
+        RESUMING, faults=(Fault("tool", 2), Fault("db", 1)),
+        expect=Expectations(output_equals="hi", tool_calls={"a": 3, "b": 1},
+                            script_consumed=True))
+    killed = dataclasses.replace(
+        KILLED, tool_calls={"a": 2}, faults_fired=frozenset({("tool", 2)}), model_turns=5,
+        trajectory=("a:ok", "a:ok"), path=("tool/call a@1",), duration_s=1.0, cpu_s=9.0,
+        peak_rss_mb=30.0, path_hash="1" * 64, trajectory_hash="2" * 64)
+    resumed = dataclasses.replace(
+        RESUMED, tool_calls={"a": 1, "b": 1}, faults_fired=frozenset({("db", 1)}),
+        model_turns=1, trajectory=("a:ok", "b:ok"), path=("tool/call b@2",), duration_s=2.0,
+        cpu_s=0.5, peak_rss_mb=20.0, peak_tmpfs_mb=4.0, path_hash="3" * 64,
+        trajectory_hash="4" * 64, ready=ready("1.0"))
+    [result] = run(one_repeat(make_lane, scenario), tmp_path,
+                   ScriptedRunner(PASSING, killed, resumed)).repeats
+    # Tool calls and fired faults add up; the scripted turns are the last attempt's.
+    assert (result.outcome, result.cause) == (Outcome.PASS, Cause.PASSED), result.detail
+    assert result.attempts == 2 and result.duration_s == 3.0
+    assert (result.cpu_s, result.peak_rss_mb, result.peak_tmpfs_mb) == (0.5, 30.0, 4.0)
+    assert result.trajectory == ("a:ok", "a:ok", "a:ok", "b:ok")
+    assert result.path == ("tool/call a@1", "tool/call b@2")
+    assert result.trajectory_hash == hashlib.sha256(b"2" * 64 + b"4" * 64).hexdigest()
+    assert result.path_hash == hashlib.sha256(b"1" * 64 + b"3" * 64).hexdigest()
+    assert result.identities == (("fw", "1.0"), ("fw", "1.0"))
+
+
+@pytest.mark.parametrize("first, second, cause", [
+    # The killed attempt's scripted turns are lost with it: were they summed, 2 + 1 would
+    # miss the script of 1 turn.
+    ({"model_turns": 2}, {"model_turns": 1}, Cause.PASSED),
+    ({"model_turns": 1}, {"model_turns": 0}, Cause.SCRIPT_NOT_CONSUMED),
+    ({"tool_calls": {"a": 1}}, {"tool_calls": {"a": 1}, "model_turns": 1},
+     Cause.WRONG_TOOL_CALLS),
+    # A fault fired before the kill counts.
+    ({"model_turns": 0}, {"model_turns": 1, "faults_fired": frozenset()}, Cause.PASSED),
+    ({"faults_fired": frozenset()}, {"model_turns": 1, "faults_fired": frozenset()},
+     Cause.FAULT_NOT_FIRED),
+])
+def test_what_each_attempt_did_decides(make_lane, tmp_path, first, second, cause):
+    scenario = dataclasses.replace(RESUMING, expect=Expectations(
+        output_equals="hi", tool_calls={"a": 1}, script_consumed=True))
+    if "tool_calls" not in first:
+        first, second = {**first, "tool_calls": {"a": 1}}, {**second, "tool_calls": {}}
+    runner = ScriptedRunner(PASSING, dataclasses.replace(KILLED, **first),
+                            dataclasses.replace(RESUMED, **second))
+    [result] = run(one_repeat(make_lane, scenario), tmp_path, runner).repeats
+    assert result.cause == cause, result.detail
+
+
+def test_a_killed_attempts_violations_and_uncounted_calls_stay_with_the_repeat(make_lane,
+                                                                               tmp_path):
+    violated = dataclasses.replace(KILLED, violation_count=3, violations=(
+        Violation("not_json", 3, "line is not JSON"),))
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path,
+                   ScriptedRunner(PASSING, violated, RESUMED)).repeats
+    assert result.cause == Cause.PROTOCOL_VIOLATION and result.violations == 3
+    assert result.detail == "stdout line 3: not_json: line is not JSON (+2 more)"
+    scenario = dataclasses.replace(RESUMING, expect=Expectations(tool_calls={"c": 0}))
+    flooded = dataclasses.replace(KILLED, uncounted_tool_calls=2)
+    [result] = run(one_repeat(make_lane, scenario), tmp_path / "b",
+                   ScriptedRunner(PASSING, flooded, RESUMED)).repeats
+    assert result.cause == Cause.WRONG_TOOL_CALLS and "unknown: 2 call(s)" in result.detail
+
+
+def test_a_kill_that_never_fired_voids_the_repeat_and_nothing_restarts(make_lane, tmp_path):
+    runner = ScriptedRunner(PASSING, RESUMED)
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path, runner).repeats
+    assert len(runner.requests) == 2 and result.attempts == 1
+    assert (result.outcome, result.cause) == (Outcome.LANE_INFRA, Cause.KILL_NOT_FIRED)
+    assert "kill_at event never came" in result.detail
+
+
+def test_attempts_stop_at_a_harness_error_or_at_max_attempts(make_lane, tmp_path):
+    broken = dataclasses.replace(KILLED, harness_error="the transcript could not be written")
+    runner = ScriptedRunner(PASSING, broken, RESUMED)
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path, runner).repeats
+    assert len(runner.requests) == 2 and result.cause == Cause.HARNESS_ERROR
+    runner = ScriptedRunner(PASSING, KILLED, KILLED, RESUMED)
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path / "b", runner).repeats
+    assert len(runner.requests) == 3 and result.attempts == 2 and result.cause == Cause.PASSED
+
+
+def test_peaks_nobody_measured_stay_unknown(make_lane, tmp_path):
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path,
+                   ScriptedRunner(PASSING, KILLED, RESUMED)).repeats
+    assert (result.peak_rss_mb, result.peak_tmpfs_mb) == (None, None)
+
+
+def test_every_repeat_must_report_the_probes_framework_and_version(make_lane, tmp_path):
+    plan = one_repeat(make_lane, Scenario("a", "t", {}, Expectations(output_equals="hi")))
+    other = dataclasses.replace(PASSING, ready=ready("1.5"))
+    [result] = run(plan, tmp_path, ScriptedRunner(PASSING, other)).repeats
+    assert (result.outcome, result.cause) == (Outcome.FRAMEWORK_RUNTIME, Cause.IDENTITY_CHANGED)
+    assert result.identities == (("fw", "1.5"),)
+    execution = run(plan, tmp_path / "b", ScriptedRunner(
+        dataclasses.replace(PASSING, ready=ready("1.0", "other"))))
+    assert execution.void.cause == Cause.FRAMEWORK_MISMATCH and execution.repeats == []
+    assert execution.preflight.framework == "other"
+
+
+MISSING = Observation(spawned=True, exit_code=1,
+                      stderr_tail="Traceback...\nModuleNotFoundError: No module named 'fw'\n")
+
+
+@pytest.mark.parametrize("probe, install, detail", [
+    (MISSING, "pip install fw", "; install it: pip install fw"),
+    (MISSING, "", "No module named 'fw'"),
+    (dataclasses.replace(PASSING, ready=ready("0.1")), "pip install fw", "'>=1.0,<2'"),
+])
+def test_a_missing_framework_is_reported_with_the_lanes_install_command(
+        make_lane, tmp_path, probe, install, detail):
+    plan = one_repeat(make_lane, RESUMING, install=install)
+    execution = run(plan, tmp_path, ScriptedRunner(probe))
+    assert execution.void.detail.endswith(detail)
+    assert execution.void.detail.count("install it") == (1 if install and probe is MISSING
+                                                         else 0)
+
+
+def test_each_finished_repeat_is_reported_as_it_ends(plan, tmp_path):
+    seen = []
+    execution = run(plan, tmp_path, ScriptedRunner(PASSING, PASSING, PASSING, PASSING),
+                    on_repeat=lambda result, so_far: seen.append((result, len(so_far.repeats))))
+    assert seen == [(result, n) for n, result in enumerate(execution.repeats, start=1)]
+
+
+SANDBOXED = dataclasses.replace(PROCESS_GROUP_ONLY,
+                                filesystems=(Filesystem.SANDBOX, Filesystem.WORKSPACE))
+
+
+class SandboxRunner(ScriptedRunner):
+    isolation = SANDBOXED
+
+
+def refused_before_start(plan, tmp_path) -> str:
+    """The detail of a run voided before any process started, for a sandbox it cannot use."""
+    runner = SandboxRunner(PASSING)
+    execution = run(plan, tmp_path, runner)
+    assert runner.requests == [] and execution.void.cause == Cause.SPAWN_FAILED
+    return execution.void.detail
+
+
+def test_a_command_naming_what_the_sandbox_hides_voids_the_run_before_it_starts(
+        make_lane, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    plan = one_repeat(make_lane, RESUMING, command=("{python}", "-m", "w", str(home)))
+    detail = refused_before_start(plan, tmp_path)
+    assert detail.startswith(
+        f"lanes/demo.toml: command: {home} lies outside what the sandbox shows")
+    assert "outside the home folder itself" in detail
+    # Under the weaker file system level the same command runs.
+    plan = one_repeat(make_lane, RESUMING, command=("{python}", "-m", "w", str(home)),
+                      filesystem="workspace")
+    assert run(plan, tmp_path / "b", SandboxRunner(PASSING, KILLED, RESUMED)).void is None
+
+
+@pytest.mark.skipif(worker_uid() is None, reason="the sandboxed worker runs as alk's own user")
+def test_a_program_nobody_may_read_voids_the_run_before_it_starts(make_lane, tmp_path):
+    program = tmp_path / "w.py"
+    program.write_text("")
+    program.chmod(0o600)
+    plan = one_repeat(make_lane, RESUMING, command=("{python}", str(program)))
+    detail = refused_before_start(plan, tmp_path)
+    assert detail.startswith(
+        f"lanes/demo.toml: command: the sandboxed worker runs as nobody (uid {worker_uid()})")
+    assert "chmod o+rX" in detail
+    program.chmod(0o644)
+    assert run(plan, tmp_path / "b", SandboxRunner(PASSING, KILLED, RESUMED)).void is None
