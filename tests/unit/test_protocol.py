@@ -3,6 +3,7 @@ the run with bounded memory. Pure: bytes in, events and violations out."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -384,3 +385,122 @@ def test_event_paths_ignore_top_level_ids_and_the_workspace_but_keep_arguments()
     assert path(call(args={"order_id": 1})) != path(call(args={"order_id": 2}))
     assert (path(call(args={"cwd": "/ws/a"}), workspace="/ws/a")
             == path(call(args={"cwd": "/ws/b"}), workspace="/ws/b"))
+
+
+# --- what the state counts and remembers ---------------------------------------------------
+
+
+def test_only_model_turns_are_counted_as_turns() -> None:
+    state = started()
+    for sent in (event("model", "turn"), event("model", "turn"), event("model", "request"),
+                 event("agent", "turn"), event("framework", "fault", point="p")):
+        state.accept(sent)
+    assert state.model_turns == 2
+
+
+@pytest.mark.parametrize("payload, fired", [
+    ({"point": "db"}, {("db", 1)}),  # the first occurrence unless told
+    ({"point": "db", "occurrence": 3}, {("db", 3)}),
+    ({"point": "db", "occurrence": 2**31 - 1}, {("db", 2**31 - 1)}),
+    ({"point": "db", "occurrence": 2**31}, set()),
+    ({"point": "db", "occurrence": 0}, set()),
+    ({"point": "db", "occurrence": True}, set()),
+    ({"occurrence": 1}, set()),
+])
+def test_a_fault_counts_when_it_names_its_point_and_occurrence(payload: dict,
+                                                                fired: set) -> None:
+    state = started()
+    state.accept(event("framework", "fault", **payload))
+    state.accept(event("agent", "fault", point="elsewhere"))  # only the framework's
+    assert state.faults_fired == fired
+
+
+def test_calls_past_the_name_limit_are_each_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(protocol, "MAX_TOOL_NAMES", 1)
+    state = started()
+    for name in ("a", "b", "c", "b", "a"):
+        state.accept(event("tool", "call", name=name))
+    assert state.tool_calls == {"a": 2} and state.uncounted_tool_calls == 3
+
+
+def test_what_framework_ready_keeps_of_package_paths() -> None:
+    long = "/" + "p" * (protocol.MAX_PATH_NAME_CHARS - 1)
+    state = ProtocolState()
+    state.accept(event("framework", "framework_ready", framework="fw", framework_version=1,
+                       package_paths=["/fw", 7, long, long + "x"]))
+    assert state.ready == {"framework": "fw", "framework_version": None,
+                           "package_paths": ["/fw", long]}
+    state = ProtocolState()
+    state.accept(event("framework", "framework_ready", framework="fw", package_paths="/fw"))
+    assert state.ready["package_paths"] == []
+
+
+def digests(*events: WorkerEvent, workspace: str = "") -> tuple[str, list[str]]:
+    state = ProtocolState(workspace)
+    state.accept(READY)
+    state.phase = Phase.STARTED
+    for sent in events:
+        state.accept(sent)
+    return state.path_hash.hexdigest(), state.path
+
+
+def test_the_event_path_is_named_and_hashed_by_content() -> None:
+    digest, path = digests(event("tool", "call", name="ls", args={"b": 1, "a": "é"}),
+                           event("agent", "result", output="x", stop_reason="s"))
+    text = json.dumps(["tool", "call", {"args": {"a": "é", "b": 1}, "name": "ls"}],
+                      ensure_ascii=False)
+    first = hashlib.sha256(text.encode()).hexdigest()[:8]
+    assert path == [f"tool/call ls@{first}", path[1]] and path[1].startswith("agent/result@")
+    expected = hashlib.sha256()
+    expected.update(text.encode() + b"\n")
+    expected.update(json.dumps(["agent", "result", {"output": "x", "stop_reason": "s"}])
+                    .encode() + b"\n")
+    assert digest == expected.hexdigest()
+    # Key order, ids and times do not make a path different; the workspace's name does not.
+    assert digests(event("tool", "call", args={"a": "é", "b": 1}, name="ls", id="7", t=1),
+                   event("agent", "result", stop_reason="s", output="x"))[0] == digest
+    ws = "/tmp/w-abc"
+    assert (digests(event("tool", "call", name=f"{ws}/f"), workspace=ws)[0]
+            == digests(event("tool", "call", name="<workspace>/f"), workspace="/tmp/w-xyz")[0])
+
+
+def test_a_lone_surrogate_is_hashed_not_raised() -> None:
+    digest, path = digests(event("tool", "call", name="\ud800"),
+                           event("tool", "result", name="\ud800", ok=True))
+    assert len(digest) == 64 and len(path) == 2
+
+
+def test_the_kept_path_and_trajectory_stop_at_their_bounds(monkeypatch) -> None:
+    monkeypatch.setattr(protocol, "MAX_PATH_CHARS", 20)
+    monkeypatch.setattr(protocol, "MAX_TRAJECTORY_CHARS", 10)
+    state = started()
+    for _ in range(5):
+        state.accept(event("tool", "result", name="abcd", ok=True))  # "abcd:ok", 7 chars
+    assert state.trajectory == ["abcd:ok"] * 2  # 7, then 14 >= 10: no more
+    assert len(state.path) == 1  # "tool/result abcd@…" is 20 characters: the bound
+
+
+def test_the_trajectory_digest_covers_every_step() -> None:
+    state = started()
+    for name, ok in (("a", True), ("b", "true")):
+        state.accept(event("tool", "result", name=name, ok=ok))
+    assert state.trajectory == ["a:ok", "b:error"]
+    assert state.trajectory_hash.hexdigest() == hashlib.sha256(b"a:ok\nb:error\n").hexdigest()
+
+
+def test_encoded_messages_are_compact_strict_ascii_lines() -> None:
+    assert protocol.encode({"type": "abort", "reason": "é\ud800"}) == (
+        b'{"type":"abort","reason":"\\u00e9\\ud800"}\n')
+    with pytest.raises(ValueError):
+        protocol.encode({"x": float("nan")})
+    assert protocol.hello_message("demo") == {"type": "hello", "protocol": 1, "lane": "demo"}
+
+
+def test_a_type_of_the_longest_name_allowed_is_accepted() -> None:
+    assert isinstance(decode_line(line(channel="agent", type="t" * MAX_NAME_CHARS)),
+                      WorkerEvent)
+
+
+def test_nesting_is_bounded_where_the_line_enters() -> None:
+    deep = b'{"channel": "agent", "type": "x", "payload": ' + b"[" * 150 + b"]" * 150 + b"}"
+    assert decode_line(deep)[0] == "too_deep"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -16,6 +17,7 @@ from statsmodels.stats.proportion import proportion_confint
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.stats import (
     Z_95,
+    EventPaths,
     icc1,
     pass_at_k,
     pass_hat_k,
@@ -468,3 +470,75 @@ def test_event_paths_count_distinct_hashes_and_find_the_first_difference() -> No
     assert paths.events_there == ("tool/call write", "tool/result lookup")
     one = summarize_scenario("s1", repeats[:2], 2).paths
     assert (one.distinct, one.first_difference) == (1, None)
+
+
+# -- edges the reports rely on -------------------------------------------------------------------
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(ValueError, match=r"need 0 <= successes <= n and n > 0, got 4/3"):
+        wilson_interval(4, 3)
+    with pytest.raises(ValueError, match=r"need 0 <= c <= n and 1 <= k <= n, got n=3 c=1 k=0"):
+        pass_hat_k(3, 1, 0)
+    with pytest.raises(ValueError, match="every group needs at least one observation"):
+        icc1([[1], []])
+    with pytest.raises(ValueError, match=r"repeats of other scenarios passed for 's1': \['s2'\]"):
+        summarize_scenario("s1", reps("pass", scenario="s2"), 1)
+
+
+def test_pass_at_k_series_is_exact_where_floats_would_round() -> None:
+    n, c = 200, 50
+    stats = summarize_scenario("s1", scenario_from_scores("s1", [1] * c + [0] * (n - c)), n)
+    assert list(stats.pass_at_k) == [pass_at_k(n, c, k) for k in range(1, n + 1)]
+    assert list(stats.pass_hat_k) == [pass_hat_k(n, c, k) for k in range(1, n + 1)]
+
+
+def test_icc_with_one_degree_of_freedom_within() -> None:
+    # Two scenarios, three repeats: N - a = 1 is enough for the within mean square.
+    icc = icc1([[1, 0], [1]])
+    assert icc.msw == 0.5 and icc.value is not None and icc.reason is None
+    undefined = icc1([[1], [0]])
+    assert (undefined.value, undefined.k0, undefined.groups, undefined.observations) == (
+        None, 1.0, 2, 2)
+    assert undefined.msb == 0.5 and undefined.msw is None
+
+
+def with_paths(*paths: tuple[str, ...]) -> list[RepeatResult]:
+    return [dataclasses.replace(rep("pass", repeat=i), path=path,
+                                path_hash=hashlib.sha256("|".join(path).encode()).hexdigest())
+            for i, path in enumerate(paths, start=1)]
+
+
+@pytest.mark.parametrize("paths, expected", [
+    ((("a@1",), ("a@1",)), EventPaths(1, None, ())),
+    # One repeat stopped where the other went on.
+    ((("a@1",), ("a@1", "b@2")), EventPaths(2, 2, ("(end)", "b"))),
+    # Different kinds of event: their names; one kind, different content: the digests.
+    ((("tool/call x@y@1",), ("tool/call x@z@2",)),
+     EventPaths(2, 1, ("tool/call x@y", "tool/call x@z"))),
+    ((("tool/call x@1",), ("tool/call x@2",)), EventPaths(2, 1, ("tool/call x@1",
+                                                                 "tool/call x@2"))),
+])
+def test_where_event_paths_part(paths: tuple, expected: EventPaths) -> None:
+    assert summarize_scenario("s1", with_paths(*paths), len(paths)).paths == expected
+
+
+def test_paths_that_differ_past_the_steps_kept_have_no_first_difference() -> None:
+    repeats = [dataclasses.replace(r, path=("a@1",)) for r in with_paths(("a@1", "b@2"),
+                                                                         ("a@1", "c@3"))]
+    stats = summarize_scenario("s1", repeats, 2)
+    assert stats.paths == EventPaths(2, None, ())
+    assert stats.to_dict()["paths"] == {"distinct": 2, "first_difference": None}
+
+
+def test_the_first_difference_is_written_with_what_happened_there() -> None:
+    stats = summarize_scenario("s1", with_paths(("a@1",), ("b@2",)), 2)
+    assert stats.to_dict()["paths"] == {"distinct": 2, "first_difference": {
+        "event": 1, "events": ["a", "b"]}}
+
+
+def test_a_scenario_with_one_scored_repeat_bounds_the_lanes_k() -> None:
+    one = summarize_scenario("s1", reps("pass"), 1)
+    three = summarize_scenario("s2", reps("pass", "agent", "pass", scenario="s2"), 3)
+    lane = summarize_lane([one, three])
+    assert len(lane.pass_hat_k) == 1 and lane.icc.observations == 4
