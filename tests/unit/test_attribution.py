@@ -709,3 +709,21 @@ def test_a_brief_keeps_short_json_values_and_cuts_the_rest(value: Any, kept: Any
 def test_values_of_one_type_must_be_equal() -> None:
     assert not is_subset("a", "b") and not is_subset(["a"], ["b"])
     assert is_subset({"k": "a"}, {"k": "a", "more": 1})
+
+
+def test_a_folder_named_like_the_frameworks_is_not_the_frameworks() -> None:
+    stderr = ('Traceback (most recent call last):\n'
+              '  File "/app/fw_plugins/hook.py", line 4, in hook\nValueError: x\n')
+    _, cause, detail = verdict(_crashed(stderr, ["/app/fw"]))
+    assert cause == Cause.WORKER_EXCEPTION and detail.endswith("/app/fw_plugins/hook.py:4")
+    _, cause, _ = verdict(_crashed(stderr.replace("fw_plugins", "fw/plugins"), ["/app/fw/"]))
+    assert cause == Cause.FRAMEWORK_EXCEPTION
+
+
+def test_a_symlink_into_a_sibling_named_like_the_workspace_is_outside(tmp_path: Path) -> None:
+    workspace, sibling = tmp_path / "ws", tmp_path / "ws-other"
+    workspace.mkdir()
+    put(sibling, "f.json", [1])
+    (workspace / "out.json").symlink_to(sibling / "f.json")
+    found = file_checks(workspace, path="out.json", json_length=1)["files[out.json].json_length"]
+    assert found.ok is False and found.actual == "points outside the workspace"

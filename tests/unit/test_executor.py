@@ -434,3 +434,23 @@ def test_a_program_nobody_may_read_voids_the_run_before_it_starts(make_lane, tmp
     assert "chmod o+rX" in detail
     program.chmod(0o644)
     assert run(plan, tmp_path / "b", SandboxRunner(PASSING, KILLED, RESUMED)).void is None
+
+
+@pytest.mark.parametrize("consumed, turns, cause, expected", [
+    (True, 2, Cause.PASSED, "all 2 turns used"),
+    (True, 1, Cause.SCRIPT_NOT_CONSUMED, "all 2 turns used"),
+    # A scenario may require that the framework stop early, before the script runs out.
+    (False, 1, Cause.PASSED, "not all 2 turns used"),
+    (False, 2, Cause.SCRIPT_NOT_CONSUMED, "not all 2 turns used"),
+])
+def test_the_scripted_turns_used_are_checked_both_ways(make_lane, tmp_path, consumed, turns,
+                                                       cause, expected):
+    scenario = Scenario("a", "t", {}, Expectations(script_consumed=consumed),
+                        script=({"say": "a"}, {"say": "b"}))
+    used = dataclasses.replace(PASSING, model_turns=turns)
+    [result] = run(one_repeat(make_lane, scenario), tmp_path,
+                   ScriptedRunner(PASSING, used)).repeats
+    assert result.cause == cause
+    [check] = events(tmp_path, result, "check")
+    assert check == {"name": "script_consumed", "ok": cause == Cause.PASSED,
+                     "expected": expected, "actual": f"{turns} turns used"}
