@@ -7,7 +7,9 @@ import dataclasses
 import json
 import os
 import resource
-from datetime import datetime
+import subprocess
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ from alk import __version__
 from alk.api import read_run, run_lane
 from alk.causes import Cause
 from alk.errors import RunNotFoundError, TranscriptError
+from alk.plan import build_plan
 from alk.records import (
+    Execution,
     ExitCode,
     Expectations,
     Fault,
@@ -27,6 +31,7 @@ from alk.records import (
 )
 from alk.report import document
 from alk.report.document import (
+    build_document,
     exit_code,
     latest_run_id,
     read_document,
@@ -279,3 +284,68 @@ def test_alk_measures_its_own_peak_memory_even_without_proc(monkeypatch):
 
     monkeypatch.setattr(document, "open", no_proc, raising=False)
     assert document._own_peak_rss_kb() == resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def test_a_run_on_disk_before_its_probe_says_nothing_was_judged(tmp_path, make_lane):
+    lane = make_lane(scenarios=(scenario("a"),))
+    plan = build_plan(lane, "r1", repeats=1, seed=1)
+    doc = build_document(plan, Execution(), status="running",
+                         started_at=datetime.now(timezone.utc), finished_at=None)
+    assert doc["preflight"] == {"ok": None, "cause": None, "detail": "", "framework": None,
+                                "version": None}
+    assert doc["finished_at"] is None and doc["identities"] == []
+    peak = doc["harness"]["peak_rss_mb"]
+    assert peak > 0 and peak == round(peak, 1)
+
+
+def test_a_probe_that_named_only_its_framework_is_an_identity(tmp_path, make_lane):
+    unversioned = Observation(spawned=True, ready={"framework": "fw"}, exit_code=0)
+    doc = run(tmp_path, make_lane, ScenarioRunner(unversioned)).document
+    assert doc["preflight"]["cause"] == "version_invalid"
+    assert doc["identities"] == [{"framework": "fw", "version": None, "repeats": 0}]
+
+
+def test_the_file_is_indented_for_people_and_takes_any_value(tmp_path):
+    path = tmp_path / "result.json"
+    returned = write_document(path, {"lane": {"path": Path("lanes/x.toml")}}, Redactor())
+    assert returned == {"lane": {"path": "lanes/x.toml"}}
+    assert path.read_text() == '{\n "lane": {\n  "path": "lanes/x.toml"\n }\n}\n'
+
+
+def test_a_document_is_written_beside_its_place_then_renamed(tmp_path, monkeypatch):
+    """The rename is atomic only within one file system; the temporary name is hidden."""
+    path = tmp_path / "r1" / "result.json"
+    renamed = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: renamed.append((src, dst)) or real(
+        src, dst))
+    write_document(path, {"n": 1}, Redactor())
+    [(src, dst)] = renamed
+    assert Path(dst) == path and Path(src).parent == path.parent
+    assert Path(src).name.startswith(".result-") and Path(src).name.endswith(".tmp")
+
+
+def test_reading_errors_say_what_to_do(tmp_path):
+    with pytest.raises(RunNotFoundError) as missing:
+        read_document(tmp_path, "r1")
+    assert str(missing.value).endswith("(run ids are the folder names under reports/)")
+    path = result_path(tmp_path, "r1")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema": "alk.result/9"}')
+    with pytest.raises(TranscriptError) as other:
+        read_document(tmp_path, "r1")
+    assert str(other.value) == (f"{path}: schema 'alk.result/9' is not 'alk.result/1'; this alk "
+                                "cannot render it")
+
+
+def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
+    """A child's ru_maxrss starts from its parent's peak: measured that way, a run started by
+    a large process would report that process's memory as alk's."""
+    ballast = bytearray(256 * 1024 * 1024)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so that it is resident
+    code = ("import resource; from alk.report.document import _own_peak_rss_kb as own; "
+            "print(own(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                             text=True, check=True).stdout.split())
+    del ballast
+    assert inherited > 256 * 1024 and own < 128 * 1024

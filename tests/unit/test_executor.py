@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from alk.plan import build_plan
 from alk.records import (
     Expectations,
     Fault,
+    FileExpectation,
     KillAt,
     Limits,
     Observation,
@@ -90,7 +92,7 @@ def test_an_error_of_alk_voids_one_repeat_and_the_run_goes_on(plan, tmp_path):
     execution = run(plan, tmp_path, runner)
     causes = [r.cause for r in execution.repeats]
     assert causes == [Cause.PASSED, Cause.HARNESS_ERROR, Cause.PASSED]
-    assert "No space left" in execution.repeats[1].detail
+    assert execution.repeats[1].detail == "OSError: [Errno 28] No space left on device"
     last = json.loads((tmp_path / execution.repeats[1].transcript).read_text().splitlines()[-1])
     assert last["payload"]["cause"] == Cause.HARNESS_ERROR
 
@@ -102,13 +104,29 @@ def test_an_interrupt_keeps_finished_repeats_and_removes_the_workspaces(plan, tm
     assert not Path(runner.requests[0].cwd).parent.exists()
     lines = (tmp_path / "transcripts/run-1/a/repeat-02.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["type"] == "interrupted"
+    assert json.loads(lines[-1])["payload"] == {"detail": "alk was interrupted; repeat discarded"}
 
 
 def test_kept_workspaces_are_reported(plan, tmp_path):
     runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
     execution = run(plan, tmp_path, runner, keep_workspaces=True)
     assert execution.workspaces is not None and execution.workspaces.is_dir()
+    assert execution.workspaces.name.startswith("alk-")
+    assert all(Path(request.cwd).is_dir() for request in runner.requests)  # the probe's too
+
+
+def test_a_kept_workspace_outlives_an_interrupt(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, KeyboardInterrupt())
+    run(plan, tmp_path, runner, keep_workspaces=True)
     assert Path(runner.requests[2].cwd).is_dir()
+
+
+def test_each_workspace_is_removed_when_its_repeat_ends(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    left = []
+    run(plan, tmp_path, runner, on_repeat=lambda result, so_far: left.append(
+        Path(runner.requests[-1].cwd).exists()))
+    assert left == [False, False, False]
 
 
 def test_a_claim_is_recorded_but_checks_decide(plan, tmp_path):
@@ -398,10 +416,10 @@ class SandboxRunner(ScriptedRunner):
     isolation = SANDBOXED
 
 
-def refused_before_start(plan, tmp_path) -> str:
+def refused_before_start(plan, tmp_path, environ=None) -> str:
     """The detail of a run voided before any process started, for a sandbox it cannot use."""
     runner = SandboxRunner(PASSING)
-    execution = run(plan, tmp_path, runner)
+    execution = run(plan, tmp_path, runner, environ)
     assert runner.requests == [] and execution.void.cause == Cause.SPAWN_FAILED
     return execution.void.detail
 
@@ -454,3 +472,140 @@ def test_the_scripted_turns_used_are_checked_both_ways(make_lane, tmp_path, cons
     [check] = events(tmp_path, result, "check")
     assert check == {"name": "script_consumed", "ok": cause == Cause.PASSED,
                      "expected": expected, "actual": f"{turns} turns used"}
+
+
+def test_what_stops_a_run_before_it_starts_is_said_whole(make_lane, tmp_path):
+    lane = make_lane(required_env=("TOKEN", "OTHER"))
+    execution = run(build_plan(lane, "run-1", repeats=1, seed=1), tmp_path, ScriptedRunner(),
+                    environ={"PATH": "/bin"})
+    assert execution.void.detail == ("required_env TOKEN, OTHER not set in alk's environment; "
+                                     "nothing was started")
+
+
+def test_a_probe_that_breaks_alk_voids_the_run_with_a_redacted_reason(plan, tmp_path):
+    execution = run(plan, tmp_path, ScriptedRunner(RuntimeError("tok-value-1234 " + "x" * 900)))
+    assert execution.void.cause == Cause.HARNESS_ERROR and execution.repeats == []
+    assert execution.void.detail.startswith("the preflight probe failed: RuntimeError: ")
+    assert "tok-value" not in execution.void.detail and len(execution.void.detail) <= 501
+
+
+def test_secrets_are_redacted_from_what_the_worker_names(plan, tmp_path):
+    named = dataclasses.replace(PASSING, ready=ready("1.0", "fw-tok-value-1234"))
+    execution = run(plan, tmp_path, ScriptedRunner(named))
+    assert execution.void.cause == Cause.FRAMEWORK_MISMATCH
+    assert "tok-value" not in execution.preflight.framework + execution.void.detail
+    crashed = Observation(spawned=True, exit_code=1, stderr_tail="bad key tok-value-1234\n")
+    assert "tok-value" not in run(plan, tmp_path / "b", ScriptedRunner(crashed)).void.detail
+    leaking = dataclasses.replace(PASSING, result={**PASSING.result,
+                                                   "output": "tok-value-1234"})
+    result = run(plan, tmp_path / "c", ScriptedRunner(PASSING, leaking, PASSING, PASSING)
+                 ).repeats[0]
+    assert result.cause == Cause.WRONG_OUTPUT and "tok-value" not in result.detail
+    assert "tok-value" not in (tmp_path / "c" / result.transcript).read_text()
+
+
+def test_the_sdk_a_worker_imports_is_alks_and_read_only(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    run(plan, tmp_path, runner, keep_workspaces=True)
+    sdk = Path(runner.requests[1].env["PYTHONPATH"])
+    found = subprocess.run(
+        [sys.executable, "-c", "import alk, alk.worker; print(alk.__file__); print(alk.__doc__)"],
+        env={"PYTHONPATH": str(sdk)}, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert found.stdout.splitlines() == [str(sdk / "alk" / "__init__.py"),
+                                         "The alk worker SDK, as alk hands it to workers."]
+    for path in (sdk, *sdk.rglob("*")):
+        assert path.stat().st_mode & 0o777 == (0o555 if path.is_dir() else 0o444), path
+
+
+def test_a_sandboxed_run_asks_for_the_sandbox_and_shows_the_program(make_lane, tmp_path,
+                                                                   monkeypatch):
+    bin_dir, lanes = tmp_path / "bin", tmp_path / "lanes"
+    bin_dir.mkdir()
+    lanes.mkdir()
+    (bin_dir / "tool").write_text("#!/bin/sh\n")
+    (bin_dir / "tool").chmod(0o755)
+    plan = one_repeat(make_lane, RESUMING, command=("tool", "--flag"), root=lanes)
+    runner = SandboxRunner(PASSING, KILLED, RESUMED)
+    environ = {"TOKEN": "tok-value-1234", "PATH": str(bin_dir)}
+    execution = run(plan, tmp_path, runner, environ=environ)
+    assert execution.void is None
+    request = runner.requests[1]
+    assert request.filesystem is Filesystem.SANDBOX
+    assert str(bin_dir / "tool") in request.visible and str(lanes) in request.visible
+
+
+@pytest.mark.skipif(worker_uid() is None, reason="the sandboxed worker runs as alk's own user")
+def test_a_program_found_through_path_must_be_readable_too(make_lane, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tool").write_text("#!/bin/sh\n")
+    (bin_dir / "tool").chmod(0o700)
+    plan = one_repeat(make_lane, RESUMING, command=("tool",))
+    detail = refused_before_start(plan, tmp_path, {"TOKEN": "t", "PATH": str(bin_dir)})
+    assert detail == (
+        f"lanes/demo.toml: command: the sandboxed worker runs as nobody (uid {worker_uid()}) "
+        f"and cannot read {bin_dir / 'tool'} (mode 0700, no o+r): make it "
+        "readable by others (chmod o+rX), or set filesystem = \"workspace\" in the lane")
+
+
+class WritingRunner(ScriptedRunner):
+    """Leaves `out.json` in the repeat's workspace, as a worker's tool would."""
+
+    def run(self, request, gate, transcript):
+        if request.start is not None:
+            (Path(request.cwd) / "out.json").write_text('[1, 2]')
+        return super().run(request, gate, transcript)
+
+
+def test_the_workspace_the_worker_wrote_is_what_is_checked(make_lane, tmp_path):
+    scenario = Scenario("a", "t", {}, Expectations(files=(FileExpectation("out.json",
+                                                                         json_length=2),)))
+    [result] = run(one_repeat(make_lane, scenario), tmp_path,
+                   WritingRunner(PASSING, PASSING)).repeats
+    assert result.cause == Cause.PASSED, result.detail
+
+
+def test_a_transcript_that_cannot_be_opened_voids_only_its_repeat(plan, tmp_path):
+    (tmp_path / "transcripts" / "run-1").mkdir(parents=True)
+    (tmp_path / "transcripts" / "run-1" / "a").write_text("not a folder")
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    execution = run(plan, tmp_path, runner)
+    assert [r.cause for r in execution.repeats] == [Cause.HARNESS_ERROR] * 3
+    assert {r.sha256 for r in execution.repeats} == {""}
+    assert not any(Path(request.cwd).exists() for request in runner.requests)
+
+
+def test_a_killed_repeat_keeps_its_signal(plan, tmp_path):
+    killed = dataclasses.replace(PASSING, exit_code=None, signal=9, result=None)
+    result = run(plan, tmp_path, ScriptedRunner(PASSING, killed, PASSING, PASSING)).repeats[0]
+    assert (result.signal, result.exit_code, result.cause) == (9, None, Cause.KILLED_BY_SIGNAL)
+
+
+def test_the_largest_peak_of_any_attempt_is_the_repeats(make_lane, tmp_path):
+    killed = dataclasses.replace(KILLED, peak_tmpfs_mb=8.0, peak_rss_mb=5.0)
+    resumed = dataclasses.replace(RESUMED, peak_tmpfs_mb=4.0, peak_rss_mb=6.0)
+    [result] = run(one_repeat(make_lane, RESUMING), tmp_path,
+                   ScriptedRunner(PASSING, killed, resumed)).repeats
+    assert (result.peak_tmpfs_mb, result.peak_rss_mb) == (8.0, 6.0)
+
+
+@pytest.mark.parametrize("trajectory, path, budget, kept", [
+    (("t" * 10,), ("p" * 90,), 99, False),  # the path counts, not only the trajectory
+    (("t" * 10,), ("p" * 90,), 100, True),  # exactly the budget left: kept
+])
+def test_the_steps_budget_counts_trajectory_and_path(plan, tmp_path, monkeypatch, trajectory,
+                                                     path, budget, kept):
+    from alk import executor
+
+    monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", budget)
+    heavy = dataclasses.replace(PASSING, trajectory=trajectory, path=path)
+    result = run(plan, tmp_path, ScriptedRunner(PASSING, heavy, PASSING, PASSING)).repeats[0]
+    assert (result.trajectory, result.path) == ((trajectory, path) if kept else ((), ()))
+
+
+def test_a_claim_of_exactly_the_limit_is_kept_whole(plan, tmp_path):
+    for claim, whole in (({"n": "é" * 991}, True), ({"n": "é" * 992}, False)):
+        lying = dataclasses.replace(PASSING, result={**PASSING.result, "verification": claim})
+        result = run(plan, tmp_path / str(whole), ScriptedRunner(PASSING, lying, PASSING,
+                                                                 PASSING)).repeats[0]
+        assert (result.claimed == claim) is whole
