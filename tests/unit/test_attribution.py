@@ -604,11 +604,17 @@ def test_a_protocol_violation_counts_the_others(count: int, more: str) -> None:
     ({"exit_code": None, "signal": 9, "cpu_s": 2.5}, Cause.CPU_LIMIT),
     ({"exit_code": None, "signal": 9, "cpu_s": 0.5}, Cause.KILLED_BY_SIGNAL),
     ({"exit_code": 1, "cpu_s": None}, Cause.NONZERO_EXIT),
+    ({"exit_code": None, "signal": 9, "cpu_s": 2.0}, Cause.CPU_LIMIT),  # exactly the limit
     ({"exit_code": None, "signal": 25}, Cause.FILE_SIZE_LIMIT),
 ])
 def test_a_limit_is_blamed_only_when_it_ended_a_failed_run(fields: dict, cause: str) -> None:
     limits = {"memory_mb": 64, "cpu_s": 2, "max_file_mb": 1}
     assert verdict(observed(limits=limits, **fields), PASSING)[1] == cause
+
+
+def test_cpu_time_nobody_measured_is_no_limits_doing() -> None:
+    assert verdict(observed(exit_code=1, cpu_s=None, limits={"cpu_s": 1}), PASSING)[1] == (
+        Cause.NONZERO_EXIT)
 
 
 def test_a_limit_that_was_not_set_is_never_blamed() -> None:
@@ -635,6 +641,9 @@ def test_only_absolute_package_paths_are_the_frameworks() -> None:
     stderr = ('Traceback (most recent call last):\n  File "fw/run.py", line 9, in run\n'
               'ValueError: x\n')
     assert verdict(_crashed(stderr, [7, "fw"]))[1] == Cause.NONZERO_EXIT
+    # A package path is a folder: its name is not a prefix of other folders' names.
+    other = stderr.replace('"fw/', '"/opt/Y/')
+    assert verdict(_crashed(other, ["/opt/X"]))[1] == Cause.WORKER_EXCEPTION
     # "/" holds every file.
     assert verdict(_crashed(stderr.replace('"fw/', '"/fw/'), ["/"]))[1] == (
         Cause.FRAMEWORK_EXCEPTION)

@@ -295,7 +295,7 @@ def test_a_run_on_disk_before_its_probe_says_nothing_was_judged(tmp_path, make_l
                                 "version": None}
     assert doc["finished_at"] is None and doc["identities"] == []
     peak = doc["harness"]["peak_rss_mb"]
-    assert peak > 0 and peak == round(peak, 1)
+    assert isinstance(peak, float) and peak > 0 and peak == round(peak, 1)
 
 
 def test_a_probe_that_named_only_its_framework_is_an_identity(tmp_path, make_lane):
@@ -347,5 +347,6 @@ def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
             "print(own(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True,
                                              text=True, check=True).stdout.split())
+    assert document._own_peak_rss_kb() > 256 * 1024  # this process does hold it
     del ballast
     assert inherited > 256 * 1024 and own < 128 * 1024

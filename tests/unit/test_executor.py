@@ -408,7 +408,7 @@ def test_each_finished_repeat_is_reported_as_it_ends(plan, tmp_path):
     assert seen == [(result, n) for n, result in enumerate(execution.repeats, start=1)]
 
 
-SANDBOXED = dataclasses.replace(PROCESS_GROUP_ONLY,
+SANDBOXED = dataclasses.replace(PROCESS_GROUP_ONLY, networks=(Network.NONE, Network.HOST),
                                 filesystems=(Filesystem.SANDBOX, Filesystem.WORKSPACE))
 
 
@@ -430,10 +430,10 @@ def test_a_command_naming_what_the_sandbox_hides_voids_the_run_before_it_starts(
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     plan = one_repeat(make_lane, RESUMING, command=("{python}", "-m", "w", str(home)))
-    detail = refused_before_start(plan, tmp_path)
-    assert detail.startswith(
-        f"lanes/demo.toml: command: {home} lies outside what the sandbox shows")
-    assert "outside the home folder itself" in detail
+    assert refused_before_start(plan, tmp_path) == (
+        f"lanes/demo.toml: command: {home} lies outside what the sandbox shows a worker (the "
+        "lane's folder unless it holds the home folder, the program's folder, the interpreter, "
+        "/usr): move the worker into a folder of its own, outside the home folder itself")
     # Under the weaker file system level the same command runs.
     plan = one_repeat(make_lane, RESUMING, command=("{python}", "-m", "w", str(home)),
                       filesystem="workspace")
@@ -530,7 +530,7 @@ def test_a_sandboxed_run_asks_for_the_sandbox_and_shows_the_program(make_lane, t
     execution = run(plan, tmp_path, runner, environ=environ)
     assert execution.void is None
     request = runner.requests[1]
-    assert request.filesystem is Filesystem.SANDBOX
+    assert (request.filesystem, request.network) == (Filesystem.SANDBOX, Network.NONE)
     assert str(bin_dir / "tool") in request.visible and str(lanes) in request.visible
 
 

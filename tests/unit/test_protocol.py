@@ -480,6 +480,18 @@ def test_the_kept_path_and_trajectory_stop_at_their_bounds(monkeypatch) -> None:
     assert len(state.path) == 1  # "tool/result abcd@…" is 20 characters: the bound
 
 
+@pytest.mark.parametrize("room, kept", [(0, 1), (1, 2)])
+def test_a_step_is_kept_while_the_bound_is_not_reached(monkeypatch, room: int, kept: int) -> None:
+    step = started()
+    step.accept(event("tool", "result", name="abcd", ok=True))
+    monkeypatch.setattr(protocol, "MAX_PATH_CHARS", len(step.path[0]) + room)
+    monkeypatch.setattr(protocol, "MAX_TRAJECTORY_CHARS", len("abcd:ok") + room)
+    state = started()
+    for _ in range(3):
+        state.accept(event("tool", "result", name="abcd", ok=True))
+    assert (len(state.path), len(state.trajectory)) == (kept, kept)
+
+
 def test_the_trajectory_digest_covers_every_step() -> None:
     state = started()
     for name, ok in (("a", True), ("b", "true")):
