@@ -17,8 +17,8 @@ import alk
 
 POLL_S = 0.01
 
-# `python -m alk` in a test runs the alk these tests imported: the checkout's, or the mutated
-# copy `make mutation` tests, never some other installed copy.
+# A test's child Python (`python -m alk`, `python -c "import alk..."`) runs the alk these tests
+# imported: the checkout's, or the mutated copy `make mutation` tests, never another installed.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, (str(Path(alk.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH"))))
 

@@ -33,10 +33,13 @@ class ScriptedRunner:
     def run(self, request, gate, transcript):
         self.requests.append(request)
         transcript.harness("spawn", {"pid": 0})
-        item = self.script.pop(0)
+        item = self.answer(request)
         if isinstance(item, BaseException):
             raise item
         return item if item.ready is None else dataclasses.replace(item, preflight=gate(item.ready))
+
+    def answer(self, request):
+        return self.script.pop(0)
 
 
 class ScenarioRunner(ScriptedRunner):
@@ -47,7 +50,7 @@ class ScenarioRunner(ScriptedRunner):
         super().__init__(probe)
         self.by_scenario = {sid: list(items) for sid, items in by_scenario.items()}
 
-    def run(self, request, gate, transcript):
-        if request.start is not None:
-            self.script.append(self.by_scenario[request.start["scenario"]["id"]].pop(0))
-        return super().run(request, gate, transcript)
+    def answer(self, request):
+        if request.start is None:
+            return super().answer(request)
+        return self.by_scenario[request.start["scenario"]["id"]].pop(0)

@@ -247,17 +247,21 @@ def test_a_write_that_fails_leaves_the_earlier_document_and_no_debris(tmp_path, 
 
 
 def test_reading_a_run_that_is_not_there_or_not_a_result(tmp_path):
-    with pytest.raises(RunNotFoundError, match="no result for run 'r1'.*result.json"):
-        read_document(tmp_path, "r1")
     path = result_path(tmp_path, "r1")
+    with pytest.raises(RunNotFoundError) as missing:
+        read_document(tmp_path, "r1")
+    assert str(missing.value) == (f"no result for run 'r1': {path} does not exist (run ids "
+                                  "are the folder names under reports/)")
     path.parent.mkdir(parents=True)
-    for text, message in (("{not json", "not a readable result document"),
-                          ('["alk.result/1"]', "schema None is not 'alk.result/1'"),
-                          ('{"schema": "alk.result/0"}', "schema 'alk.result/0' is not")):
+    for text, message in (
+            ("{not json", f"{path}: not a readable result document: "),
+            ('["alk.result/1"]', f"{path}: schema None is not 'alk.result/1'; "),
+            ('{"schema": "alk.result/0"}', f"{path}: schema 'alk.result/0' is not 'alk.result/1'; "
+                                           "this alk cannot render it")):
         path.write_text(text)
-        with pytest.raises(TranscriptError, match=message) as caught:
+        with pytest.raises(TranscriptError) as caught:
             read_document(tmp_path, "r1")
-        assert str(path) in str(caught.value)
+        assert str(caught.value).startswith(message)
     path.write_text('{"schema": "alk.result/1", "run_id": "r1"}')
     assert read_document(tmp_path, "r1") == {"schema": "alk.result/1", "run_id": "r1"}
 
@@ -284,6 +288,9 @@ def test_alk_measures_its_own_peak_memory_even_without_proc(monkeypatch):
 
     monkeypatch.setattr(document, "open", no_proc, raising=False)
     assert document._own_peak_rss_kb() == resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # macOS gives ru_maxrss in bytes.
+    monkeypatch.setattr(document.sys, "platform", "darwin")
+    assert document._own_peak_rss_kb() == resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def test_a_run_on_disk_before_its_probe_says_nothing_was_judged(tmp_path, make_lane):
@@ -325,28 +332,14 @@ def test_a_document_is_written_beside_its_place_then_renamed(tmp_path, monkeypat
     assert Path(src).name.startswith(".result-") and Path(src).name.endswith(".tmp")
 
 
-def test_reading_errors_say_what_to_do(tmp_path):
-    with pytest.raises(RunNotFoundError) as missing:
-        read_document(tmp_path, "r1")
-    assert str(missing.value).endswith("(run ids are the folder names under reports/)")
-    path = result_path(tmp_path, "r1")
-    path.parent.mkdir(parents=True)
-    path.write_text('{"schema": "alk.result/9"}')
-    with pytest.raises(TranscriptError) as other:
-        read_document(tmp_path, "r1")
-    assert str(other.value) == (f"{path}: schema 'alk.result/9' is not 'alk.result/1'; this alk "
-                                "cannot render it")
-
-
 def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
-    """A child's ru_maxrss starts from its parent's peak: measured that way, a run started by
-    a large process would report that process's memory as alk's."""
+    """On Linux a child's ru_maxrss starts from its parent's peak: measured that way, a run
+    started by a large process would report that process's memory as alk's."""
     ballast = bytearray(256 * 1024 * 1024)
     ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so that it is resident
-    code = ("import resource; from alk.report.document import _own_peak_rss_kb as own; "
-            "print(own(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    own, inherited = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                             text=True, check=True).stdout.split())
+    code = "from alk.report.document import _own_peak_rss_kb as own; print(own())"
+    own = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout)
     assert document._own_peak_rss_kb() > 256 * 1024  # this process does hold it
     del ballast
-    assert inherited > 256 * 1024 and own < 128 * 1024
+    assert own < 128 * 1024

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from alk import executor
 from alk.causes import Cause
+from alk.cleanup import remove_tree
 from alk.executor import execute
 from alk.plan import build_plan
 from alk.records import (
@@ -28,6 +30,7 @@ from alk.records import (
 from alk.redaction import Redactor
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Network
 from alk.runner.sandbox import worker_uid
+from alk.transcript import TranscriptWriter
 from alk.worker import PROTOCOL_VERSION
 from scripted import PASSING, ScriptedRunner, ready
 
@@ -191,8 +194,6 @@ def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, t
 
 def test_a_run_keeps_trajectories_up_to_its_budget_then_digests_only(plan, tmp_path,
                                                                      monkeypatch):
-    from alk import executor
-
     monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", 2_000)
     steps = tuple(f"tool-{i:04d}:ok" for i in range(100))  # 1,200 characters a repeat
     heavy = dataclasses.replace(PASSING, trajectory=steps, trajectory_hash="h" * 64)
@@ -595,8 +596,6 @@ def test_the_largest_peak_of_any_attempt_is_the_repeats(make_lane, tmp_path):
 ])
 def test_the_steps_budget_counts_trajectory_and_path(plan, tmp_path, monkeypatch, trajectory,
                                                      path, budget, kept):
-    from alk import executor
-
     monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", budget)
     heavy = dataclasses.replace(PASSING, trajectory=trajectory, path=path)
     result = run(plan, tmp_path, ScriptedRunner(PASSING, heavy, PASSING, PASSING)).repeats[0]
@@ -609,3 +608,55 @@ def test_a_claim_of_exactly_the_limit_is_kept_whole(plan, tmp_path):
         result = run(plan, tmp_path / str(whole), ScriptedRunner(PASSING, lying, PASSING,
                                                                  PASSING)).repeats[0]
         assert (result.claimed == claim) is whole
+
+
+class VanishingRunner(ScriptedRunner):
+    """A worker that removes the run's folder of workspaces (its workspace's parent)."""
+
+    def answer(self, request):
+        if request.start is not None and request.start["repeat"] == 1:
+            remove_tree(Path(request.cwd).parent)
+        return super().answer(request)
+
+
+def test_a_workspace_that_cannot_be_made_voids_its_repeat_not_the_run(plan, tmp_path):
+    execution = run(plan, tmp_path, VanishingRunner(PASSING, PASSING, PASSING, PASSING))
+    causes = [r.cause for r in execution.repeats]
+    assert causes == [Cause.PASSED, Cause.HARNESS_ERROR, Cause.HARNESS_ERROR]
+    assert execution.repeats[1].detail.startswith("FileNotFoundError: ")
+
+
+def test_a_transcript_that_cannot_be_closed_leaves_the_verdict(plan, tmp_path, monkeypatch):
+    close = TranscriptWriter.close
+
+    def full(self):  # the disk fills after the probe
+        if "repeat-" in str(self.path):
+            raise OSError(28, "No space left on device")
+        return close(self)
+
+    monkeypatch.setattr(TranscriptWriter, "close", full)
+    execution = run(plan, tmp_path, ScriptedRunner(PASSING, PASSING, PASSING, PASSING))
+    assert [(r.cause, r.sha256) for r in execution.repeats] == [(Cause.PASSED, "")] * 3
+
+
+def test_a_run_prints_nothing(plan, tmp_path, capfd):
+    """`alk run --json` owns stdout: preparing the workers' SDK must not write to it."""
+    run(plan, tmp_path, ScriptedRunner(PASSING, PASSING, PASSING, PASSING))
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_secret_cut_in_two_by_a_checks_excerpt_is_still_redacted(plan, tmp_path):
+    leaking = dataclasses.replace(PASSING, result={**PASSING.result,
+                                                   "output": "x" * 293 + "tok-value-1234"})
+    result = run(plan, tmp_path, ScriptedRunner(PASSING, leaking, PASSING, PASSING)).repeats[0]
+    [check] = events(tmp_path, result, "check")
+    assert check["actual"].startswith("x" * 293) and "tok-v" not in check["actual"]
+
+
+def test_a_worker_running_as_alks_user_reads_what_alk_reads(make_lane, tmp_path, monkeypatch):
+    monkeypatch.setattr(executor, "worker_uid", lambda: None)
+    program = tmp_path / "w.py"
+    program.write_text("")
+    program.chmod(0o600)
+    plan = one_repeat(make_lane, RESUMING, command=("{python}", str(program)))
+    assert run(plan, tmp_path, SandboxRunner(PASSING, KILLED, RESUMED)).void is None

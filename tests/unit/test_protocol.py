@@ -477,7 +477,7 @@ def test_the_kept_path_and_trajectory_stop_at_their_bounds(monkeypatch) -> None:
     for _ in range(5):
         state.accept(event("tool", "result", name="abcd", ok=True))  # "abcd:ok", 7 chars
     assert state.trajectory == ["abcd:ok"] * 2  # 7, then 14 >= 10: no more
-    assert len(state.path) == 1  # "tool/result abcd@…" is 20 characters: the bound
+    assert len(state.path) == 1  # "tool/result abcd@…" (25 characters) passes the bound
 
 
 @pytest.mark.parametrize("room, kept", [(0, 1), (1, 2)])

@@ -543,3 +543,9 @@ def test_a_scenario_with_one_scored_repeat_bounds_the_lanes_k() -> None:
     three = summarize_scenario("s2", reps("pass", "agent", "pass", scenario="s2"), 3)
     lane = summarize_lane([one, three])
     assert len(lane.pass_hat_k) == 1 and lane.icc.observations == 4
+
+
+def test_one_trajectory_has_an_entropy_of_plus_zero() -> None:
+    """-0.0 equals 0.0, but it would be written, and shown, as "-0.0"."""
+    stats = summarize_scenario("s1", reps("pass", "pass"), 2)
+    assert json.dumps(stats.to_dict()["trajectories"]["entropy_bits"]) == "0.0"
