@@ -9,6 +9,7 @@ import os
 import resource
 import subprocess
 import sys
+import types
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -290,7 +291,9 @@ def test_alk_measures_its_own_peak_memory_even_without_proc(monkeypatch):
     assert document._own_peak_rss_kb() == resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # macOS gives ru_maxrss in bytes.
     monkeypatch.setattr(document.sys, "platform", "darwin")
-    assert document._own_peak_rss_kb() == resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    monkeypatch.setattr(document.resource, "getrusage",
+                        lambda who: types.SimpleNamespace(ru_maxrss=1_000_000_000))
+    assert document._own_peak_rss_kb() == 976_562
 
 
 def test_a_run_on_disk_before_its_probe_says_nothing_was_judged(tmp_path, make_lane):
