@@ -310,23 +310,25 @@ def test_a_resumed_repeat_is_judged_on_what_every_attempt_did(make_lane, tmp_pat
     assert result.identities == (("fw", "1.0"), ("fw", "1.0"))
 
 
+ONE_CALL = {"a": 1}
+
+
 @pytest.mark.parametrize("first, second, cause", [
     # The killed attempt's scripted turns are lost with it: were they summed, 2 + 1 would
     # miss the script of 1 turn.
-    ({"model_turns": 2}, {"model_turns": 1}, Cause.PASSED),
-    ({"model_turns": 1}, {"model_turns": 0}, Cause.SCRIPT_NOT_CONSUMED),
-    ({"tool_calls": {"a": 1}}, {"tool_calls": {"a": 1}, "model_turns": 1},
+    ({"model_turns": 2, "tool_calls": ONE_CALL}, {"model_turns": 1}, Cause.PASSED),
+    ({"model_turns": 1, "tool_calls": ONE_CALL}, {"model_turns": 0}, Cause.SCRIPT_NOT_CONSUMED),
+    # Tool calls add up over attempts: one and one make two.
+    ({"tool_calls": ONE_CALL}, {"tool_calls": ONE_CALL, "model_turns": 1},
      Cause.WRONG_TOOL_CALLS),
     # A fault fired before the kill counts.
-    ({"model_turns": 0}, {"model_turns": 1, "faults_fired": frozenset()}, Cause.PASSED),
-    ({"faults_fired": frozenset()}, {"model_turns": 1, "faults_fired": frozenset()},
-     Cause.FAULT_NOT_FIRED),
+    ({"tool_calls": ONE_CALL}, {"model_turns": 1, "faults_fired": frozenset()}, Cause.PASSED),
+    ({"tool_calls": ONE_CALL, "faults_fired": frozenset()},
+     {"model_turns": 1, "faults_fired": frozenset()}, Cause.FAULT_NOT_FIRED),
 ])
 def test_what_each_attempt_did_decides(make_lane, tmp_path, first, second, cause):
     scenario = dataclasses.replace(RESUMING, expect=Expectations(
-        output_equals="hi", tool_calls={"a": 1}, script_consumed=True))
-    if "tool_calls" not in first:
-        first, second = {**first, "tool_calls": {"a": 1}}, {**second, "tool_calls": {}}
+        output_equals="hi", tool_calls=ONE_CALL, script_consumed=True))
     runner = ScriptedRunner(PASSING, dataclasses.replace(KILLED, **first),
                             dataclasses.replace(RESUMED, **second))
     [result] = run(one_repeat(make_lane, scenario), tmp_path, runner).repeats
