@@ -8,6 +8,8 @@ import dataclasses
 from alk.records import Observation, Preflight
 from alk.runner.isolation import PROCESS_GROUP_ONLY
 
+# The lane's secret in the tests' environments: no trace of it may reach any output.
+SECRET = "tok-value-1234"
 OK = Preflight(True, "fw", "1.0")
 
 

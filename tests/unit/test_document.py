@@ -40,11 +40,10 @@ from alk.report.document import (
     write_document,
 )
 from alk.redaction import Redactor
-from scripted import PASSING, ScenarioRunner, ready
+from scripted import PASSING, SECRET, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
-SECRET = "tok-value-1234"
 ENVIRON = {"TOKEN": SECRET, "PATH": "/bin"}
 WRONG = dataclasses.replace(PASSING, result={**PASSING.result, "output": "bye"})
 CRASHED = dataclasses.replace(PASSING, result=None, exit_code=1, stderr_tail="boom\n")

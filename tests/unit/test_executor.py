@@ -32,7 +32,7 @@ from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Network
 from alk.runner.sandbox import worker_uid
 from alk.transcript import TranscriptWriter
 from alk.worker import PROTOCOL_VERSION
-from scripted import PASSING, ScriptedRunner, ready
+from scripted import PASSING, SECRET, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -45,7 +45,7 @@ def plan(make_lane):
 
 
 def run(plan, tmp_path, runner, environ=None, **options):
-    environ = {"TOKEN": "tok-value-1234", "PATH": "/bin"} if environ is None else environ
+    environ = {"TOKEN": SECRET, "PATH": "/bin"} if environ is None else environ
     return execute(plan, tmp_path, Redactor([environ.get("TOKEN", "")]), runner=runner,
                    environ=environ, **options)
 
@@ -82,7 +82,7 @@ def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):
 
 def test_the_worker_sees_only_the_safe_base_and_declared_names(plan, tmp_path):
     runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
-    environ = {"TOKEN": "tok-value-1234", "PATH": "/bin", "TZ": "UTC", "HARNESS_KEY": "no"}
+    environ = {"TOKEN": SECRET, "PATH": "/bin", "TZ": "UTC", "HARNESS_KEY": "no"}
     execution = run(plan, tmp_path, runner, environ=environ)
     env = runner.requests[1].env
     assert set(env) == {"TOKEN", "PATH", "TZ", "HOME", "TMPDIR", "PYTHONPATH"}
@@ -205,7 +205,7 @@ def test_a_run_keeps_trajectories_up_to_its_budget_then_digests_only(plan, tmp_p
 
 
 def test_a_long_claim_is_kept_as_a_redacted_excerpt(plan, tmp_path):
-    claim = {"note": "x" * 990 + "tok-value-1234" + "y" * 50}
+    claim = {"note": "x" * 990 + SECRET + "y" * 50}
     lying = dataclasses.replace(PASSING, result={**PASSING.result, "verification": claim})
     runner = ScriptedRunner(PASSING, lying, PASSING, PASSING)
     first = run(plan, tmp_path, runner).repeats[0]
@@ -268,7 +268,7 @@ def test_the_request_carries_the_plan(make_lane, tmp_path):
         assert request.hello == {"type": "hello", "protocol": PROTOCOL_VERSION, "lane": "demo"}
         assert request.limits == plan.limits and request.limits.memory_mb == 512
         assert (request.network, request.filesystem) == (Network.HOST, Filesystem.WORKSPACE)
-        assert "tok-value-1234" not in request.redactor.cut("say tok-value-1234", 100)
+        assert SECRET not in request.redactor.cut(f"say {SECRET}", 100)
 
 
 def test_every_check_is_in_the_transcript(make_lane, tmp_path):
@@ -486,21 +486,22 @@ def test_what_stops_a_run_before_it_starts_is_said_whole(make_lane, tmp_path):
 
 
 def test_a_probe_that_breaks_alk_voids_the_run_with_a_redacted_reason(plan, tmp_path):
-    execution = run(plan, tmp_path, ScriptedRunner(RuntimeError("tok-value-1234 " + "x" * 900)))
+    execution = run(plan, tmp_path, ScriptedRunner(RuntimeError(f"{SECRET} " + "x" * 900)))
     assert execution.void.cause == Cause.HARNESS_ERROR and execution.repeats == []
     assert execution.void.detail.startswith("the preflight probe failed: RuntimeError: ")
     assert "tok-value" not in execution.void.detail and len(execution.void.detail) <= 501
 
 
 def test_secrets_are_redacted_from_what_the_worker_names(plan, tmp_path):
-    named = dataclasses.replace(PASSING, ready=ready("1.0", "fw-tok-value-1234"))
+    named = dataclasses.replace(PASSING, ready=ready("1.0", f"fw-{SECRET}"))
     execution = run(plan, tmp_path, ScriptedRunner(named))
     assert execution.void.cause == Cause.FRAMEWORK_MISMATCH
     assert "tok-value" not in execution.preflight.framework + execution.void.detail
-    crashed = Observation(spawned=True, exit_code=1, stderr_tail="bad key tok-value-1234\n")
+    # The runner redacts stderr as it reads it; attribution redacts what it quotes again.
+    crashed = Observation(spawned=True, exit_code=1, stderr_tail=f"bad key {SECRET}\n")
     assert "tok-value" not in run(plan, tmp_path / "b", ScriptedRunner(crashed)).void.detail
     leaking = dataclasses.replace(PASSING, result={**PASSING.result,
-                                                   "output": "tok-value-1234"})
+                                                   "output": SECRET})
     result = run(plan, tmp_path / "c", ScriptedRunner(PASSING, leaking, PASSING, PASSING)
                  ).repeats[0]
     assert result.cause == Cause.WRONG_OUTPUT and "tok-value" not in result.detail
@@ -529,7 +530,7 @@ def test_a_sandboxed_run_asks_for_the_sandbox_and_shows_the_program(make_lane, t
     (bin_dir / "tool").chmod(0o755)
     plan = one_repeat(make_lane, RESUMING, command=("tool", "--flag"), root=lanes)
     runner = SandboxRunner(PASSING, KILLED, RESUMED)
-    environ = {"TOKEN": "tok-value-1234", "PATH": str(bin_dir)}
+    environ = {"TOKEN": SECRET, "PATH": str(bin_dir)}
     execution = run(plan, tmp_path, runner, environ=environ)
     assert execution.void is None
     request = runner.requests[1]
@@ -649,7 +650,7 @@ def test_a_run_prints_nothing(plan, tmp_path, capfd):
 
 def test_a_secret_cut_in_two_by_a_checks_excerpt_is_still_redacted(plan, tmp_path):
     leaking = dataclasses.replace(PASSING, result={**PASSING.result,
-                                                   "output": "x" * 293 + "tok-value-1234"})
+                                                   "output": "x" * 293 + SECRET})
     result = run(plan, tmp_path, ScriptedRunner(PASSING, leaking, PASSING, PASSING)).repeats[0]
     [check] = events(tmp_path, result, "check")
     assert check["actual"].startswith("x" * 293) and "tok-v" not in check["actual"]
