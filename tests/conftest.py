@@ -2,10 +2,15 @@
 
 A worker in a PID namespace with its own /proc cannot tell the host its pids; the tests find
 them instead, as the processes whose working directory is the repeat's workspace.
+
+And what every test that makes alk write a result document needs: a check of each one against
+docs/result.schema.json.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import threading
 import time
@@ -100,3 +105,74 @@ def readable_tmp_path(tmp_path):
     and must read the programs and lanes tests put there, as it reads a project's (0755)."""
     tmp_path.chmod(0o755)
     return tmp_path
+
+
+# -- every result document a test makes alk write follows docs/result.schema.json ----------------
+
+RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "result.schema.json"
+# Tests whose result documents are not alk's to answer for, and why.
+NOT_ALKS_DOCUMENTS = {
+    "tests/unit/test_document.py::test_reading_a_run_that_is_not_there_or_not_a_result":
+        "writes stand-ins by hand, to test how alk reads files that are not its own",
+    "tests/unit/test_document.py::test_the_latest_run_is_the_last_by_id_with_a_result":
+        "writes stand-ins by hand, to test how alk finds the latest run",
+    "tests/unit/test_document.py::test_the_file_is_redacted_strict_ascii_json":
+        "writes a stand-in by hand, to test how alk writes any document",
+    "tests/unit/test_document.py::test_every_field_of_a_repeat_is_recorded":
+        "its scripted runner reports digests that are not hex ('t' * 64)",
+}
+
+
+@functools.cache
+def result_validator():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(RESULT_SCHEMA.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def result_schema_problems(document, where: str) -> list[str]:
+    """Every way `document` breaks docs/result.schema.json, one line each, naming the field."""
+    return [f"{where}: {error.json_path}: {error.message[:300]}"
+            for error in sorted(result_validator().iter_errors(document),
+                                key=lambda error: list(map(str, error.path)))]
+
+
+@pytest.fixture(autouse=True)
+def result_documents_follow_their_schema(request, tmp_path):
+    """Checks every result.json a test made alk write: each one this process writes through
+    `api.run_lane` (a run's checkpoints included) as it is written, and those a child `alk`
+    left under the test's folder once the test is over. Set up before the test's own
+    fixtures, so that it looks at the folder after their monkeypatches are undone."""
+    from alk import api
+
+    problems: list[str] = []
+    write = api.write_document
+
+    def checked_write(path, document, redactor):
+        returned = write(path, document, redactor)
+        # Checked now: the test may change the document it is handed.
+        problems.extend(result_schema_problems(
+            returned, f"{path} (as written, status {returned.get('status')!r})"))
+        return returned
+
+    api.write_document = checked_write
+    try:
+        yield
+    finally:
+        api.write_document = write
+    if request.node.nodeid in NOT_ALKS_DOCUMENTS:
+        return
+    for path in (*tmp_path.glob("reports/*/result.json"),
+                 *tmp_path.glob("*/reports/*/result.json")):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path}: not a readable JSON document: {exc}")
+            continue
+        problems += result_schema_problems(document, str(path))
+    if problems:
+        pytest.fail(f"{len(problems)} problem(s) with result documents against "
+                    f"docs/{RESULT_SCHEMA.name} (fix what builds the document, or the schema if "
+                    "the new shape is meant):\n" + "\n".join(problems[:20]), pytrace=False)
