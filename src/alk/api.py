@@ -39,7 +39,7 @@ from alk.report.document import (
     result_path,
     write_document,
 )
-from alk.transcript import TranscriptPage, read_page, read_transcript
+from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
 __all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "repeat_entry",
            "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]
@@ -125,14 +125,22 @@ def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, 
     return read_document(out_dir, run_id)
 
 
-def repeat_entry(document: Mapping[str, Any], scenario: str, repeat: int) -> dict[str, Any]:
-    """One repeat's entry in a result document."""
+def repeat_entry(document: Mapping[str, Any], scenario: str, repeat: int,
+                 out_dir: Path = Path(".")) -> dict[str, Any]:
+    """One repeat's entry in a result document; for a repeat an interrupt cut short, which has
+    none, an entry that says so and points at the transcript it left."""
     for entry in document["scenarios"]:
         if entry["id"] != scenario:
             continue
         for item in entry["repeats"]:
             if item["repeat"] == repeat:
                 return item
+        cut_short = repeat_transcript(document["run_id"], scenario, repeat)
+        if document.get("status") != "complete" and (out_dir / cut_short).is_file():
+            return {"repeat": repeat, "outcome": "interrupted", "cause": None,
+                    "detail": f"the run was {document.get('status')} before this repeat "
+                              "finished: it was never scored", "transcript": str(cut_short),
+                    "sha256": None}
         numbers = [item["repeat"] for item in entry["repeats"]]
         held = (f"it has {min(numbers)}..{max(numbers)}" if numbers else
                 f"none of its repeats ran: the run is {document.get('status')}, its preflight "
@@ -148,7 +156,7 @@ def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
                        out_dir: Path = Path(".")) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One repeat's entry in a result document and all its transcript events (for a small
     transcript: `read_repeat_page` reads a page of any size in bounded memory)."""
-    entry = repeat_entry(document, scenario, repeat)
+    entry = repeat_entry(document, scenario, repeat, out_dir)
     return entry, read_transcript(out_dir / entry["transcript"])
 
 
@@ -162,6 +170,8 @@ def read_repeat_page(entry: Mapping[str, Any], out_dir: Path = Path("."), *, sta
 
 def transcript_intact(entry: Mapping[str, Any], out_dir: Path = Path(".")) -> bool:
     """Does a repeat's transcript still hash to the sha256 recorded in its result?"""
+    if not entry.get("sha256"):
+        return False
     try:
         with (out_dir / entry["transcript"]).open("rb") as file:
             digest = hashlib.file_digest(file, "sha256").hexdigest()

@@ -3,27 +3,24 @@
 Exit codes: 0 every scenario passed; 1 a scenario failed or was flaky; 2 usage or lane error;
 3 void (something could not be scored: unsupported version, missing environment, ...);
 130 interrupted.
+
+Only typer is imported up front: each command imports what it needs (rich, numpy, the runner)
+when it runs, so that `alk --help` and a mistyped option answer at once.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
+import contextlib
 import signal
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
-from alk import api, conformance
 from alk.errors import AlkError, UsageError
-from alk.lane import LANES_DIR
-from alk.records import ExitCode, Plan, RepeatResult
-from alk.report import listings, safe_text, terminal, transcript_view
-from alk.transcript import TranscriptPage
+
+if TYPE_CHECKING:
+    from alk.transcript import TranscriptPage
 
 app = typer.Typer(
     name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -56,14 +53,22 @@ def _interrupt(number: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
+def _fail(message: str, code: int | None = None) -> NoReturn:
+    from rich.console import Console
+    from rich.text import Text
+
+    from alk.records import ExitCode
+    from alk.report import safe_text
+
     # The message may quote a lane's values or a worker's text: never read it as markup, and
     # never let its control characters reach the terminal.
     Console(stderr=True).print(Text.assemble(("error: ", "bold red"), safe_text.printable(message)))
-    raise typer.Exit(code)
+    raise typer.Exit(ExitCode.USAGE if code is None else code)
 
 
 def _echo_json(document: dict, source: str) -> None:
+    import json
+
     # ASCII only: a worker's text may hold C1 controls and bidi overrides, and JSON's \u escapes
     # carry them to a parser without showing them to a terminal. NaN is not JSON.
     try:
@@ -92,24 +97,34 @@ def run(
     limit: List[str] = typer.Option([], "--limit", help="NAME=VALUE, over the lane's [limits] "
                                     "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
                                     "max_open_files, max_file_mb."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     out: Path = OutOpt,
 ) -> None:
     """Run a lane: every scenario, N fresh worker processes each; report and exit by verdict."""
-    console = Console()
+    from rich.console import Console
+
+    from alk import api
+    from alk.lane import lane_warnings
+    from alk.records import ExitCode
+    from alk.report import progress, terminal
+
     try:
         loaded = api.load_lane(lane)
+        _warn(lane_warnings(loaded))
         limits = _parse_limits(limit)
-        with _RunProgress(enabled=not as_json) as progress:
+        shown = progress.run_progress(Console(stderr=True), enabled=not quiet)
+        with shown or contextlib.nullcontext():
             result = api.run_lane(loaded, repeats=repeats, scenarios=scenario, seed=seed,
                                   timeout_s=timeout, limits=limits, out_dir=out,
                                   keep_workspaces=keep_workspaces,
-                                  on_plan=progress.plan, on_repeat=progress.advance)
+                                  on_plan=shown.plan if shown else None,
+                                  on_repeat=shown.advance if shown else None)
     except AlkError as exc:
         _fail(str(exc))
     if as_json:
         _echo_json(result.document, str(result.path))
     else:
-        console.print(terminal.run_report(result.document))
+        Console().print(terminal.run_report(result.document, out.resolve()))
     raise typer.Exit(ExitCode.INTERRUPTED if result.interrupted else result.exit_code)
 
 
@@ -120,6 +135,11 @@ def report(
     out: Path = OutOpt,
 ) -> None:
     """Re-render a saved run from reports/RUN_ID/result.json."""
+    from rich.console import Console
+
+    from alk import api
+    from alk.report import terminal
+
     try:
         document = api.read_run(run_id, out)
     except AlkError as exc:
@@ -127,7 +147,7 @@ def report(
     if as_json:
         _echo_json(document, f"run {document.get('run_id')}")
     else:
-        Console().print(terminal.run_report(document))
+        Console().print(terminal.run_report(document, out.resolve()))
 
 
 @app.command()
@@ -147,10 +167,15 @@ def show(
     out: Path = OutOpt,
 ) -> None:
     """Print a page of one repeat's transcript, readably, and the command for the next page."""
+    from rich.console import Console
+
+    from alk import api
+    from alk.report import transcript_view
+
     channels = list(dict.fromkeys(channel)) or None
     try:
         document = api.read_run(run_id, out)
-        entry = api.repeat_entry(document, scenario, repeat)
+        entry = api.repeat_entry(document, scenario, repeat, out)
         page = api.read_repeat_page(entry, out, start=start, limit=limit, channels=channels,
                                     digest=transcript_view.event_row)
     except AlkError as exc:
@@ -159,7 +184,7 @@ def show(
     console.print(transcript_view.repeat_header(document["run_id"], scenario, repeat, entry))
     console.print(transcript_view.repeat_facts(entry))
     if page.rows:
-        console.print(transcript_view.transcript_table(page.rows))
+        console.print(transcript_view.transcript_events(page.rows))
     more = _more_command(page, [document["run_id"], scenario, str(repeat)], channels, limit, out)
     # Unwrapped, so that the next page's command copies as one line.
     console.print(transcript_view.page_summary(page, channels, more), soft_wrap=True)
@@ -170,6 +195,8 @@ def _more_command(page: TranscriptPage, target: List[str], channels: Optional[Li
                   limit: int, out: Path) -> Optional[tuple[str, str]]:
     """The `alk show` command for the next page, or for the last one when this page is past the
     end; None when the page reached the end."""
+    import shlex
+
     shown_to = page.first + len(page.rows) - 1
     if page.rows and shown_to < page.matching:
         label, start = "next page", shown_to + 1
@@ -189,39 +216,82 @@ def _more_command(page: TranscriptPage, target: List[str], channels: Optional[Li
 
 
 @app.command()
-def lanes(lanes_dir: Path = typer.Option(Path(LANES_DIR), "--dir", help="Lanes folder.")) -> None:
+def lanes(lanes_dir: Optional[Path] = typer.Option(None, "--dir", help="Lanes folder "
+                                                   "(default: ./lanes).")) -> None:
     """List the lanes: framework, version requirement, scenarios."""
+    from rich.console import Console
+
+    from alk import api
+    from alk.lane import LANES_DIR
+    from alk.records import ExitCode
+    from alk.report import listings
+
     try:
-        found, errors = api.list_lanes(lanes_dir)
+        found, errors = api.list_lanes(lanes_dir or Path(LANES_DIR))
     except AlkError as exc:
         _fail(str(exc))
-    Console().print(listings.lanes_table(found, errors))
+    Console().print(listings.lanes_view(found, errors))
     if errors:
         raise typer.Exit(ExitCode.USAGE)
 
 
 @app.command()
-def causes() -> None:
+def causes(code: Optional[str] = typer.Argument(None, help="One cause code to explain.")
+           ) -> None:
     """List the cause codes: the stable vocabulary every repeat is attributed with."""
-    Console().print(listings.causes_table())
+    from rich.console import Console
+
+    from alk.report import listings
+
+    if code is None:
+        Console().print(listings.causes_view())
+        return
+    view = listings.cause_view(code)
+    if view is None:
+        _fail(f"no cause {code!r}{listings.cause_suggestion(code)}; `alk causes` lists them all")
+    Console().print(view)
 
 
 @app.command()
 def doctor() -> None:
     """Show how this machine contains workers, and why."""
+    from rich.console import Console
+
+    from alk import api
+    from alk.report import listings
+
     Console().print(listings.doctor_view(api.doctor()))
 
 
 @app.command("check-worker")
-def check_worker(lane: str = LaneOpt, out: Path = OutOpt) -> None:
-    """Check a worker against protocol v1: the handshake, then one repeat of each scenario."""
+def check_worker(
+    lane: str = LaneOpt,
+    scenario: List[str] = typer.Option([], "--scenario", "-s", help="Check only this scenario "
+                                       "(repeatable)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per repeat "
+                                            "(default: the lane's `timeout_s`)."),
+    out: Path = OutOpt,
+) -> None:
+    """Check a worker against protocol v1: the handshake, then one repeat of each scenario.
+    Exit 0 when it speaks the protocol (a failed expectation is only a warning), 1 when not."""
+    from rich.console import Console
+
+    from alk import api, conformance
+    from alk.lane import lane_warnings
+    from alk.records import ExitCode
+    from alk.report import listings
+
     try:
         loaded = api.load_lane(lane)
-        result = api.run_lane(loaded, repeats=1, out_dir=out)
+        _warn(lane_warnings(loaded))
+        result = api.run_lane(loaded, repeats=1, scenarios=scenario, timeout_s=timeout,
+                              out_dir=out)
         findings = conformance.review(result.document, out)
     except AlkError as exc:
         _fail(str(exc))
     Console().print(listings.findings_view(findings))
+    if result.interrupted:
+        raise typer.Exit(ExitCode.INTERRUPTED)
     raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
 
 
@@ -235,32 +305,15 @@ def _parse_limits(values: List[str]) -> dict[str, int]:
     return limits
 
 
-class _RunProgress:
-    """A rich progress bar on stderr, one line per scenario (nothing when disabled)."""
+def _warn(warnings: List[str]) -> None:
+    """What a lane file holds that alk accepts but its author likely did not mean."""
+    if not warnings:
+        return
+    from rich.console import Console
+    from rich.text import Text
 
-    def __init__(self, enabled: bool) -> None:
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=True, disable=not enabled)
-        self.tasks: dict[str, int] = {}
-        self.tallies: dict[str, dict[str, int]] = {}
+    from alk.report import safe_text
 
-    def __enter__(self) -> _RunProgress:
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
-
-    def plan(self, plan: Plan) -> None:
-        for scenario in plan.scenarios:
-            self.tasks[scenario.id] = self.progress.add_task(
-                scenario.id, total=plan.repeats, tally="")
-            self.tallies[scenario.id] = {}
-
-    def advance(self, result: RepeatResult) -> None:
-        tally = self.tallies[result.scenario]
-        tally[result.outcome.value] = tally.get(result.outcome.value, 0) + 1
-        text = " ".join(f"{name} {count}" for name, count in sorted(tally.items()))
-        self.progress.update(self.tasks[result.scenario], advance=1, tally=text)
+    console = Console(stderr=True)
+    for warning in warnings:
+        console.print(Text.assemble(("warning: ", "bold yellow"), safe_text.printable(warning)))

@@ -59,13 +59,20 @@ class Finding:
 
 
 def review(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
-    findings = [_handshake(document), *_probe(document, out_dir)]
-    if not findings[0].ok:
-        return findings
-    for scenario in document["scenarios"]:
-        for repeat in scenario["repeats"]:
-            findings += _repeat(scenario["id"], repeat, out_dir)
-    return findings
+    """The handshake first, then each protocol violation once (a worker that breaks the
+    protocol the same way in the probe and in every scenario hears it once, with where), then
+    the probe's other findings and each repeat's outcome."""
+    handshake = _handshake(document)
+    sightings: dict[tuple[str, str, str], list[str]] = {}
+    probe = _read_facts("probe", out_dir / probe_transcript(document["run_id"]), sightings)
+    later = _probe(probe)
+    if handshake.ok:
+        for scenario in document["scenarios"]:
+            for repeat in scenario["repeats"]:
+                later += _repeat(scenario["id"], repeat, out_dir, sightings)
+    violations = [_violation(kind, line, detail, where)
+                  for (kind, line, detail), where in sightings.items()]
+    return [handshake, *violations, *later]
 
 
 def _handshake(document: Mapping[str, Any]) -> Finding:
@@ -78,10 +85,8 @@ def _handshake(document: Mapping[str, Any]) -> Finding:
                    CATALOGUE[Cause(cause)].action)
 
 
-def _probe(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
-    path = out_dir / probe_transcript(document["run_id"])
-    facts = _read_facts("probe (hello → framework_ready → abort)", path)
-    findings = list(facts.violations)
+def _probe(facts: _Facts) -> list[Finding]:
+    findings = list(facts.overflow)
     if facts.ready_paths is False:
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
                                 hint="pass `worker.package_paths(DIST)`: with them alk tells a "
@@ -104,8 +109,11 @@ class _Facts:
     `type` it likes."""
 
     label: str
-    violations: list[Finding] = field(default_factory=list)
+    # (kind, stdout line, detail) -> the transcripts it was seen in; shared by all of a run's.
+    sightings: dict[tuple[str, str, str], list[str]]
+    listed: int = 0
     hidden: int = 0  # violations past MAX_VIOLATION_FINDINGS
+    overflow: list[Finding] = field(default_factory=list)
     ready_paths: bool | None = None  # did the worker's framework_ready name package_paths?
     aborted: bool = False
     killed: bool = False
@@ -118,8 +126,13 @@ class _Facts:
             if kind == "framework_ready" and self.ready_paths is None:
                 self.ready_paths = bool(payload.get("package_paths"))
         elif kind == "violation":
-            if len(self.violations) < MAX_VIOLATION_FINDINGS:
-                self.violations.append(_violation(self.label, payload))
+            if self.listed < MAX_VIOLATION_FINDINGS:
+                self.listed += 1
+                key = (str(payload.get("kind", "")), str(payload.get("line")),
+                       str(payload.get("detail", "")))
+                where = self.sightings.setdefault(key, [])
+                if self.label not in where:
+                    where.append(self.label)
             else:
                 self.hidden += 1
         elif kind == "abort":
@@ -130,31 +143,43 @@ class _Facts:
             self.exit_code = payload.get("exit_code")
 
 
-def _read_facts(label: str, path: Path) -> _Facts:
+def _read_facts(label: str, path: Path,
+                sightings: dict[tuple[str, str, str], list[str]]) -> _Facts:
     """Streams the transcript: it may be as large as the lane's cap allows."""
-    facts = _Facts(label)
+    facts = _Facts(label, sightings)
     try:
         for event in iter_transcript(path):
             facts.note(event)
     except TranscriptError:
         pass  # what could be read is reviewed; the run itself reports the unreadable rest
     if facts.hidden:
-        facts.violations.append(Finding(
+        facts.overflow.append(Finding(
             Level.FAIL, f"{label}: {facts.hidden} more protocol violations",
-            hint=f"fix the ones above first; every one is a `violation` event in {path}"))
+            hint=f"fix the ones listed first; every one is a `violation` event in {path}"))
     return facts
 
 
-def _violation(label: str, payload: Mapping[str, Any]) -> Finding:
-    kind = str(payload.get("kind", ""))
-    return Finding(Level.FAIL, f"{label}: stdout line {payload.get('line')}: {kind}",
-                   str(payload.get("detail", "")), VIOLATION_HINTS.get(kind, ""))
+def _violation(kind: str, line: str, detail: str, where: list[str]) -> Finding:
+    return Finding(Level.FAIL, f"stdout line {line}: {kind} ({_places(where)})", detail,
+                   VIOLATION_HINTS.get(kind, ""))
 
 
-def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path) -> list[Finding]:
+def _places(labels: list[str]) -> str:
+    """"the probe and scenarios a, b": where one violation was seen."""
+    scenarios = [label.removeprefix("scenario ") for label in labels if label != "probe"]
+    shown = ", ".join(scenarios[:3]) + (f" and {len(scenarios) - 3} more"
+                                         if len(scenarios) > 3 else "")
+    named = f"scenario{'s' if len(scenarios) > 1 else ''} {shown}" if scenarios else ""
+    if "probe" in labels:
+        return f"the probe and {named}" if named else "the probe"
+    return named
+
+
+def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path,
+            sightings: dict[tuple[str, str, str], list[str]]) -> list[Finding]:
     label = f"scenario {scenario}"
     outcome, cause = repeat["outcome"], repeat["cause"]
-    findings = _read_facts(label, out_dir / repeat["transcript"]).violations
+    findings = _read_facts(label, out_dir / repeat["transcript"], sightings).overflow
     if outcome in (Outcome.LANE_INFRA.value, Outcome.FRAMEWORK_RUNTIME.value):
         if cause != Cause.PROTOCOL_VIOLATION.value:
             findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat["detail"],

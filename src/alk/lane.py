@@ -87,6 +87,25 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
     return _parse_lane(data, path, where)
 
 
+def lane_warnings(lane: Lane) -> list[str]:
+    """What a lane file holds that alk accepts but its author likely did not mean."""
+    where = _display(lane.path)
+    warnings = []
+    if lane.name != lane.path.stem:
+        warnings.append(f"{where}: name '{lane.name}' differs from the file's name "
+                        f"'{lane.path.stem}': results say '{lane.name}', `--lane "
+                        f"{lane.path.stem}` finds it; rename one so they agree")
+    return warnings
+
+
+def reflow(text: str) -> str:
+    """A multi-line TOML string as paragraphs: its lines were broken to fit the file, not the
+    terminal, so each paragraph (blank-line separated) becomes one line that a view wraps."""
+    paragraphs = (" ".join(line.strip() for line in block.splitlines() if line.strip())
+                  for block in re.split(r"\n\s*\n", text.strip()))
+    return "\n".join(p for p in paragraphs if p)
+
+
 def lane_root(path: Path) -> Path:
     """Relative paths in `command` resolve from the folder that holds `lanes/`."""
     folder = path.resolve().parent
@@ -187,7 +206,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
 
     return Lane(
         name=name,
-        description=top.text("description", default=""),
+        description=reflow(top.text("description", default="")),
         framework=framework,
         requirement=requirement,
         command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command))

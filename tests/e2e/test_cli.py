@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,7 +64,7 @@ def test_reference_lane_passes_with_evidence(tmp_path):
                                       "passed": 3}
     level = (f"{detect().containment.value}, network {detect().strongest_network.value}, "
              f"filesystem {detect().strongest_filesystem.value}")
-    assert f"isolation    {level} (15 repeats)" in done.stdout
+    assert f"isolation   {level} (15 repeats)" in done.stdout
     for repeat in repeats_of(document):
         assert repeat["containment"] == detect().containment.value
         assert repeat["network"] == detect().strongest_network.value
@@ -261,7 +262,7 @@ def test_report_show_lanes_and_causes(tmp_path):
     shown = alk("show", run_id, "nominal", 1, "--channel", "tool", cwd=tmp_path)
     assert shown.returncode == 0 and "write_report" in shown.stdout
     assert "exit 0" in shown.stdout and "peak RSS" in shown.stdout
-    assert "workers      peak RSS up to" in rendered.stdout
+    assert "workers     peak RSS up to" in rendered.stdout
     assert "framework_ready" not in shown.stdout and "attribution" not in shown.stdout
     missing = alk("show", run_id, "nominal", 9, cwd=tmp_path)
     assert missing.returncode == 2 and "no repeat 9" in missing.stderr
@@ -271,14 +272,58 @@ def test_report_show_lanes_and_causes(tmp_path):
     assert doctor.returncode == 0 and detect().containment.value in doctor.stdout
     causes = alk("causes", cwd=tmp_path)
     assert "version_unsupported" in causes.stdout and "wrong_files" in causes.stdout
+    one = alk("causes", "timeout", cwd=tmp_path)
+    assert one.returncode == 0 and one.stdout.startswith("timeout  framework_runtime")
+    assert "wrong_files" not in one.stdout
+    typo = alk("causes", "timout", cwd=tmp_path)
+    assert typo.returncode == 2 and "no cause 'timout' (did you mean timeout?)" in typo.stderr
+
+
+def test_in_a_pipe_progress_is_plain_lines_on_stderr_and_json_stays_clean(tmp_path):
+    done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 2, "--json",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "complete"
+    lines = done.stderr.splitlines()
+    # One line as each of the five scenarios finishes, the last with every repeat done.
+    assert len(lines) == 5 and all(line.startswith("alk: ") for line in lines)
+    assert re.match(r"alk: 10/10 repeats · pass 10 fail 0 void 0 · \d+ s · \S+ done$",
+                    lines[-1])
+    quiet = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 1, "-q",
+                cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    # Where the files went is said, since it is the folder alk ran in.
+    assert f"files in    {tmp_path.resolve()}" in quiet.stdout
+
+
+def test_a_lane_named_otherwise_than_its_file_is_warned_about(tmp_path):
+    lane = write_lane(tmp_path, "mine", (LANES / "trivial.toml").read_text().replace(
+        'name = "trivial"', 'name = "theirs"').replace('"workers/', f'"{TESTS}/workers/'))
+    assert 'name = "theirs"' in lane.read_text()
+    done = alk("run", "--lane", lane, "-n", 1, "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("warning: lanes/mine.toml: name 'theirs' differs from the file's name 'mine'"
+            in " ".join(done.stderr.split()))
 
 
 def test_check_worker_names_what_breaks_the_protocol(tmp_path):
     bad = alk("check-worker", "--lane", LANES / "bad_protocol.toml", cwd=tmp_path)
     assert bad.returncode == 1
     assert "not_json" in bad.stdout and "harness_channel" in bad.stdout
-    good = alk("check-worker", "--lane", ROOT / "lanes" / "reference.toml", cwd=tmp_path)
+    good = alk("check-worker", "--lane", ROOT / "lanes" / "reference.toml", "-s", "nominal",
+               "-s", "deny-egress", cwd=tmp_path)
     assert good.returncode == 0 and "speaks protocol v1" in good.stdout
+    checked = re.findall(r"scenario (\S+): protocol ok", good.stdout)
+    assert sorted(checked) == ["deny-egress", "nominal"]
+
+
+def test_check_worker_takes_a_timeout_and_says_the_hang(tmp_path):
+    started = time.monotonic()
+    hung = alk("check-worker", "--lane", LANES / "hangs.toml", "--timeout", "1", cwd=tmp_path)
+    assert time.monotonic() - started < 20
+    assert hung.returncode == 1
+    assert "scenario nominal: framework_runtime/timeout" in hung.stdout
+    assert "no exit within the timeout (1." in hung.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -302,6 +347,11 @@ def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig):
     assert json.loads(lines[-1])["type"] == "interrupted"
     spawn = json.loads(lines[0])["payload"]["pid"]
     assert _gone(spawn)
+    # The repeat cut short has no entry in the result, but its transcript can be read.
+    shown = alk("show", "latest", "nominal", 1, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "interrupted" in shown.stdout and "never scored" in shown.stdout
+    assert "harness/spawn" in shown.stdout
     assert not list(Path(tempfile.gettempdir()).glob(f"alk-{document['run_id']}-*"))
 
 
@@ -326,9 +376,9 @@ def test_void_repeats_beside_passes_are_never_green(tmp_path):
     assert scenario["counts"] == {"requested": 4, "completed": 4, "void": 2, "scored": 2,
                                   "passed": 2}
     assert done.returncode == 3
-    # The report says so beside the rate and under the table; half scored is not yet too few.
+    # The report says so under the row and under the table; half scored is not yet too few.
     flat = " ".join(done.stdout.split())
-    assert "2 of 4 void" in flat and "pass?" not in flat
+    assert "void 2 of 4: exited_before_ready×2" in flat and "pass?" not in flat
     assert ("void: 2 of 4 repeats (50%) not scored — the rates above cover the other 2 "
             "commonest cause: exited_before_ready (2 of 2)") in flat
 
@@ -380,8 +430,10 @@ def measured_show(cwd, *args):
 
 
 def shown_seqs(stdout):
-    return [int(line.split()[0]) for line in stdout.splitlines()
-            if line.split() and line.split()[0].isdigit()]
+    # An event's heading starts with its seq, right-aligned in 5 columns, or with the first and
+    # last seq of a run of stderr lines ("2–16"); payloads sit under it, indented further.
+    return [seq for match in re.finditer(r"^ {0,4}(\d+)(?:–(\d+))?  ", stdout, re.MULTILINE)
+            for seq in range(int(match[1]), int(match[2] or match[1]) + 1)]
 
 
 def test_show_pages_a_64_mib_transcript_in_bounded_memory(tmp_path):

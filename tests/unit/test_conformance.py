@@ -48,6 +48,7 @@ def test_a_flood_of_violations_is_listed_up_to_a_bound_then_counted(tmp_path: Pa
     findings = review(document(tmp_path, *flood), tmp_path)
     violations = [f for f in findings if "not_json" in f.title]
     assert len(violations) == MAX_VIOLATION_FINDINGS
+    assert violations[0].title == "stdout line 1: not_json (scenario s)"
     assert any(f.title == f"scenario s: {5000 - MAX_VIOLATION_FINDINGS} more protocol violations"
                for f in findings)
 
@@ -72,3 +73,22 @@ def test_the_probe_exiting_badly_after_abort_is_a_failure(tmp_path: Path) -> Non
     findings = review(document(tmp_path), tmp_path)
     assert [f.level for f in findings if f.title == "the worker exited 2 after abort"] == \
         [Level.FAIL]
+
+
+def test_a_violation_seen_in_the_probe_and_every_scenario_is_one_finding(tmp_path: Path) -> None:
+    banner = event(1, "violation", {"kind": "not_json", "line": 1,
+                                    "detail": "line is not JSON: 'banner'"})
+    write(tmp_path, probe_transcript(RUN), banner, ready(["/x"]), event(3, "abort", {}),
+          event(4, "exit", {"exit_code": 0}))
+    doc = document(tmp_path, banner)
+    other = write(tmp_path, repeat_transcript(RUN, "t", 1), banner,
+                  event(2, "violation", {"kind": "bad_type", "line": 3, "detail": "no type"}))
+    doc["scenarios"].append({"id": "t", "repeats": [{**doc["scenarios"][0]["repeats"][0],
+                                                     "transcript": other}]})
+    findings = review(doc, tmp_path)
+    titles = [f.title for f in findings]
+    assert titles[0] == "handshake"
+    assert titles[1:3] == ["stdout line 1: not_json (the probe and scenarios s, t)",
+                           "stdout line 3: bad_type (scenario t)"]
+    assert [f.detail for f in findings[1:3]] == ["line is not JSON: 'banner'", "no type"]
+    assert sum("not_json" in t for t in titles) == 1

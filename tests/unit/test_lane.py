@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from alk.errors import LaneError
-from alk.lane import find_lane, lane_paths, load_lane
+from alk.lane import find_lane, lane_paths, lane_warnings, load_lane
 from alk.records import Expectations, FileExpectation
 
 WHERE = "lanes/demo.toml"
@@ -396,3 +396,20 @@ def test_script_faults_and_kill_at_are_read(root: Path) -> None:
 ])
 def test_bad_script_faults_and_kill_at(root: Path, extra: str, expected: str) -> None:
     assert lane_error(root, lane_toml(scenario(extra=extra))).startswith(f"{WHERE}: {expected}")
+
+
+def test_a_multi_line_description_is_reflowed_into_paragraphs(root: Path) -> None:
+    text = lane_toml(raw='description = """\nA lane whose description\n   is broken to fit the '
+                         'file.\n\n  A second paragraph.\n"""')
+    lane = load_lane(write(root, text))
+    assert lane.description == ("A lane whose description is broken to fit the file.\n"
+                                "A second paragraph.")
+
+
+def test_a_name_that_differs_from_the_file_is_warned_about(root: Path) -> None:
+    assert lane_warnings(load_lane(write(root, lane_toml()))) == []
+    assert lane_warnings(load_lane(write(root, lane_toml(name="demo")))) == []
+    renamed = load_lane(write(root, lane_toml(name="other-name")))
+    assert lane_warnings(renamed) == [
+        "lanes/demo.toml: name 'other-name' differs from the file's name 'demo': results say "
+        "'other-name', `--lane demo` finds it; rename one so they agree"]

@@ -12,7 +12,14 @@ from rich.console import Console, RenderableType
 
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
-from alk.report.listings import causes_table, doctor_view, findings_view, lanes_table
+from alk.report.listings import (
+    cause_suggestion,
+    cause_view,
+    causes_view,
+    doctor_view,
+    findings_view,
+    lanes_view,
+)
 from alk.report.terminal import run_report
 from alk.report.transcript_view import (
     event_row,
@@ -20,7 +27,7 @@ from alk.report.transcript_view import (
     repeat_facts,
     repeat_header,
     transcript_hash,
-    transcript_table,
+    transcript_events,
 )
 from alk.transcript import TranscriptPage
 
@@ -124,7 +131,7 @@ def test_run_report_shows_verdicts_rates_and_causes():
     assert "nonzero_exit×2" in out and "wrong_output×1" in out
     assert "0.05 s" in out
     assert "92.5% [80.1–97.4]" in out  # the pooled lane row
-    assert "ICC 0.07" in out
+    assert re.search(r"ICC +0\.07", out)
     assert "INTERRUPTED" not in out
 
 
@@ -148,7 +155,7 @@ def test_run_report_marks_an_interrupted_run_and_missing_values():
     doc["aggregate"]["icc"] = {"value": None, "reason": "no variance: every repeat passed"}
     out = render(run_report(doc))
     assert "INTERRUPTED" in out
-    assert "ICC — (no variance: every repeat passed)" in out
+    assert re.search(r"ICC +— \(no variance: every repeat passed\)", out)
     assert "—" in out.split("remote", 1)[1]  # no pass rate for the void scenario
 
 
@@ -177,7 +184,7 @@ def test_run_report_puts_a_failed_preflight_first():
     assert "does not satisfy" in out
     assert "Install a version the lane supports" in out
     assert "not scored: nominal, tool_error, remote" in out
-    assert "Pass rate" not in out  # no empty table
+    assert "pass rate" not in out  # no empty table
 
 
 EVENTS = [
@@ -200,7 +207,7 @@ EVENTS = [
 
 
 def transcript_view(events: list[dict[str, Any]]) -> RenderableType:
-    return transcript_table([event_row(event) for event in events])
+    return transcript_events([event_row(event) for event in events])
 
 
 def test_transcript_view_summarises_payloads():
@@ -238,26 +245,26 @@ def test_event_rows_hold_short_cells_only():
 
 def test_transcript_view_cuts_long_payloads():
     event = {"seq": 1, "t": 0.1, "source": "harness", "channel": "harness", "type": "exit",
-             "payload": {"blob": "x" * 500}}
+             "payload": {"blob": "x" * 1000}}
     out = render(transcript_view([event]), width=400)
-    assert "…" in out and "x" * 200 not in out
+    assert "…" in out and "x" * 300 not in out
 
 
-def test_lanes_table_lists_lanes_and_load_errors():
+def test_lanes_view_lists_lanes_and_load_errors():
     lane = Lane(
         name="demo", description="", framework="pydantic-ai", requirement=">=1.0,<2",
         command=("{python}", "worker.py"), required_env=(), timeout_s=30.0, repeats=20,
         scenarios=(Scenario("nominal", "look up"), Scenario("tool_error", "fail")),
         path=Path("lanes/demo.toml"), root=Path("lanes"), transcript_cap_bytes=1 << 20,
     )
-    out = render(lanes_table([lane], [("lanes/broken.toml", "repeats: expected an integer")]))
+    out = render(lanes_view([lane], [("lanes/broken.toml", "repeats: expected an integer")]))
     assert "demo" in out and "nominal, tool_error" in out and "30 s" in out
     assert "lanes/demo.toml" in out
     assert "lanes/broken.toml" in out and "repeats: expected an integer" in out
 
 
-def test_causes_table_lists_the_whole_catalogue():
-    out = render(causes_table(), width=200)
+def test_causes_view_lists_the_whole_catalogue():
+    out = render(causes_view(), width=200)
     for code in ("passed", "env_missing", "nonzero_exit", "wrong_files"):
         assert code in out
     assert "framework_runtime" in out and "lane_infra" in out
@@ -295,15 +302,15 @@ def numbers(text: str) -> list[str]:
     return sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
 
 
-def test_void_repeats_are_plain_beside_the_rate_at_80_columns():
+def test_void_repeats_are_plain_under_the_row_at_80_columns():
     out = render(run_report(void_document()), width=80)
     lines = [line.rstrip() for line in out.splitlines()]
     row = next(i for i, line in enumerate(lines) if line.startswith("mostly-void"))
-    assert "pass?" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
-    assert "1/1" in lines[row + 1] and "19 of 20 void" in lines[row + 1]
+    assert "pass?  1/1" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
+    assert lines[row + 1] == "  void 19 of 20: exited_before_ready×19"
     remote = next(i for i, line in enumerate(lines) if line.startswith("remote"))
-    assert "void?" not in lines[remote] and "3 of 3 void" in lines[remote + 1]
-    assert "22 of 63 void" in out  # the pooled row
+    assert "void?" not in lines[remote] and "void 3 of 3: env_missing×3" in lines[remote + 1]
+    assert "void 22 of 63" in out  # the pooled row
     flat = " ".join(out.split())
     void = lines.index("void: 22 of 63 repeats (35%) not scored — the rates above cover the "
                        "other 41")
@@ -331,7 +338,7 @@ def test_a_run_without_void_repeats_gets_no_void_note():
     doc["aggregate"]["verdicts"]["void"] = 0
     out = render(run_report(doc), width=80)
     assert [line for line in out.splitlines() if "void" in line] == [
-        "n/m under a verdict: passed/scored (void repeats are never scored) · pass^n: "]
+        "n/m beside a verdict: passed/scored (void repeats are never scored) · pass^n: "]
     assert "?" not in out
 
 
@@ -340,6 +347,9 @@ def test_an_interrupted_run_marks_a_verdict_on_few_repeats():
     doc["scenarios"][1]["counts"].update(requested=20, completed=5, scored=5, passed=5)
     out = render(run_report(doc), width=80)
     assert "pass?" in out and "tool_error (5 of 20 scored)" in " ".join(out.split())
+    row = out.splitlines().index(next(line for line in out.splitlines()
+                                      if line.startswith("tool_error")))
+    assert out.splitlines()[row + 1].strip() == "5 of 20 repeats ran"
 
 
 # --- hostile text in every view --------------------------------------------------------------
@@ -376,7 +386,7 @@ def hostile_show() -> RenderableType:
     events += [{**events[0], "channel": "tool"}, {**events[1], "channel": "tool"}]
     page = TranscriptPage([event_row(e) for e in events], 1, 9, 9)
     return [repeat_header(HOSTILE, HOSTILE, 4, entry), repeat_facts(entry),
-            transcript_table(page.rows), page_summary(page, [HOSTILE], ("next page", HOSTILE)),
+            transcript_events(page.rows), page_summary(page, [HOSTILE], ("next page", HOSTILE)),
             transcript_hash(entry, False)]
 
 
@@ -384,7 +394,7 @@ VIEWS = {
     "run and report": hostile_run,
     "show": hostile_show,
     "check-worker": lambda: findings_view([Finding(Level.FAIL, HOSTILE, HOSTILE, HOSTILE)]),
-    "lanes": lambda: lanes_table([hostile_lane()], [(HOSTILE, HOSTILE)]),
+    "lanes": lambda: lanes_view([hostile_lane()], [(HOSTILE, HOSTILE)]),
     "doctor": lambda: doctor_view([(HOSTILE, HOSTILE, HOSTILE)]),
 }
 
@@ -397,3 +407,56 @@ def test_control_and_invisible_characters_never_reach_the_terminal(view):
         assert char not in out, (view, hex(ord(char)))
     for escape in ("\\x1b[2J", "\\x9b31m", "\\u202eevil", "\\u2066", "\\u200b", "\\ufeff"):
         assert escape in out, (view, escape)
+
+
+# --- 80 columns first ------------------------------------------------------------------------
+
+
+def test_repeats_that_differ_only_in_a_duration_are_one_reason_with_its_range():
+    doc = document()
+    hung = [repeat(n, "framework_runtime", "timeout",
+                   f"no exit within the timeout ({seconds} s run); stderr: KeyboardInterrupt")
+            for n, seconds in ((4, "10.2"), (7, "10.1"), (9, "10.4"))]
+    hung.append(repeat(12, "framework_runtime", "timeout", "no exit within the timeout (10.1 s "
+                                                           "run); stderr: OSError"))
+    nominal = doc["scenarios"][0]
+    nominal["repeats"] = [r for r in nominal["repeats"] if r["repeat"] not in (4, 7, 9, 10, 12)]
+    nominal["repeats"] += hung
+    flat = " ".join(render(run_report(doc), width=80).split())
+    assert ("repeats 4, 7, 9: framework_runtime/timeout — no exit within the timeout "
+            "(10.1–10.4 s run); stderr: KeyboardInterrupt") in flat
+    assert "repeat 12: framework_runtime/timeout — no exit within the timeout (10.1 s run)" in flat
+
+
+def test_a_long_scenario_id_gets_a_line_of_its_own_and_is_never_broken():
+    doc = document()
+    long_id = "a-scenario-id-long-enough-to-push-the-numbers-past-eighty-columns"
+    doc["scenarios"][1]["id"] = long_id
+    lines = render(run_report(doc), width=80).splitlines()
+    at = lines.index(long_id)
+    assert lines[at + 1].lstrip().startswith("pass   20/20  100.0% [83.9–100.0]")
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    # Where there is room, the id and its numbers share a line.
+    wide = render(run_report(doc), width=160).splitlines()
+    assert any(line.startswith(long_id) and "100.0% [83.9–100.0]" in line for line in wide)
+
+
+def test_one_cause_explained_and_an_unknown_one_answered_with_the_closest():
+    out = render(cause_view("timeout"), width=80)
+    assert out.splitlines()[0] == "timeout  framework_runtime: the framework failed"
+    assert "meaning" in out and "what to do" in out and "Open the transcript" in out
+    assert cause_view("no_such_cause") is None
+    assert cause_suggestion("timout") == " (did you mean timeout?)"
+    assert cause_suggestion("zzzz") == ""
+
+
+def test_the_cause_list_is_a_code_and_a_sentence_each_grouped_by_outcome():
+    out = render(causes_view(), width=80)
+    lines = out.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    sections = [line for line in lines if line and not line.startswith(" ")]
+    assert sections[:4] == ["pass", "lane_infra: the repeat is void, never scored",
+                            "framework_runtime: the framework failed",
+                            "agent: the run finished, the harness's check failed"]
+    # A meaning's first sentence only: `alk causes CODE` has the rest.
+    assert "`alk check-worker`" not in out and "alk causes CODE" in out

@@ -6,48 +6,93 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE
-from alk.records import Lane
-from alk.report.safe_text import cell, new_table, one_line, printable, style_of
+from alk.records import Lane, Outcome
+from alk.report.safe_text import cell, new_table, one_line, plural, printable, style_of
 
 
-def lanes_table(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -> RenderableType:
-    """The lanes found, then one red row per lane file that failed to load, with its message."""
-    table = new_table(("Lane", {"style": "bold", "no_wrap": True}), ("Framework", {}),
-                   ("Requirement", {}),
-                   ("Scenarios", {"ratio": 1}), ("Timeout", {"justify": "right"}),
-                   ("Repeats", {"justify": "right"}), ("Path", {"overflow": "fold"}))
+def lanes_view(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -> RenderableType:
+    """Each lane stacked for 80 columns: name, framework and settings on a line, then its file,
+    its scenarios and description wrapped under it; then each file that failed to load, with
+    the message that says what to fix."""
+    blocks: list[RenderableType] = []
     for lane in lanes:
-        table.add_row(
-            cell(lane.name), cell(lane.framework), cell(lane.requirement or "any"),
-            cell(", ".join(s.id for s in lane.scenarios)), cell(f"{lane.timeout_s:g} s"),
-            cell(lane.repeats), cell(lane.path),
-        )
-    if lanes and errors:
-        table.add_section()
+        head = Text.assemble((printable(lane.name), "bold"), "  ",
+                             printable(f"{lane.framework} {lane.requirement or 'any'}"),
+                             (f" · timeout {lane.timeout_s:g} s · "
+                              f"{plural(lane.repeats, 'repeat')}", "dim"))
+        body = Text.assemble((printable(str(lane.path)), "dim"), "\n",
+                             (f"{plural(len(lane.scenarios), 'scenario')}: ", "dim"),
+                             printable(", ".join(s.id for s in lane.scenarios)))
+        if lane.description:
+            body.append("\n" + printable(one_line(lane.description, 600)), style="italic dim")
+        blocks += [head, Padding(body, (0, 0, 0, 2))]
     for path, message in errors:
-        # The message goes in the widest column; the path column says which file to fix.
-        table.add_row(Text("✗ not loaded"), Text(""), Text(""), cell(one_line(message, 400)),
-                      Text(""), Text(""), cell(path), style="red")
-    if not lanes and not errors:
-        table.add_row(Text("no lanes found", style="dim"))
-    return table
+        blocks += [Text.assemble(("✗ ", "bold red"), (printable(path), "bold red"),
+                                 (" not loaded", "red")),
+                   Padding(Text(printable(one_line(message, 400))), (0, 0, 0, 2))]
+    if not blocks:
+        blocks.append(Text("no lanes found", style="dim"))
+    return Group(*blocks)
 
 
-def causes_table() -> RenderableType:
-    """The cause vocabulary, grouped by outcome as `docs/causes.md` lists it."""
-    table = new_table(("Cause", {"style": "bold", "no_wrap": True}), ("Outcome", {"no_wrap": True}),
-                   ("Meaning", {"ratio": 3}), ("What to do", {"ratio": 2}))
-    previous = None
-    for cause, info in CATALOGUE.items():
-        if previous is not None and info.outcome != previous:
-            table.add_section()
-        previous = info.outcome
-        table.add_row(cell(cause.value), cell(info.outcome.value, style_of(info.outcome)),
-                      cell(info.meaning), cell(info.action))
-    return table
+def causes_view() -> RenderableType:
+    """The cause vocabulary, grouped by outcome as `docs/causes.md` lists it: each code with
+    the first sentence of its meaning; `alk causes CODE` says the rest and what to do."""
+    blocks: list[RenderableType] = []
+    for outcome, label in _SECTIONS:
+        grid = Table.grid(padding=(0, 2))
+        # One width for the codes of every section, so that the meanings line up.
+        grid.add_column(no_wrap=True, style="bold",
+                        min_width=max(len(c.value) for c in CATALOGUE))
+        grid.add_column()
+        for cause, info in CATALOGUE.items():
+            if info.outcome == outcome:
+                grid.add_row(cell(cause.value), cell(_first_sentence(info.meaning)))
+        blocks += [Text(label, style=f"bold {style_of(outcome)}"), Padding(grid, (0, 0, 1, 2))]
+    blocks.append(Text("alk causes CODE: what one cause means and what to do about it",
+                       style="dim"))
+    return Group(*blocks)
+
+
+def cause_view(code: str) -> RenderableType | None:
+    """One cause: its outcome, what it means, what to do; None for an unknown code."""
+    cause = next((c for c in CATALOGUE if c.value == code.strip()), None)
+    if cause is None:
+        return None
+    info = CATALOGUE[cause]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="dim")
+    grid.add_column()
+    grid.add_row("meaning", info.meaning)
+    grid.add_row("what to do", info.action)
+    return Group(Text.assemble((cause.value, "bold"), "  ", (dict(_SECTIONS)[info.outcome],
+                                                            style_of(info.outcome))),
+                 Padding(grid, (0, 0, 0, 2)))
+
+
+def cause_suggestion(code: str) -> str:
+    """", did you mean timeout?" for a code close to a known one, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(code.strip(), [c.value for c in CATALOGUE], n=3)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+# The outcomes in the order `docs/causes.md` lists them, as a reader should weigh them.
+_SECTIONS = ((Outcome.PASS, "pass"), (Outcome.LANE_INFRA, "lane_infra: the repeat is void, "
+                                                          "never scored"),
+             (Outcome.FRAMEWORK_RUNTIME, "framework_runtime: the framework failed"),
+             (Outcome.AGENT, "agent: the run finished, the harness's check failed"))
 
 
 _LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}
@@ -55,18 +100,21 @@ _LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗",
 
 def findings_view(findings: Sequence[Any]) -> RenderableType:
     """`alk check-worker`'s findings: a mark, what was seen, and what to change."""
-    lines = []
+    lines: list[RenderableType] = []
     for finding in findings:
         mark, style = _LEVEL_MARKS[str(finding.level)]
-        line = Text.assemble((f"{mark} ", style), (printable(str(finding.title)), style))
+        lines.append(Text.assemble((f"{mark} ", style), (printable(str(finding.title)), style)))
+        # Indented as a block, so that a wrapped detail or hint stays under its finding.
+        body = Text()
         if finding.detail:
-            line.append(f"\n    {printable(one_line(finding.detail, 300))}")
+            body.append(printable(one_line(finding.detail, 300)))
         if finding.hint:
-            line.append(f"\n    → {printable(str(finding.hint))}", style="dim")
-        lines.append(line)
+            body.append(("\n" if body else "") + f"→ {printable(str(finding.hint))}", style="dim")
+        if body:
+            lines.append(Padding(body, (0, 0, 0, 4)))
     failed = sum(1 for f in findings if not f.ok)
     verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
-               else Text(f"{failed} problem(s) to fix", style="bold red"))
+               else Text(f"{plural(failed, 'problem')} to fix", style="bold red"))
     return Group(*lines, Text(), verdict)
 
 

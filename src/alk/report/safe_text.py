@@ -79,6 +79,11 @@ def joined(parts: Iterable[tuple[str, str]], sep: str = "\n") -> Text:
     return text or Text(DASH, style="dim")
 
 
+def plural(count: Any, noun: str) -> str:
+    """"1 repeat", "20 repeats"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def folded(text: str, width: int) -> str:
     """Text cut into lines of `width`, for a column that must not wrap by itself."""
     return "\n".join(text[at:at + width] for at in range(0, len(text), width))
@@ -90,8 +95,9 @@ def one_line(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def json_text(value: Any) -> str:
+def json_text(value: Any, spaced: bool = False) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return json.dumps(value, ensure_ascii=False, default=str,
+                          separators=(", ", ": ") if spaced else (",", ":"))
     except RecursionError:  # a value from a file that alk did not write as it is
         return "(nested too deeply to show)"

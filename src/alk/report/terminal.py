@@ -6,10 +6,12 @@ Nothing here prints or creates a `Console`; the CLI owns the console and prints 
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -17,13 +19,12 @@ from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
 from alk.records import Outcome, Verdict
-from alk.report.safe_text import DASH, folded, joined, new_table, one_line, printable, style_of
+from alk.report.safe_text import DASH, one_line, plural, printable, style_of
 
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
            (Outcome.LANE_INFRA, "void"))
 WHY_REPEATS = 3
-SCENARIO_CHARS = 24
 # A verdict that rests on fewer than half of its scenario's repeats carries this mark.
 THIN_MARK = "?"
 THIN_LISTED = 5
@@ -35,8 +36,9 @@ DETAIL_CHARS = 240
 # Run report
 
 
-def run_report(doc: Mapping[str, Any]) -> RenderableType:
-    """A result document (`alk.result/1`) as header, scenario table, why-sections and paths.
+def run_report(doc: Mapping[str, Any], root: Path | None = None) -> RenderableType:
+    """A result document (`alk.result/1`) as header, scenario table, why-sections and paths
+    (under `root`, the folder they are relative to, when given).
 
     When the preflight failed nothing was scored, so a panel explaining the failure replaces the
     table: an all-void table would hide the one fact that matters.
@@ -51,15 +53,14 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
         parts.append(_scenario_table(scenarios, doc.get("aggregate") or {}))
+        parts.append(Text("n/m beside a verdict: passed/scored (void repeats are never scored) · "
+                          "pass^n: chance that n repeats in a row all pass", style="dim"))
         notes = _void_notes(scenarios, doc.get("aggregate") or {})
         if notes is not None:
             parts.append(notes)
-        parts.append(_icc_line((doc.get("aggregate") or {}).get("icc") or {}))
-        parts.append(Text("n/m under a verdict: passed/scored (void repeats are never scored) · "
-                          "pass^n: chance that n repeats in a row all pass", style="dim"))
-        resources = _resources(scenarios)
-        if resources is not None:
-            parts.append(resources)
+        parts.append(Text())
+        parts.append(_labelled([("ICC", _icc((doc.get("aggregate") or {}).get("icc") or {})),
+                                ("workers", _resources(scenarios))]))
         parts.extend(_paths_line(s) for s in scenarios
                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
         parts.extend(_event_paths_line(s) for s in scenarios
@@ -67,10 +68,9 @@ def run_report(doc: Mapping[str, Any]) -> RenderableType:
         # A pass with void repeats still needs its why: those repeats were not scored.
         parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS
                      or (s.get("counts") or {}).get("void"))
-    parts.append(_paths(doc.get("paths") or {}))
-    containment = _containment(scenarios)
-    if containment is not None:
-        parts.append(containment)
+    parts.append(Text())
+    parts.append(_labelled([*_paths(doc.get("paths") or {}, root),
+                            ("isolation", _containment(scenarios))]))
     return Group(*parts)
 
 
@@ -88,7 +88,8 @@ def _header(doc: Mapping[str, Any]) -> Text:
         text.append(f" reported as {reported}", style="red")
     # The run on a line of its own: beside the lane it would not fit 80 columns.
     repeats = (doc.get("settings") or {}).get("repeats")
-    text.append(f"\nrun {doc.get('run_id') or DASH} · {repeats or '?'} repeats", style="dim")
+    text.append(f"\nrun {doc.get('run_id') or DASH} · "
+                f"{plural(repeats, 'repeat') if repeats else '? repeats'}", style="dim")
     if (doc.get("status") or "complete") != "complete":
         text.append(f"  {str(doc['status']).upper()}", style="bold yellow")
     others = _other_identities(doc, reported, version)
@@ -130,41 +131,142 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
     return Panel(body, title=title, title_align="left", border_style="red", expand=False)
 
 
-def _scenario_table(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table:
-    # Fits 80 columns, the width of a pipe or a CI log: counts sit under the verdict, void
-    # repeats under the rate, and the failure column comes last and wraps. It is the only column
-    # that may wrap: rich shrinks every wrappable column to fit, and one with a minimum width
-    # grows back past the terminal's edge, where the console cuts it.
-    table = new_table(("Scenario", {"style": "bold", "no_wrap": True}),
-                   ("Verdict", {"no_wrap": True}),
-                   ("Pass rate [95% CI]", {"no_wrap": True}),
-                   ("pass^n", {"justify": "right", "no_wrap": True}),
-                   ("p50", {"justify": "right", "no_wrap": True}),
-                   ("Failures", {"ratio": 1, "overflow": "fold"}))
-    for s in scenarios:
-        table.add_row(Text(folded(str(s.get("id")), SCENARIO_CHARS)), _verdict(s),
-                      _rate_cell(s), _pass_hat(s), _seconds(s.get("durations") or {}),
-                      _failures(s.get("layers") or {}, s.get("causes") or {}))
+def _scenario_table(scenarios: Sequence[Mapping[str, Any]],
+                    aggregate: Mapping[str, Any]) -> _ScenarioTable:
+    rows = [_Row(str(s.get("id")), (_verdict(s), _rate(s), _pass_hat(s),
+                                    _seconds(s.get("durations") or {})), _row_detail(s))
+            for s in scenarios]
+    pooled = None
     if aggregate:
-        verdicts = [(f"{n} {v}", style_of(v)) for v, n in (aggregate.get("verdicts") or {}).items()
-                    if n]
-        # The pooled lane row is the table's footer, under a rule, so it never reads as a scenario.
-        table.show_footer = True
-        footers = (Text("lane (pooled)"), joined([*verdicts, (_passed_of_scored(aggregate), "")]),
-                   _rate_cell(aggregate), _pass_hat(aggregate), Text(""),
-                   _failures(aggregate.get("layers") or {}, aggregate.get("causes") or {}))
-        for column, footer in zip(table.columns, footers):
-            column.footer = footer
-    return table
+        pooled = _Row("lane (pooled)", (Text(_passed_of_scored(aggregate)), _rate(aggregate),
+                                        _pass_hat(aggregate), Text("")),
+                      _row_detail(aggregate, _verdict_tally(aggregate)))
+    return _ScenarioTable(rows, pooled)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: str
+    cells: tuple[Text, ...]  # verdict, pass rate, pass^n, p50
+    detail: _Parts | None  # what failed, under the row
+
+
+class _ScenarioTable:
+    """One line of numbers per scenario, and under it, indented and wrapped at word boundaries,
+    what did not pass. Designed for 80 columns: the numbers never wrap, and the causes, the one
+    part of unbounded length, get the whole width instead of a narrow column. An id too long
+    for its column takes a line of its own above its numbers rather than being broken."""
+
+    HEADERS = ("verdict", "pass rate [95% CI]", "pass^n", "p50")
+    RIGHT = (False, False, True, True)
+    GAP = 2
+
+    def __init__(self, rows: Sequence[_Row], pooled: _Row | None) -> None:
+        self.rows, self.pooled = rows, pooled
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        every = [*self.rows, *([self.pooled] if self.pooled else [])]
+        widths = [max([len(header), *(row.cells[i].cell_len for row in every)])
+                  for i, header in enumerate(self.HEADERS)]
+        numbers = sum(widths) + self.GAP * len(widths)
+        longest = max([len("scenario"), *(len(row.id) for row in every)])
+        id_width = max(len("scenario"), min(longest, options.max_width - numbers))
+        header = [Text(h, style="bold") for h in self.HEADERS]
+        yield self._line(Text("scenario", style="bold"), header, id_width, widths)
+        rule = Text("─" * min(options.max_width, id_width + numbers), style="dim")
+        yield rule
+        for row in self.rows:
+            yield from self._row(row, id_width, widths)
+        if self.pooled is not None:
+            yield rule
+            yield from self._row(self.pooled, id_width, widths)
+
+    def _row(self, row: _Row, id_width: int, widths: Sequence[int]) -> RenderResult:
+        name = Text(row.id, style="bold")
+        if name.cell_len > id_width:
+            yield Text(row.id, style="bold", overflow="fold")
+            name = Text("")
+        yield self._line(name, row.cells, id_width, widths)
+        if row.detail:
+            yield Padding(row.detail, (0, 0, 0, 2))
+
+    def _line(self, name: Text, cells: Sequence[Text], id_width: int,
+              widths: Sequence[int]) -> Text:
+        line = name.copy()
+        line.align("left", id_width)
+        for cell, width, right in zip(cells, widths, self.RIGHT):
+            cell = cell.copy()
+            cell.align("right" if right else "left", width)
+            line.append(" " * self.GAP).append_text(cell)
+        line.rstrip()
+        line.no_wrap, line.overflow = True, "crop"
+        return line
 
 
 def _verdict(stats: Mapping[str, Any]) -> Text:
-    """The verdict, marked when it rests on too few repeats, over passed/scored."""
+    """The verdict, marked when it rests on too few repeats, then passed/scored."""
     verdict = stats.get("verdict")
     text = Text(str(verdict or DASH), style=f"bold {style_of(verdict)}")
     if _thin(stats):
         text.append(THIN_MARK, style=VOID_STYLE)
-    return text.append("\n" + _passed_of_scored(stats))
+    text.pad_right(len("flaky") + len(THIN_MARK) - text.cell_len)
+    return text.append(" " + _passed_of_scored(stats))
+
+
+def _verdict_tally(aggregate: Mapping[str, Any]) -> list[Text]:
+    """The pooled row's scenarios by verdict: "scenarios: 1 flaky, 1 pass"."""
+    verdicts = [(f"{n} {v}", style_of(v)) for v, n in (aggregate.get("verdicts") or {}).items()
+                if n]
+    if not verdicts:
+        return []
+    text = Text("scenarios: ")
+    for i, (label, style) in enumerate(verdicts):
+        text.append(", " if i else "").append(label, style=style)
+    return [text]
+
+
+def _row_detail(stats: Mapping[str, Any], first: Sequence[Text] = ()) -> _Parts | None:
+    """Under a row: repeats that never ran, then each failing layer with its count and its
+    commonest causes; None when every repeat ran and passed."""
+    counts, layers = stats.get("counts") or {}, stats.get("layers") or {}
+    causes = stats.get("causes") or {}
+    parts = list(first)
+    requested, completed = _number(counts.get("requested")), _number(counts.get("completed"))
+    if completed < requested:
+        parts.append(Text(f"{completed} of {requested} repeats ran", style="bold yellow"))
+    for outcome, label in _LAYERS:
+        count = _number(layers.get(outcome))
+        if not count:
+            continue
+        mine = sorted(((_number(n), c) for c, n in causes.items()
+                       if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome
+                       and _number(n)), key=lambda nc: (-nc[0], nc[1]))
+        named = ", ".join(f"{c}×{n}" for n, c in mine[:3])
+        if len(mine) > 3:
+            named += f", +{len(mine) - 3} more"
+        of = f" of {completed}" if outcome == Outcome.LANE_INFRA else ""
+        part = Text(f"{label} {count}{of}", style=style_of(outcome))
+        parts.append(part.append(f": {named}" if named else ""))
+    return _Parts(parts) if parts else None
+
+
+class _Parts:
+    """Parts joined by " · ", wrapped between parts: "framework_runtime 2: timeout×2" reads as
+    one fact and never breaks inside, unless it is wider than the line by itself."""
+
+    SEP = " · "
+
+    def __init__(self, parts: Sequence[Text]) -> None:
+        self.parts = parts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = Text()
+        for part in self.parts:
+            if line and line.cell_len + len(self.SEP) + part.cell_len > options.max_width:
+                yield line
+                line = Text()
+            line.append(self.SEP if line else "", style="dim").append_text(part)
+        yield line
 
 
 def _thin(stats: Mapping[str, Any]) -> bool:
@@ -235,18 +337,28 @@ def _percent(part: int, whole: int) -> str:
     return ("<1%" if 0 < share < 1 else ">99%" if 99 < share < 100 else f"{share:.0f}%")
 
 
-def _icc_line(icc: Mapping[str, Any]) -> Text:
+def _icc(icc: Mapping[str, Any]) -> Text:
     """The ICC says whether repeats of one scenario fail together, which widens the pooled CI."""
-    text = Text("ICC ", style="dim")
     if icc.get("value") is None:
-        text.append(DASH)
+        text = Text(DASH)
         return text.append(f" ({icc['reason']})", style="dim") if icc.get("reason") else text
-    text.append(f"{icc['value']:.2f}", style="bold")
+    text = Text(f"{icc['value']:.2f}", style="bold")
     extras = [shape.format(icc[key]) for key, shape in (
         ("design_effect", "design effect {:.2f}"), ("effective_n", "effective n {:.1f}"),
         ("groups", "{} scenarios"), ("observations", "{} scored repeats"),
     ) if isinstance(icc.get(key), int | float)]
     return text.append("  " + " · ".join(extras), style="dim") if extras else text
+
+
+def _labelled(rows: Sequence[tuple[str, Text | None]]) -> Table:
+    """Facts under a label each; a value that wraps hangs under itself, clear of the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="dim", min_width=11)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        if value is not None:
+            grid.add_row(Text(label), value)
+    return grid
 
 
 def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
@@ -259,7 +371,7 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     cpu = [(r["cpu_s"], sid) for sid, r in repeats if r.get("cpu_s") is not None]
     if not rss and not cpu:
         return None
-    text = Text("workers      ", style="dim")
+    text = Text()
     if rss:
         top = max(rss)
         text.append(f"peak RSS up to {top[0]:.1f} MB ({top[1]})")
@@ -310,7 +422,8 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
     bad = [r for r in repeats if r.get("outcome") != Outcome.PASS]
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in sorted(bad, key=lambda r: r.get("repeat") or 0):
-        groups.setdefault((r.get("outcome"), r.get("cause"), r.get("detail") or ""), []).append(r)
+        key = (r.get("outcome"), r.get("cause"), _SECONDS.sub("# s", str(r.get("detail") or "")))
+        groups.setdefault(key, []).append(r)
     title = Text.assemble("\n", (f"why {scenario.get('id')} is ", "bold"),
                           (str(verdict), style_of(verdict)),
                           (f": {len(bad)} of {len(repeats)} repeats did not pass", "dim"))
@@ -318,7 +431,8 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
     # Scored failures explain a verdict better than void repeats; then the commonest mode first.
     shown = sorted(groups.items(), key=lambda g: (g[0][0] == Outcome.LANE_INFRA, -len(g[1]),
                                                   g[1][0].get("repeat") or 0))[:WHY_REPEATS]
-    for (outcome, cause, detail), members in shown:
+    for (outcome, cause, _), members in shown:
+        detail = _with_ranges([str(r.get("detail") or "") for r in members])
         numbers = [str(r.get("repeat")) for r in members]
         label = f"repeat {numbers[0]}" if len(numbers) == 1 else (
             f"repeats {', '.join(numbers[:5])}" + (f" … ({len(numbers)} in all)"
@@ -339,6 +453,20 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
     return Group(title, Padding(text, (0, 0, 0, 2), expand=False))
 
 
+# A duration in a detail ("10.2 s run"): repeats that differ only in it failed the same way.
+_SECONDS = re.compile(r"\d+(?:\.\d+)? s\b")
+
+
+def _with_ranges(details: Sequence[str]) -> str:
+    """One detail for repeats whose details differ only in their durations: each duration
+    shown as the range it spans ("10.1–10.4 s")."""
+    spans = [[(float(m.group()[:-2]), m.group()[:-2]) for m in _SECONDS.finditer(d)]
+             for d in details]
+    shown = iter(f"{min(values)[1]} s" if min(values)[0] == max(values)[0] else
+                 f"{min(values)[1]}–{max(values)[1]} s" for values in zip(*spans))
+    return _SECONDS.sub(lambda m: next(shown, m.group()), details[0])
+
+
 def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     """How the repeats' workers were contained: a reviewer weighs a verdict by it."""
     used: dict[str, int] = {}
@@ -350,16 +478,16 @@ def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
                 used[level] = used.get(level, 0) + 1
     if not used:
         return None
-    return Text.assemble(("isolation    ", "dim"),
-                         "; ".join(f"{name} ({count} repeats)" for name, count in used.items()))
+    return Text("; ".join(f"{name} ({plural(count, 'repeat')})" for name, count in used.items()))
 
 
-def _paths(paths: Mapping[str, Any]) -> Text:
-    text = Text.assemble(("\nreport       ", "dim"), str(paths.get("result") or DASH),
-                         ("\ntranscripts  ", "dim"), str(paths.get("transcripts") or DASH))
-    if paths.get("workspaces"):
-        text.append_text(Text.assemble(("\nworkspaces   ", "dim"), str(paths["workspaces"])))
-    return text
+def _paths(paths: Mapping[str, Any], root: Path | None) -> list[tuple[str, Text | None]]:
+    # Where the files went, said outright: alk writes under the folder it runs in (or --out),
+    # which is not always the folder that holds the lanes.
+    return [("files in", Text(str(root)) if root else None),
+            ("report", Text(str(paths.get("result") or DASH))),
+            ("transcripts", Text(str(paths.get("transcripts") or DASH))),
+            ("workspaces", Text(str(paths["workspaces"])) if paths.get("workspaces") else None)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,19 +496,10 @@ def _paths(paths: Mapping[str, Any]) -> Text:
 
 def _rate(stats: Mapping[str, Any]) -> Text:
     rate, ci = stats.get("pass_rate"), stats.get("ci")
-    text = Text(DASH if rate is None else f"{rate * 100:.1f}%")
+    # Right-aligned in the width of 100.0%, so that the rates and their CIs line up.
+    text = Text(f"{DASH if rate is None else f'{rate * 100:.1f}%':>6}")
     if rate is not None and ci and len(ci) == 2 and None not in ci:
         text.append(f" [{ci[0] * 100:.1f}–{ci[1] * 100:.1f}]")
-    return text
-
-
-def _rate_cell(stats: Mapping[str, Any]) -> Text:
-    """The rate, and under it how many repeats were void: the rate covers only the others."""
-    text = _rate(stats)
-    counts = stats.get("counts") or {}
-    void = _number(counts.get("void"))
-    if void:
-        text.append(f"\n{void} of {_number(counts.get('completed'))} void", style=VOID_STYLE)
     return text
 
 
@@ -402,54 +521,6 @@ def _pass_hat(stats: Mapping[str, Any]) -> Text:
         return Text(DASH, style="dim")
     k, value = max(ks)
     return Text(DASH if value is None else "<0.01" if 0 < value < 0.005 else f"{value:.2f}")
-
-
-def _failures(layers: Mapping[str, int], causes: Mapping[str, int]) -> RenderableType:
-    """Each failing layer with its count, then its causes (most frequent first)."""
-    lines = []
-    for outcome, label in _LAYERS:
-        if not layers.get(outcome):
-            continue
-        mine = sorted(((n, c) for c, n in causes.items()
-                       if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome and n),
-                      key=lambda nc: (-nc[0], nc[1]))
-        lines.append((f"{label} ", str(layers[outcome]), style_of(outcome)))
-        lines.extend((f"  {c}", f"×{n}", "") for n, c in mine[:3])
-        if len(mine) > 3:
-            lines.append(("  +", f"{len(mine) - 3} more", "dim"))
-    return _CountedLines(lines) if lines else Text(DASH, style="dim")
-
-
-class _CountedLines:
-    """Lines that each end in a count, for a narrow column: a line too long breaks after an
-    underscore where it can, keeps its indent, and never breaks inside its count, which would
-    then read as two other numbers."""
-
-    def __init__(self, lines: Sequence[tuple[str, str, str]]) -> None:
-        self.lines = lines  # (text, count, style)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        widest = max(len(text + count) for text, count, _ in self.lines)
-        narrowest = max(len(text) - len(text.lstrip()) + len(count)
-                        for text, count, _ in self.lines)
-        return Measurement(narrowest, widest).with_maximum(options.max_width)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for text, count, style in self.lines:
-            for piece in _fold_counted(text, count, max(1, options.max_width)):
-                yield Text(piece, style=style, no_wrap=True, overflow="crop")
-
-
-def _fold_counted(text: str, count: str, width: int) -> list[str]:
-    indent = text[: len(text) - len(text.lstrip())]
-    line, count_at, pieces = text + count, len(text), []
-    while len(line) > width:
-        cut = min(line.rfind("_", len(indent), width) + 1 or width, count_at)
-        if cut <= len(indent):  # no room but for the count: the line stays whole
-            break
-        pieces.append(line[:cut])
-        line, count_at = indent + line[cut:], count_at - cut + len(indent)
-    return [*pieces, line]
 
 
 def _seconds(durations: Mapping[str, Any]) -> Text:

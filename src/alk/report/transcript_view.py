@@ -7,14 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
-from rich.table import Table
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.text import Text
 
-from alk.report.safe_text import DASH, json_text, one_line, new_table, printable, style_of
+from alk.report.safe_text import DASH, json_text, one_line, printable, style_of
 from alk.transcript import TranscriptPage
 
-PAYLOAD_CHARS = 160
+PAYLOAD_CHARS = 240
 FIELD_CHARS = 24
+# Payloads sit under their event's heading, indented by this much.
+INDENT = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,18 +39,44 @@ def event_row(event: Mapping[str, Any]) -> EventRow:
     return EventRow(
         _cell(event.get("seq", ""), FIELD_CHARS), _time(event.get("t")),
         _cell(event.get("source", ""), FIELD_CHARS), _cell(event.get("channel", ""), FIELD_CHARS),
-        _cell(event.get("type", ""), FIELD_CHARS), _cell(_summary(event), PAYLOAD_CHARS),
+        _cell(event.get("type", ""), FIELD_CHARS), _payload(event),
         _event_style(event))
 
 
-def transcript_table(rows: Sequence[EventRow]) -> Table:
-    """A page of transcript events, one row each."""
-    table = new_table(("seq", {"justify": "right"}), ("t (s)", {"justify": "right"}), ("source", {}),
-                   ("channel", {}), ("type", {}), ("payload", {"overflow": "fold", "ratio": 1}))
-    for row in rows:
-        table.add_row(Text(row.seq), Text(row.t), Text(row.source), Text(row.channel),
-                      Text(row.type), Text(row.summary), style=row.style)
-    return table
+def transcript_events(rows: Sequence[EventRow]) -> RenderableType:
+    """A page of transcript events, stacked for 80 columns: each event's seq, time, source and
+    channel/type on a line, its payload under it with the whole width to wrap in. A run of
+    stderr lines (a traceback, say) is one block under one heading, indentation kept."""
+    blocks: list[RenderableType] = []
+    at = 0
+    while at < len(rows):
+        row = rows[at]
+        if row.channel == "stderr" and row.type == "line":
+            end = at
+            while (end + 1 < len(rows) and rows[end + 1].channel == "stderr"
+                   and rows[end + 1].type == "line"):
+                end += 1
+            run = rows[at:end + 1]
+            seq = row.seq if end == at else f"{row.seq}–{run[-1].seq}"
+            lines = Text("\n".join(r.summary for r in run), overflow="fold")
+            blocks += [_heading(seq, row, f"worker stderr ({len(run)} lines)" if end > at
+                                else "worker stderr"), Padding(lines, (0, 0, 0, INDENT))]
+            at = end + 1
+            continue
+        # A harness event's channel is `harness`: the source is not said twice.
+        what = (f"{row.channel}/{row.type}" if row.channel == row.source
+                else f"{row.source} {row.channel}/{row.type}")
+        blocks.append(_heading(row.seq, row, what))
+        if row.summary:
+            blocks.append(Padding(Text(row.summary, style=row.style, overflow="fold"),
+                                  (0, 0, 0, INDENT)))
+        at += 1
+    return Group(*blocks)
+
+
+def _heading(seq: str, row: EventRow, what: str) -> Text:
+    return Text.assemble((f"{seq:>5}", "bold"), f"  {row.t:>7} s  " if row.t else "  ",
+                         (what, row.style or "bold"))
 
 
 def page_summary(page: TranscriptPage, channels: Collection[str] | None,
@@ -67,16 +96,25 @@ def page_summary(page: TranscriptPage, channels: Collection[str] | None,
 
 
 def repeat_header(run_id: str, scenario: str, repeat: int, entry: Mapping[str, Any]) -> Text:
-    """`alk show`'s first line: which repeat, and how it ended."""
-    return Text.assemble((printable(str(run_id)), "bold"),
-                         printable(f" {scenario} repeat {repeat}: {entry.get('outcome')}/"
-                                   f"{entry.get('cause')} {DASH} {entry.get('detail') or ''}"))
+    """`alk show`'s first lines: which repeat, how it ended, and why."""
+    ended = "/".join(str(entry[key]) for key in ("outcome", "cause") if entry.get(key))
+    text = Text.assemble((printable(f"run {run_id} · {scenario} · repeat {repeat}"), "bold"),
+                         "\n", (printable(ended), "bold " + (style_of(entry.get("outcome"))
+                                                              or "yellow")))
+    if entry.get("detail"):
+        text.append(printable(f" {DASH} {entry['detail']}"))
+    return text
 
 
 def transcript_hash(entry: Mapping[str, Any], intact: bool) -> Text:
     """Whether the transcript still is what alk wrote: the sha256 in the result says."""
+    if not entry.get("sha256"):
+        return Text.assemble(("transcript  ", "dim"), printable(str(entry.get("transcript"))),
+                             ("\nsha256      none: the repeat never finished, so alk never "
+                              "hashed its transcript", "yellow"))
     return Text.assemble(
-        (printable(f"{entry.get('transcript')}  sha256 {entry.get('sha256')} "), "dim"),
+        ("transcript  ", "dim"), printable(str(entry.get("transcript"))),
+        ("\nsha256      ", "dim"), printable(str(entry.get("sha256"))), "\n            ",
         ("matches the file", "green") if intact else
         ("does NOT match the file: it changed after the run", "bold red"))
 
@@ -85,6 +123,20 @@ def _cell(value: Any, limit: int) -> str:
     # Cut before escaping, which is cheaper on a large value, and again after, since an escape
     # is up to ten characters long: a row stays short whatever the worker wrote.
     return one_line(printable(one_line(value, limit)), limit)
+
+
+def _payload(event: Mapping[str, Any]) -> str:
+    payload = event.get("payload")
+    if (event.get("type") == "line" and isinstance(payload, Mapping)
+            and isinstance(payload.get("text"), str)):
+        # A stderr line's indentation is a traceback's structure: keep it, cut only the end.
+        return _cut(printable(_cut(payload["text"].expandtabs(4).rstrip(), PAYLOAD_CHARS)),
+                    PAYLOAD_CHARS)
+    return _cell(_summary(event), PAYLOAD_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _time(t: Any) -> str:
@@ -141,13 +193,16 @@ def _summary(event: Mapping[str, Any]) -> str:
     elif kind == "line" and "text" in payload:
         line = payload["text"]
     else:
-        line = payload
+        # Spaced JSON, so that a long payload wraps between its items rather than inside them.
+        line = json_text(payload, spaced=True)
     return one_line(line, PAYLOAD_CHARS)
 
 
 def repeat_facts(entry: Mapping[str, Any]) -> Text:
     """One repeat's process facts, for `alk show`."""
     entry = printable(entry)
+    if entry.get("outcome") == "interrupted":
+        return Text("interrupted: no exit, no verdict", style="dim")
     status = (f"signal {entry['signal']}" if entry.get("signal") is not None
               else f"exit {entry.get('exit_code')}")
     facts = [status, f"{entry.get('duration_s') or 0:.2f} s"]

@@ -1,0 +1,121 @@
+"""Progress of a run while it goes on, on stderr so that `--json` on stdout stays clean: a live
+bar on a terminal, and plain lines in a pipe or a CI log, where a bar prints nothing until the end.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from alk.records import Outcome, Plan, RepeatResult
+
+# Without a terminal: a line when a scenario finishes, and at least this often in between.
+LINE_EVERY_S = 30.0
+
+# The counts a line shows, in this order; a lane_infra repeat is void, never a failure.
+_TALLY = (("pass", (Outcome.PASS,)), ("fail", (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT)),
+          ("void", (Outcome.LANE_INFRA,)))
+
+
+class LiveProgress:
+    """A rich progress bar per scenario, cleared when the run ends (the report follows)."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
+            console=console, transient=True)
+        self.tasks: dict[str, int] = {}
+        self.tallies: dict[str, dict[str, int]] = {}
+
+    def __enter__(self) -> LiveProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def plan(self, plan: Plan) -> None:
+        for scenario in plan.scenarios:
+            self.tasks[scenario.id] = self.progress.add_task(
+                scenario.id[:24], total=plan.repeats, tally="")
+            self.tallies[scenario.id] = {}
+
+    def advance(self, result: RepeatResult) -> None:
+        tally = self.tallies[result.scenario]
+        name = _tally_name(result.outcome)
+        tally[name] = tally.get(name, 0) + 1
+        text = " ".join(f"{label} {tally[label]}" for label, _ in _TALLY if label in tally)
+        self.progress.update(self.tasks[result.scenario], advance=1, tally=text)
+
+
+class LineProgress:
+    """One plain line per finished scenario (and every `every_s` seconds in between): done of
+    total, pass/fail/void so far, time elapsed and an estimate of what remains."""
+
+    def __init__(self, stream: TextIO, every_s: float = LINE_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.every_s, self.clock = stream, every_s, clock
+        self.started = self.last_line = clock()
+        self.total = self.done = 0
+        self.per_scenario: dict[str, int] = {}
+        self.repeats = 0
+        self.tally = {label: 0 for label, _ in _TALLY}
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def plan(self, plan: Plan) -> None:
+        self.started = self.last_line = self.clock()
+        self.repeats = plan.repeats
+        self.total = plan.repeats * len(plan.scenarios)
+
+    def advance(self, result: RepeatResult) -> None:
+        self.done += 1
+        self.tally[_tally_name(result.outcome)] += 1
+        finished = self.per_scenario[result.scenario] = self.per_scenario.get(result.scenario,
+                                                                              0) + 1
+        now = self.clock()
+        if finished == self.repeats or now - self.last_line >= self.every_s:
+            self.last_line = now
+            scenario = result.scenario if finished == self.repeats else None
+            self.stream.write(self.line(now, scenario) + "\n")
+            self.stream.flush()
+
+    def line(self, now: float, finished: str | None = None) -> str:
+        elapsed = now - self.started
+        counts = " ".join(f"{label} {n}" for label, n in self.tally.items())
+        text = f"alk: {self.done}/{self.total} repeats · {counts} · {_clock(elapsed)}"
+        left = self.total - self.done
+        if left and self.done:
+            text += f", ~{_clock(elapsed / self.done * left)} left"
+        return text + (f" · {finished} done" if finished else "")
+
+
+def run_progress(console: Console, enabled: bool = True) -> LiveProgress | LineProgress | None:
+    """The progress a run shows on `console` (stderr): None when disabled."""
+    if not enabled:
+        return None
+    if console.is_terminal:
+        return LiveProgress(console)
+    return LineProgress(console.file)
+
+
+def _tally_name(outcome: Outcome) -> str:
+    return next(label for label, outcomes in _TALLY if outcome in outcomes)
+
+
+def _clock(seconds: float) -> str:
+    """12 s, 3 min 05 s, 1 h 02 min: short, and never a float's noise."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"

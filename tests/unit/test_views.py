@@ -1,0 +1,156 @@
+"""Every view at 80 and 120 columns, against snapshots a person has read (tests/unit/snapshots/).
+
+The views are designed for 80 columns first: these tests pin what a reviewer saw and approved,
+so that a change to a view shows up as a diff to look at. After changing a view on purpose, run
+`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_views.py`, read the files it rewrote,
+and commit them with the change.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from rich.console import Group, RenderableType
+
+from alk.conformance import Finding, Level
+from alk.records import Lane, Scenario
+from alk.report.listings import cause_view, causes_view, findings_view, lanes_view
+from alk.report.terminal import run_report
+from alk.report.transcript_view import (
+    event_row,
+    page_summary,
+    repeat_facts,
+    repeat_header,
+    transcript_events,
+    transcript_hash,
+)
+from alk.transcript import TranscriptPage
+from test_terminal import RUN, document, render, repeat, void_document
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+WIDTHS = (80, 120)
+
+
+def interrupted() -> dict[str, Any]:
+    """Ctrl-C after 5 of nominal's 20 repeats: the row must say so."""
+    doc = document()
+    doc["status"] = "interrupted"
+    nominal = doc["scenarios"][0]
+    nominal["repeats"] = nominal["repeats"][:5]
+    nominal["counts"].update(completed=5, scored=5, passed=4)
+    nominal.update(verdict="flaky", pass_rate=0.8, ci=[0.376, 0.964],
+                   pass_hat_k={"1": 0.8, "5": 0.8 ** 5},
+                   layers={"pass": 4, "framework_runtime": 1},
+                   causes={"passed": 4, "nonzero_exit": 1})
+    doc["scenarios"] = doc["scenarios"][:1]
+    doc["aggregate"].update({key: nominal[key] for key in ("pass_rate", "ci", "layers",
+                                                           "causes", "pass_hat_k")})
+    doc["aggregate"]["counts"].update(requested=20, completed=5, scored=5, passed=4, void=0)
+    doc["aggregate"]["verdicts"] = {"pass": 0, "fail": 0, "flaky": 1, "void": 0}
+    doc["aggregate"]["icc"] = {"value": None,
+                               "reason": "needs at least 2 scenarios with scored repeats"}
+    return doc
+
+
+def long_ids() -> dict[str, Any]:
+    doc = copy.deepcopy(document())
+    doc["scenarios"][1]["id"] = "retries-a-rate-limited-tool-then-answers-from-the-cache"
+    return doc
+
+
+def lanes() -> RenderableType:
+    lane = Lane(
+        name="langgraph", framework="langgraph", requirement=">=1.0,<2",
+        description=("LangGraph: a StateGraph with the prebuilt ToolNode, checkpointed in "
+                     "SQLite, driven by a scripted model."),
+        command=("{python}", "workers/langgraph_worker.py"), required_env=(), timeout_s=30.0,
+        repeats=20, scenarios=tuple(Scenario(s, "t") for s in (
+            "nominal", "tool-raises", "rate-limit", "malformed-output", "crash-after-effect",
+            "denied-tool")),
+        path=Path("lanes/langgraph.toml"), root=Path("."), transcript_cap_bytes=1 << 20)
+    return lanes_view([lane], [("lanes/broken.toml", "lanes/broken.toml: repeats: must be a "
+                                                     "whole number, got a string")])
+
+
+TRACEBACK = ["Traceback (most recent call last):",
+             '  File "/srv/venv/lib/python3.12/site-packages/smolagents/agents.py", line 1187, '
+             'in _step_stream',
+             "    chat_message = self.model.generate(input_messages)",
+             '  File "/srv/workers/smolagents_worker.py", line 41, in generate',
+             '    raise RuntimeError(f"scripted model exhausted after {n} turns")',
+             "RuntimeError: scripted model exhausted after 1 turns"]
+
+
+def show() -> RenderableType:
+    entry = {**repeat(3, "framework_runtime", "framework_exception",
+                      "exit code 1; RuntimeError: scripted model exhausted after 1 turns; raised "
+                      "at /srv/venv/lib/python3.12/site-packages/smolagents/agents.py:1187"),
+             "containment": "pid_namespace", "network": "none", "filesystem": "sandbox"}
+    events = [
+        {"seq": 1, "t": 0.002, "source": "harness", "channel": "harness", "type": "spawn",
+         "payload": {"pid": 4242, "argv": ["/usr/bin/python3", "workers/smolagents_worker.py"],
+                     "env": ["HOME", "LANG", "PATH", "PYTHONPATH", "TMPDIR"]}},
+        {"seq": 2, "t": 0.041, "source": "worker", "channel": "framework",
+         "type": "framework_ready", "payload": {"framework": "smolagents",
+                                                "framework_version": "1.21.0"}},
+        {"seq": 3, "t": 0.052, "source": "worker", "channel": "tool", "type": "call",
+         "payload": {"name": "lookup_order", "args": {"order": "742"}}},
+        {"seq": 4, "t": 0.053, "source": "worker", "channel": "tool", "type": "result",
+         "payload": {"name": "lookup_order", "ok": True, "output": {"status": "open"}}},
+        *({"seq": 5 + i, "t": 0.06, "source": "worker", "channel": "stderr", "type": "line",
+           "payload": {"text": text}} for i, text in enumerate(TRACEBACK)),
+        {"seq": 11, "t": 0.071, "source": "harness", "channel": "harness", "type": "exit",
+         "payload": {"exit_code": 1, "signal": None, "timed_out": False}},
+        {"seq": 12, "t": 0.072, "source": "harness", "channel": "harness",
+         "type": "attribution", "payload": {"outcome": "framework_runtime",
+                                            "cause": "framework_exception",
+                                            "detail": entry["detail"]}},
+    ]
+    page = TranscriptPage([event_row(e) for e in events], first=1, matching=12, total=12)
+    return Group(repeat_header(RUN, "nominal", 3, entry), repeat_facts(entry),
+                 transcript_events(page.rows), page_summary(page, None, None),
+                 transcript_hash(entry, True))
+
+
+def findings() -> RenderableType:
+    hint = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
+            "importing the framework, and the SDK sends print() and fd 1 to stderr from then on")
+    return findings_view([
+        Finding(Level.OK, "handshake", "framework_ready: smolagents 1.21.0 satisfies '>=1.20'"),
+        Finding(Level.FAIL, "stdout line 1: not_json (the probe and scenarios nominal, "
+                            "tool-raises)", "line is not JSON: 'smolagents banner'", hint),
+        Finding(Level.WARN, "scenario nominal: protocol ok; an expectation failed "
+                            "(wrong_output)", "output_contains: expected \"742\", got \"\"",
+                "not a protocol problem: the agent's answer or effects differ"),
+    ])
+
+
+VIEWS: dict[str, Callable[[], RenderableType]] = {
+    "run": lambda: run_report(document(), Path("/home/ci/project")),
+    "run-void": lambda: run_report(void_document()),
+    "run-interrupted": lambda: run_report(interrupted()),
+    "run-long-ids": lambda: run_report(long_ids()),
+    "run-preflight-refused": lambda: run_report(document(preflight_ok=False)),
+    "show": show,
+    "lanes": lanes,
+    "causes": causes_view,
+    "cause": lambda: cause_view("timeout"),
+    "check-worker": findings,
+}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("view", VIEWS)
+def test_view_matches_its_snapshot(view: str, width: int) -> None:
+    text = "\n".join(line.rstrip() for line in render(VIEWS[view](), width).splitlines()) + "\n"
+    assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
+    path = SNAPSHOTS / f"{view}-{width}.txt"
+    if os.environ.get("ALK_UPDATE_SNAPSHOTS"):
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"{path.name}: no snapshot; run with ALK_UPDATE_SNAPSHOTS=1, read it"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path.name} changed; if on purpose, run with ALK_UPDATE_SNAPSHOTS=1 and read the diff")
