@@ -317,5 +317,114 @@ def test_the_example_workers_write_valid_lines(tmp_path: Path, schema: dict[str,
 def test_protocol_md_points_to_its_companions() -> None:
     text = (DOCS / "protocol.md").read_text(encoding="utf-8")
     assert "causes.md" in text and "protocol.schema.json" in text
+    assert "(result.schema.json)" in text and (DOCS / "result.schema.json").is_file()
     assert "alk check-worker --lane" in text
     assert re.search(r"1 MiB", text)
+
+
+# -- what alk reads in the events ----------------------------------------------------------------
+
+
+def section(path: Path, heading: str) -> list[str]:
+    """The lines of a markdown file's section, up to the next heading of its level or above."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index(heading)
+    level = heading.split(" ")[0]
+    fenced = False
+    for end in range(start + 1, len(lines)):
+        fenced ^= lines[end].startswith("```")  # a `# comment` in a code block is no heading
+        if not fenced and lines[end].startswith("#") and lines[end].split(" ")[0] <= level:
+            return lines[start + 1:end]
+    return lines[start + 1:]
+
+
+def documented_reads() -> set[tuple[str, str]]:
+    """The (channel, type) pairs protocol.md's "What alk reads" table names."""
+    rows = [_cells(line) for line in section(DOCS / "protocol.md", "## What alk reads in the events")
+            if line.startswith("|")]
+    assert rows[0] == ["event", "how", "what alk does with it"]
+    return {(match[1], match[2]) for row in rows[2:]
+            for match in [re.fullmatch(r"`(\w+)`/`(\w+)`", row[0])] if match}
+
+
+# One event of each kind the table says alk reads, after start.
+READ = {
+    ("framework", "fault"): {"point": "before_model", "occurrence": 1},
+    ("model", "turn"): {"index": 0},
+    ("model", "script_exhausted"): {"turn": 3, "script_turns": 2},
+    ("tool", "call"): {"name": "lookup", "args": {}},
+    ("tool", "result"): {"name": "lookup", "ok": True},
+    ("agent", "result"): {"output": "done", "stop_reason": "accepted"},
+}
+# Events alk only records: they shape the event path and nothing else.
+RECORDED_ONLY = [
+    ("agent", "step", {"step": 1, "action": "plan"}),
+    ("model", "proposal", {"tool": "lookup", "args": {}}),
+    ("user", "message", {"text": "go on"}),
+    ("framework", "retry", {"attempt": 2, "point": "before_model", "occurrence": 1}),
+    ("agent", "turn", {"turn": 3, "script_turns": 2}),
+]
+
+
+def started() -> ProtocolState:
+    state = ProtocolState()
+    state.phase = Phase.STARTED
+    return state
+
+
+def kept(state: ProtocolState) -> tuple[Any, ...]:
+    """What alk keeps of a run's events besides the transcript and the event path."""
+    return (state.ready, dict(state.tool_calls), set(state.faults_fired), state.model_turns,
+            state.script_exhausted, state.result, state.bad_result, list(state.trajectory),
+            state.violation_count)
+
+
+def test_every_event_protocol_md_says_alk_reads_is_read() -> None:
+    documented = documented_reads()
+    assert documented == {*READ, ("framework", "framework_ready")}, (
+        "docs/protocol.md's table of the events alk reads and this test's samples differ")
+    for (channel, kind), payload in READ.items():
+        state = started()
+        before = kept(state)
+        line = json.dumps({"channel": channel, "type": kind, "payload": payload}).encode()
+        assert isinstance(state.accept(decode_line(line)), WorkerEvent)
+        assert kept(state) != before, f"{channel}/{kind} changed nothing alk keeps"
+        assert state.violation_count == 0 and state.bad_result is None
+    # framework_ready is read before start.
+    state = ProtocolState()
+    state.accept(decode_line(json.dumps({"channel": "framework", "type": "framework_ready",
+                                         "payload": {"framework": "f"}}).encode()))
+    assert state.ready is not None and state.phase is Phase.READY
+
+
+@pytest.mark.parametrize(("channel", "kind", "payload"), RECORDED_ONLY,
+                         ids=[f"{c}/{k}" for c, k, _ in RECORDED_ONLY])
+def test_any_other_event_is_recorded_and_hashed_only(channel: str, kind: str,
+                                                     payload: dict[str, Any]) -> None:
+    state = started()
+    before, path = kept(state), state.path_hash.hexdigest()
+    line = json.dumps({"channel": channel, "type": kind, "payload": payload}).encode()
+    assert isinstance(state.accept(decode_line(line)), WorkerEvent)
+    assert kept(state) == before
+    assert state.path_hash.hexdigest() != path and len(state.path) == 1
+
+
+def test_the_sdk_table_names_every_function_of_the_sdk() -> None:
+    table = "\n".join(section(DOCS / "protocol.md", "## The SDK"))
+    functions = [name for name, value in vars(worker).items()
+                 if callable(value) and not isinstance(value, type) and not name.startswith("_")
+                 and getattr(value, "__module__", None) == worker.__name__]
+    assert "script_exhausted" in functions
+    for name in functions:
+        assert f"| `{name}(" in table, f"docs/protocol.md, The SDK: no row for {name}()"
+
+
+# -- README: where to start a worker -------------------------------------------------------------
+
+
+def test_readme_names_every_framework_worker_as_a_template() -> None:
+    text = "\n".join(section(REPO / "README.md", "## Writing a worker"))
+    named = set(re.findall(r"`(\w+\.py)`", text))
+    workers = {path.name for path in (REPO / "workers").glob("*.py")}
+    assert {name for name in workers if name.endswith("_worker.py")} <= named
+    assert named <= workers, "README names a worker that workers/ does not hold"
