@@ -66,6 +66,21 @@ def test_hidden_folders_inside_a_visible_one_are_masked_and_later_mounts_go_on_t
     assert str(run) in remounted and str(tmp_path / "transcripts") in remounted
 
 
+def test_each_repeat_of_a_run_gets_its_own_workspace_and_the_same_rest(tmp_path):
+    # What a run shows is worked out once; only the workspace differs from repeat to repeat.
+    lane, run = tmp_path / "lane", tmp_path / "alk-run"
+    for folder in (lane, run / "sdk", run / "w-1", run / "w-2"):
+        folder.mkdir(parents=True)
+    views = [View(workspace=str(run / name), visible=(str(lane), str(run / "sdk")),
+                  hidden=(str(run),), tmpfs_bytes=size)
+             for name, size in (("w-1", None), ("w-2", None), ("w-1", 1 << 20))]
+    first, second, sized = (bwrap_args("bwrap", view, offline=True) for view in views)
+    assert (str(run / "w-1"),) * 2 in pairs(first, "--bind")
+    assert (str(run / "w-2"),) * 2 in pairs(second, "--bind")
+    assert [arg.replace("w-2", "w-1") for arg in second] == list(first)
+    assert "--size" not in first and sized.count(str(1 << 20)) == 2
+
+
 def test_folders_bwrap_makes_on_the_way_are_open_to_another_user(tmp_path):
     workspace = "/tmp/alk-1/w-2"
     args = list(bwrap_args("bwrap", View(workspace=workspace), offline=False))

@@ -13,6 +13,7 @@ unreadable even where they are bound.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -63,22 +64,7 @@ def bwrap_args(bwrap: str, view: View, *, offline: bool, drop_to: int | None = N
                seccomp_fd: int | None = None) -> tuple[str, ...]:
     """bwrap's argv, up to and including `--`; the init and the worker's argv follow.
     `offline`: a network namespace of its own (network `none`)."""
-    args = [bwrap, "--ro-bind", "/usr", "/usr"]
-    for name in SYSTEM_FOLDERS:
-        path = f"/{name}"
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    # /proc/sys stays read-only: the host's kernel settings (core_pattern runs a program as
-    # root on the next crash) are not the worker's to change.
-    args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
-             "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
-    args += _sized(view.tmpfs_bytes, "/dev/shm") + ["--remount-ro", "/dev"]
-    args += _sized(view.tmpfs_bytes, "/tmp")
+    args = [bwrap, *_system(view.tmpfs_bytes)]
     args += _mounts(view)
     args += ["--chdir", view.workspace, "--unshare-pid", "--as-pid-1", "--unshare-ipc",
              "--unshare-uts", *(("--unshare-net",) if offline else ()),
@@ -93,6 +79,31 @@ def bwrap_args(bwrap: str, view: View, *, offline: bool, drop_to: int | None = N
     return (*args, "--remount-ro", "/", "--")
 
 
+# The system's part of the sandbox and the folders a run shows are the same for each of its
+# repeats: they are worked out once (about 90 µs a repeat, most of it looking at the file
+# system), and only the workspace is added each time.
+@functools.lru_cache(maxsize=8)
+def _system(tmpfs_bytes: int | None) -> tuple[str, ...]:
+    """The system's programs and libraries, /etc's short list, /sys, /proc, /dev, /tmp."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_FOLDERS:
+        path = f"/{name}"
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # /proc/sys stays read-only: the host's kernel settings (core_pattern runs a program as
+    # root on the next crash) are not the worker's to change.
+    args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc",
+             "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+    args += _sized(tmpfs_bytes, "/dev/shm") + ["--remount-ro", "/dev"]
+    args += _sized(tmpfs_bytes, "/tmp")
+    return tuple(args)
+
+
 def _sized(size: int | None, path: str) -> list[str]:
     return [*(("--size", str(size)) if size else ()), "--perms", "1777", "--tmpfs", path]
 
@@ -101,10 +112,8 @@ def _mounts(view: View) -> list[str]:
     """Visible folders, masks over hidden ones and the workspace, shallowest first so that a
     mount inside another is made after it; the folders bwrap creates on the way are 0755 (its
     default, 0700, would shut out a worker that runs as another user)."""
-    visible = _outermost(view.visible, view.hidden)
-    hidden = [h for h in view.hidden if any(_inside(h, v) for v in visible) and os.path.isdir(h)]
-    mounts = sorted([(v, "ro") for v in visible] + [(h, "mask") for h in hidden]
-                    + [(view.workspace, "rw")], key=lambda m: (m[0].count("/"), m[0]))
+    shown, hidden = _shown(view.visible, view.hidden)
+    mounts = sorted([*shown, (view.workspace, "rw")], key=lambda m: (m[0].count("/"), m[0]))
     args: list[str] = []
     made: set[str] = set()
     for path, kind in mounts:
@@ -121,6 +130,16 @@ def _mounts(view: View) -> list[str]:
     for path in hidden:
         args += ["--remount-ro", path]
     return args
+
+
+@functools.lru_cache(maxsize=8)
+def _shown(visible: tuple[str, ...], hidden: tuple[str, ...]
+           ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The read-only binds and the masks over hidden folders inside them, as (path, kind);
+    and the masked folders."""
+    outer = _outermost(visible, hidden)
+    masked = tuple(h for h in hidden if any(_inside(h, v) for v in outer) and os.path.isdir(h))
+    return (*((v, "ro") for v in outer), *((h, "mask") for h in masked)), masked
 
 
 def _outermost(paths: tuple[str, ...], hidden: tuple[str, ...]) -> list[str]:
