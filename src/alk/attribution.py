@@ -14,6 +14,7 @@ import re
 import signal
 from typing import Any, Callable, Sequence
 
+from alk import tracebacks
 from alk.causes import Cause, outcome_of
 from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation
@@ -22,6 +23,9 @@ from alk.redaction import Redactor
 # How much of a check's value, and of the last stderr line, a detail quotes.
 SHOW_CHARS = 160
 STDERR_CHARS = 300
+# How much of an exception (`Type: message`) and of a frame's `path:line` a detail quotes.
+EXCEPTION_CHARS = 200
+FRAME_CHARS = 200
 
 _CHECK_CAUSES = (
     ("stop_reason", Cause.WRONG_STOP_REASON),
@@ -41,7 +45,6 @@ def void(cause: Cause, detail: str) -> Attribution:
 def attribute(obs: Observation, checks: Sequence[Check] = (),
               redactor: Redactor = Redactor()) -> Attribution:
     """The repeat's one outcome and cause. `redactor` cuts what the detail quotes."""
-    show = functools.partial(_show, redactor=redactor)
     if obs.harness_error:
         return _make(Cause.HARNESS_ERROR, obs.harness_error)
     if not obs.spawned:
@@ -68,6 +71,13 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
             return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
         if not obs.started:
             return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
+    return _after_start(obs, checks, redactor)
+
+
+def _after_start(obs: Observation, checks: Sequence[Check],
+                 redactor: Redactor) -> Attribution:
+    """The rules for a repeat that passed the gate: how the worker ended, then its result."""
+    show = functools.partial(_show, redactor=redactor)
     not_ready = "" if obs.ready is not None else "; the resumed attempt sent no framework_ready"
     if obs.timed_out:
         if obs.result is not None:
@@ -76,7 +86,7 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
         else:
             hint = _last_event_hint(obs)
         return _make(Cause.TIMEOUT, f"no exit within the timeout ({obs.duration_s:.1f} s run)"
-                                    f"{hint}{not_ready}{_stderr(obs, redactor)}")
+                                    f"{hint}{not_ready}{_interrupted(obs, redactor)}")
     breached = _limit_breached(obs)
     if breached is not None:
         return _make(CAUSES[breached], f"limit {breached} = {obs.limits[breached]}: "
@@ -85,13 +95,7 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
         return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}"
                                              f"{not_ready}{_stderr(obs, redactor)}")
     if obs.exit_code != 0:
-        site = _crash_site(obs)
-        if site is not None:
-            cause, frame = site
-            return _make(cause, f"exit code {obs.exit_code}{_stderr(obs, redactor)}; "
-                                f"raised at {frame}")
-        return _make(Cause.NONZERO_EXIT,
-                     f"exit code {obs.exit_code}{not_ready}{_stderr(obs, redactor)}")
+        return _crash(obs, not_ready, redactor)
     if obs.bad_result:
         return _make(Cause.BAD_RESULT, obs.bad_result)
     if obs.violation_count:
@@ -165,32 +169,79 @@ def _show(value: Any, redactor: Redactor) -> str:
     return redactor.cut(json.dumps(value, ensure_ascii=False, default=str), SHOW_CHARS)
 
 
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
 _LIBRARY = re.compile(r"/lib/python[\d.]*/|/site-packages/|/dist-packages/|^<frozen ")
 _MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
+# What CPython exits with when an exception ends it.
+UNCAUGHT_STATUS = 1
 
 
-def _crash_site(obs: Observation) -> tuple[Cause, str] | None:
-    """Whose code raised: the deepest frame of the last Python traceback on stderr, inside or
-    outside the folders the worker named as its framework's (`package_paths`)."""
+def _crash(obs: Observation, not_ready: str, redactor: Redactor) -> Attribution:
+    """A nonzero exit: named by the Python exception that ended it, and blamed on whose code
+    raised it, when stderr ends with its traceback; else by the last line of stderr."""
+    found = tracebacks.last(obs.stderr_tail)
+    # Lines after a traceback are its exception's message when the process ended as an
+    # uncaught exception ends it; with another status they came after a traceback that was
+    # handled and logged, and the text alone cannot tell a message from later output.
+    if found is None or not (found.ends or obs.exit_code == UNCAUGHT_STATUS):
+        return _make(Cause.NONZERO_EXIT,
+                     f"exit code {obs.exit_code}{not_ready}{_stderr(obs, redactor)}")
+    raised = found.chain[-1]
+    said = f"exit code {obs.exit_code}{not_ready}; {_named(raised, redactor)}"
+    site = _site(obs, raised.frames)
+    if site is None:
+        return _make(Cause.NONZERO_EXIT, said)
+    cause, frame = site
+    return _make(cause, f"{said}; raised at {_frame(frame, redactor)}")
+
+
+def _interrupted(obs: Observation, redactor: Redactor) -> str:
+    """Where the SIGINT that alk sends at the timeout found a Python worker, from the
+    KeyboardInterrupt's traceback; else the last line of stderr."""
+    found = tracebacks.last(obs.stderr_tail)
+    if found is None or found.chain[-1].name != "KeyboardInterrupt":
+        return _stderr(obs, redactor)
+    frames = found.chain[-1].frames
+    # asyncio.run answers SIGINT by cancelling its task and raising KeyboardInterrupt itself:
+    # the task's CancelledError, the section before, shows where the program was waiting.
+    if len(found.chain) > 1 and found.chain[-2].name == "CancelledError":
+        frames += found.chain[-2].frames
+    site = _site(obs, frames)
+    if site is None:
+        return _stderr(obs, redactor)
+    cause, frame = site
+    whose = "framework" if cause is Cause.FRAMEWORK_EXCEPTION else "worker"
+    return f"; interrupted in the {whose} at {_frame(frame, redactor)}"
+
+
+def _site(obs: Observation, frames: Sequence[tuple[str, str]]) -> tuple[Cause, str] | None:
+    """Whose code raised: of the frames (outermost first), the deepest inside or outside the
+    folders the worker named as its framework's (`package_paths`)."""
     paths = [posixpath.normpath(p) for p in (obs.ready or {}).get("package_paths") or []
              if isinstance(p, str) and p.startswith("/")]
-    tail = obs.stderr_tail.rstrip()
-    start = tail.rfind("Traceback (most recent call last):")
-    # Only a traceback that ends stderr is the crash; one logged earlier was handled.
-    if not paths or start < 0 or not _EXCEPTION_LINE.match(tail.splitlines()[-1]):
+    if not paths:
         return None
     # From the deepest frame up, past library code (the standard library, other installed
     # packages): the first frame that is the framework's or the worker's own decides, so the
     # framework is blamed when it called what raised, and the worker for its own code.
-    for file, line in reversed(_FRAME.findall(tail[start:])):
+    for file, line in reversed(frames):
         file = posixpath.normpath(file)
         if any(file == path or file.startswith(path.rstrip("/") + "/") for path in paths):
             return Cause.FRAMEWORK_EXCEPTION, f"{file}:{line}"
         if not _LIBRARY.search(file):
             return Cause.WORKER_EXCEPTION, f"{file}:{line}"
     return None
+
+
+def _named(raised: tracebacks.Raised, redactor: Redactor) -> str:
+    """`Type: message` on one line, bounded: the groups it was raised in come first."""
+    name = " > ".join([*(kind.rsplit(".", 1)[-1] for kind in raised.groups), raised.name])
+    message = " ".join(raised.message.split())
+    return redactor.cut(f"{name}: {message}" if message else name, EXCEPTION_CHARS)
+
+
+def _frame(frame: str, redactor: Redactor) -> str:
+    # Its end says the most (the file and the line): a long path keeps that.
+    return redactor.tail(frame, FRAME_CHARS)
 
 
 def _status(obs: Observation) -> str:

@@ -139,7 +139,8 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     Cause.TIMEOUT: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
         "After the start message the worker did not exit within the repeat's timeout (a hang).",
-        "Open the transcript: its last events show where it stopped.",
+        "Open the transcript: its last events show where it stopped, and the detail names "
+        "the frame where alk's SIGINT found a Python worker.",
     ),
     Cause.KILLED_BY_SIGNAL: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -149,7 +150,8 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     Cause.NONZERO_EXIT: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
         "The worker exited with a nonzero status after the start message (it crashed).",
-        "Read the stderr tail: the detail quotes the last line of the traceback.",
+        "Read the stderr tail: the detail names the exception when stderr ends with a Python "
+        "traceback, else quotes its last line.",
     ),
     Cause.IDENTITY_CHANGED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

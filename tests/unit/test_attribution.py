@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 import pytest
 
 from alk import expectation
-from alk.attribution import attribute, void
+from alk.attribution import EXCEPTION_CHARS, FRAME_CHARS, attribute, void
 from alk.causes import Cause
 from alk.expectation import check, is_subset
 from alk.records import (
@@ -25,6 +25,7 @@ from alk.records import (
     Violation,
 )
 from alk.redaction import Redactor
+from real_tracebacks import Programs, Ran
 
 RESULT = {"output": "hello", "stop_reason": "accepted", "end_state": {"phase": "stopped"}}
 OK_PREFLIGHT = Preflight(True, "fw", "1.0")
@@ -110,7 +111,7 @@ RULES = [
     pytest.param(observed(exit_code=None, signal=200), (), RUNTIME, "killed_by_signal",
                  "killed by signal 200", id="killed_by_unknown_signal"),
     pytest.param(observed(exit_code=2, result=None, stderr_tail=TRACEBACK), (),
-                 RUNTIME, "nonzero_exit", "exit code 2; stderr: RuntimeError: boom",
+                 RUNTIME, "nonzero_exit", "exit code 2; RuntimeError: boom",
                  id="nonzero_exit"),
     pytest.param(observed(result=None, bad_result="result.output must be a string, got int"), (),
                  RUNTIME, "bad_result", "result.output must be a string, got int",
@@ -503,9 +504,13 @@ def test_the_framework_is_blamed_when_it_called_what_raised() -> None:
 
 
 def test_a_handled_traceback_earlier_on_stderr_blames_nobody() -> None:
+    # Exit status 2: no uncaught exception ended it, so the line after the traceback is not
+    # its message but what the worker said after handling it.
     stderr = ('Traceback (most recent call last):\n  File "/fw/pkg/run.py", line 9, in run\n'
               'ValueError: bad config\ngiving up: config invalid\n')
-    assert attribute(_crashed(stderr, ["/fw/pkg"])).cause == Cause.NONZERO_EXIT
+    found = attribute(dataclasses.replace(_crashed(stderr, ["/fw/pkg"]), exit_code=2))
+    assert (found.cause, found.detail) == (Cause.NONZERO_EXIT,
+                                           "exit code 2; stderr: giving up: config invalid")
 
 
 def test_framework_missing_needs_the_import_error_to_be_the_last_word() -> None:
@@ -739,3 +744,150 @@ def test_a_symlink_into_a_sibling_named_like_the_workspace_is_outside(tmp_path: 
     (workspace / "out.json").symlink_to(sibling / "f.json")
     found = file_checks(workspace, path="out.json", json_length=1)["files[out.json].json_length"]
     assert found.ok is False and found.actual == "points outside the workspace"
+
+
+# --- crashes and hangs, from what real Python printed (tests/unit/real_tracebacks.py) --------
+
+GENERATED = ("AgentGenerationError: Error while generating output: scripted model exhausted "
+             "after 1 turns")
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> Programs:
+    return Programs(tmp_path_factory.mktemp("programs"))
+
+
+def ended(ran: Ran, paths: list[str], **fields: Any) -> Observation:
+    """A started repeat that ended as the program did (its status, its stderr)."""
+    return observed(ready={"framework": "fw", "package_paths": paths}, result=None,
+                    exit_code=ran.status, stderr_tail=ran.stderr, **fields)
+
+
+def hung(ran: Ran, paths: list[str]) -> Observation:
+    """A repeat alk stopped at its timeout: the program's stderr after SIGINT."""
+    return ended(ran, paths, timed_out=True, duration_s=3.04, tool_calls={"lookup": 1})
+
+
+def test_a_crash_with_a_message_of_several_lines_names_the_exception_and_frame(
+        programs: Programs) -> None:
+    ran = programs.run("multiline")
+    assert ran.status == 1
+    assert verdict(ended(ran, [programs.framework])) == (
+        RUNTIME, "framework_exception",
+        f"exit code 1; {GENERATED}; raised at "
+        f"{programs.line('raise AgentGenerationError')}")
+
+
+def test_lines_after_a_traceback_are_its_message_only_at_the_status_of_an_uncaught_exception(
+        programs: Programs) -> None:
+    # The same text with another status: something handled the exception and went on.
+    ran = Ran(3, programs.run("multiline").stderr)
+    assert verdict(ended(ran, [programs.framework])) == (
+        RUNTIME, "nonzero_exit", "exit code 3; stderr: scripted model exhausted after 1 turns")
+    handled = programs.run("handled", "2")
+    assert verdict(ended(handled, [programs.framework])) == (
+        RUNTIME, "nonzero_exit", "exit code 2; stderr: giving up: no fallback left")
+    # A traceback that ends stderr with its one line is the crash whatever the status.
+    one_line = Ran(3, programs.run("one_line").stderr)
+    assert verdict(ended(one_line, [programs.framework]))[1] == "framework_exception"
+
+
+def test_the_last_exception_of_a_chain_is_the_crash(programs: Programs) -> None:
+    raised_at = programs.line('raise ValueError("the fallback')
+    assert verdict(ended(programs.run("context"), [programs.framework])) == (
+        RUNTIME, "framework_exception",
+        f"exit code 1; ValueError: the fallback failed too; raised at {raised_at}")
+
+
+@pytest.mark.parametrize("shape", ["group", "logged_group"])
+def test_a_group_names_its_first_exception_and_where_that_was_raised(
+        programs: Programs, shape: str) -> None:
+    assert verdict(ended(programs.run(shape), [programs.framework])) == (
+        RUNTIME, "framework_exception",
+        f"exit code 1; ExceptionGroup > ExceptionGroup > {GENERATED}; raised at "
+        f"{programs.line('raise AgentGenerationError')}")
+
+
+def test_the_workers_code_raising_through_the_framework_is_the_workers(
+        programs: Programs) -> None:
+    assert verdict(ended(programs.run("worker_bug"), [programs.framework])) == (
+        RUNTIME, "worker_exception",
+        f"exit code 1; KeyError: 'text'; raised at {programs.line('{}[', 'worker.py')}")
+
+
+def test_an_exception_without_a_message_is_named_alone(programs: Programs) -> None:
+    assert verdict(ended(programs.run("bare"), [programs.framework]))[2] == (
+        f"exit code 1; NotImplementedError; raised at "
+        f"{programs.line('raise NotImplementedError')}")
+
+
+def test_without_package_paths_the_exception_is_named_and_nobody_blamed(
+        programs: Programs) -> None:
+    assert verdict(ended(programs.run("one_line"), [])) == (
+        RUNTIME, "nonzero_exit", "exit code 1; RuntimeError: no tool named lookup")
+
+
+def test_a_resumed_attempt_that_crashed_says_it_never_became_ready(programs: Programs) -> None:
+    obs = ended(programs.run("one_line"), [programs.framework])
+    obs = dataclasses.replace(obs, ready=None, preflight=None, started=False, attempts=2)
+    # No framework_ready: no package paths either, so nobody is blamed.
+    assert verdict(obs)[2] == ("exit code 1; the resumed attempt sent no framework_ready; "
+                               "RuntimeError: no tool named lookup")
+
+
+def test_the_exception_a_detail_quotes_is_one_line_redacted_and_bounded(
+        programs: Programs) -> None:
+    secret = "sk-" + "Vq8" * 9
+    ran = programs.run("says", f"lookup\n  {secret}\n" + "x" * 5000)
+    found = attribute(ended(ran, [programs.framework]), (), Redactor([secret]))
+    quoted = found.detail.removeprefix("exit code 1; ").partition("; raised at ")[0]
+    assert quoted.startswith("RuntimeError: no tool named lookup [REDACTED] xxx")
+    assert len(quoted) == EXCEPTION_CHARS + 1 and quoted.endswith("x…")
+    assert found.detail.endswith(f"; raised at {programs.line('raise RuntimeError')}")
+    # A secret where the cut falls is redacted before it is cut: none of it is left.
+    cut = EXCEPTION_CHARS - len("RuntimeError: no tool named ") - 6
+    ran = programs.run("says", "y" * cut + secret)
+    found = attribute(ended(ran, [programs.framework]), (), Redactor([secret]))
+    assert "Vq8" not in found.detail and "y[REDAC…; raised at" in found.detail
+
+
+def test_a_long_frame_keeps_its_end(tmp_path: Path) -> None:
+    programs = Programs(tmp_path / ("f" * 230))
+    found = attribute(ended(programs.run("one_line"), [programs.framework]))
+    frame = found.detail.partition("; raised at ")[2]
+    assert len(frame) == FRAME_CHARS + 1 and frame.startswith("…")
+    assert programs.line("raise RuntimeError").endswith(frame[1:])
+
+
+def test_a_hang_names_the_frame_sigint_found_it_in(programs: Programs) -> None:
+    ran = programs.interrupted("sleep")
+    assert verdict(hung(ran, [programs.framework])) == (
+        RUNTIME, "timeout", "no exit within the timeout (3.0 s run); 1 tool call(s), no tool "
+        f"result; interrupted in the framework at {programs.line('time.sleep(600)')}")
+    # Outside the framework's folders, the same frame is the worker's own.
+    assert verdict(hung(ran, ["/elsewhere"]))[2].endswith(
+        f"; interrupted in the worker at {programs.line('time.sleep(600)')}")
+    # Without package paths nobody is named: the last line of stderr is quoted as before.
+    assert verdict(hung(ran, []))[2].endswith("; stderr: KeyboardInterrupt")
+
+
+def test_a_hang_under_asyncio_names_where_its_task_waited(programs: Programs) -> None:
+    # asyncio.run raises KeyboardInterrupt itself, after cancelling the task that waited.
+    ran = programs.interrupted("asyncio")
+    assert verdict(hung(ran, [programs.framework]))[2].endswith(
+        f"; interrupted in the framework at {programs.line('await asyncio.sleep(600)')}")
+
+
+def test_a_hang_in_an_exception_handler_names_where_it_waited(programs: Programs) -> None:
+    # The exception being handled was raised elsewhere: it is not where the worker hung.
+    ran = programs.interrupted("sleep_in_handler")
+    assert verdict(hung(ran, [programs.framework]))[2].endswith(
+        f"; interrupted in the framework at {programs.line('time.sleep(600)')}")
+
+
+def test_a_hang_whose_last_traceback_is_no_interrupt_quotes_stderr(programs: Programs) -> None:
+    # A worker that catches SIGINT and goes on: its last traceback says nothing of the hang.
+    ran = Ran(-9, programs.run("one_line").stderr)
+    assert verdict(hung(ran, [programs.framework]))[2].endswith(
+        "; stderr: RuntimeError: no tool named lookup")
+
