@@ -118,8 +118,6 @@ NOT_ALKS_DOCUMENTS = {
         "writes stand-ins by hand, to test how alk finds the latest run",
     "tests/unit/test_document.py::test_the_file_is_redacted_strict_ascii_json":
         "writes a stand-in by hand, to test how alk writes any document",
-    "tests/unit/test_document.py::test_every_field_of_a_repeat_is_recorded":
-        "its scripted runner reports digests that are not hex ('t' * 64)",
 }
 
 

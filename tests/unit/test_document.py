@@ -39,7 +39,7 @@ from alk.report.document import (
     result_path,
     write_document,
 )
-from alk.redaction import Redactor
+from alk.redaction import MASK, Redactor
 from scripted import PASSING, SECRET, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
@@ -111,7 +111,7 @@ def test_every_field_of_a_repeat_is_recorded(tmp_path, make_lane):
     measured = dataclasses.replace(
         PASSING, duration_s=1.5, exit_code=0, peak_rss_mb=12.5, peak_tmpfs_mb=3.0, cpu_s=0.25,
         containment="pid_namespace", network="none", filesystem="sandbox",
-        trajectory=("read:ok",), trajectory_hash="t" * 64, path_hash="p" * 64,
+        trajectory=("read:ok",), trajectory_hash="a" * 64, path_hash="b" * 64,
         result={**PASSING.result, "verification": {"passed": True}})
     runner = ScenarioRunner(PASSING, a=[measured])
     [entry] = run(tmp_path, make_lane, runner, (scenario("a"),), 1).document["scenarios"]
@@ -124,7 +124,7 @@ def test_every_field_of_a_repeat_is_recorded(tmp_path, make_lane):
         "duration_s": 1.5, "exit_code": 0, "signal": None, "timed_out": False,
         "peak_rss_mb": 12.5, "peak_tmpfs_mb": 3.0, "cpu_s": 0.25,
         "containment": "pid_namespace", "network": "none", "filesystem": "sandbox",
-        "attempts": 1, "identities": [{"framework": "fw", "version": "1.0"}], "path_hash": "p" * 64, "trajectory_hash": "t" * 64,
+        "attempts": 1, "identities": [{"framework": "fw", "version": "1.0"}], "path_hash": "b" * 64, "trajectory_hash": "a" * 64,
         "violations": 0, "trajectory": ["read:ok"], "claimed": {"passed": True}}
 
 
@@ -230,6 +230,23 @@ def test_the_file_is_redacted_strict_ascii_json(tmp_path):
     with pytest.raises(ValueError):
         write_document(path, {"rate": float("nan")}, Redactor())
     assert json.loads(path.read_text()) == returned  # the earlier document stands
+
+
+def test_a_secret_that_spells_one_of_alks_words_masks_only_what_was_quoted(tmp_path):
+    # A lane's MODE=pass: the worker's text loses it, alk's field names and codes keep it.
+    doc = {"schema": "alk.result/1", "status": "complete", "pass_rate": 1.0,
+           "scenarios": [{"verdict": "pass", "causes": {"passed": 1}, "repeats": [
+               {"outcome": "pass", "cause": "passed", "detail": "a pass was quoted",
+                "network": "none", "claimed": {"pass": "pass"}}]}]}
+    returned = write_document(tmp_path / "result.json", doc, Redactor(["pass", "none"]))
+    [scenario] = returned["scenarios"]
+    [repeat] = scenario["repeats"]
+    assert returned["pass_rate"] == 1.0 and returned["status"] == "complete"
+    assert scenario["verdict"] == "pass" and scenario["causes"] == {"passed": 1}
+    assert (repeat["outcome"], repeat["cause"], repeat["network"]) == ("pass", "passed", "none")
+    assert repeat["detail"] == f"a {MASK} was quoted"
+    # The claim is the worker's own JSON, keys and all.
+    assert repeat["claimed"] == {MASK: MASK}
 
 
 def test_a_write_that_fails_leaves_the_earlier_document_and_no_debris(tmp_path, monkeypatch):

@@ -129,7 +129,7 @@ def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> 
     """Writes atomically (a reader never sees half a file) and returns the redacted document."""
     # Strict JSON (no NaN or Infinity, which jq, browsers and Go reject), ASCII only: no
     # control or bidi character a worker sent reaches a terminal that shows the file.
-    text = json.dumps(redactor.redact_value(document), ensure_ascii=True, allow_nan=False,
+    text = json.dumps(_redacted(document, redactor), ensure_ascii=True, allow_nan=False,
                       indent=1, default=str)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".result-", suffix=".tmp")
@@ -141,6 +141,28 @@ def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> 
         Path(temp).unlink(missing_ok=True)
         raise
     return json.loads(text)
+
+
+# Fields whose values are alk's own codes (an outcome, a cause, a verdict, a level). With the
+# document's keys, they are alk's fixed vocabulary, never made from a secret: a lane whose secret
+# happens to spell one (MODE=pass) must not get "[REDACTED]_rate" and a "[REDACTED]" verdict.
+_CODE_FIELDS = frozenset({"schema", "status", "outcome", "cause", "verdict", "containment",
+                          "network", "filesystem"})
+# The one place a worker shapes keys: its own claim, any JSON it likes.
+_WORKERS_OWN = "claimed"
+
+
+def _redacted(value: Any, redactor: Redactor, field: str = "") -> Any:
+    """The document with every secret masked in what it quotes, and alk's own words kept."""
+    if field == _WORKERS_OWN:
+        return redactor.redact_value(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redactor, key) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(item, redactor, field) for item in value]
+    if isinstance(value, str) and field in _CODE_FIELDS:
+        return value
+    return redactor.redact_value(value)
 
 
 def read_document(out_dir: Path, run_id: str) -> dict[str, Any]:
