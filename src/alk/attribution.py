@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from alk import tracebacks
 from alk.causes import Cause, outcome_of
 from alk.limits import CAUSES, SIGNS
-from alk.records import Attribution, Check, Observation
+from alk.records import Attribution, Check, Observation, Outcome
 from alk.redaction import Redactor
 
 # How much of a check's value, and of the last stderr line, a detail quotes.
@@ -71,7 +71,21 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
             return _make(Cause(cause), obs.preflight.detail if obs.preflight else "no preflight")
         if not obs.started:
             return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
-    return _after_start(obs, checks, redactor)
+    found = _after_start(obs, checks, redactor)
+    # The framework asked its scripted model for a turn past the script: whatever failure
+    # followed (a crash, a hang, a wrong answer) came from a run that had left the scenario's
+    # path, so the exhausted script is named, with that failure in the detail. Never over a
+    # resource limit (the kernel's word on why it ended is firmer than the worker's), and
+    # never over what is not a scored failure: a pass stays one (the checks held whatever the
+    # script), a void repeat stays void, and the cause is itself a scored failure, so a worker
+    # that claims it cannot make a failure void or a pass of anything.
+    if (obs.script_exhausted is not None and found.cause not in CAUSES.values()
+            and found.outcome in (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT)):
+        turn, scripted = obs.script_exhausted
+        return _make(Cause.SCRIPT_EXHAUSTED,
+                     f"the framework asked for model turn {turn}; the script has {scripted}; "
+                     f"then {found.cause}: {found.detail}")
+    return found
 
 
 def _after_start(obs: Observation, checks: Sequence[Check],

@@ -43,6 +43,7 @@ class Cause(StrEnum):
     PROCESS_LIMIT = "process_limit"
     OPEN_FILES_LIMIT = "open_files_limit"
     FILE_SIZE_LIMIT = "file_size_limit"
+    SCRIPT_EXHAUSTED = "script_exhausted"
     # agent: the run finished, the harness's own check of the result failed
     WRONG_STOP_REASON = "wrong_stop_reason"
     WRONG_OUTPUT = "wrong_output"
@@ -218,6 +219,16 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker crashed writing a file larger than the lane's `max_file_mb` limit.",
         "Raise `[limits] max_file_mb` if such files are expected.",
+    ),
+    Cause.SCRIPT_EXHAUSTED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The framework asked its scripted model for a turn past the scenario's `script` (the "
+        "worker reported `script_exhausted`), and the repeat then failed: the failure that "
+        "followed, which the detail names, came from a run that had left the scripted path. "
+        "A scored failure, never void.",
+        "Compare the transcript's model/turn events with the scenario's `script`: the "
+        "framework called the model again where the script ends (a retry, a loop, a final "
+        "answer it did not take); script what it asks for, or fix what made it ask.",
     ),
     Cause.WRONG_STOP_REASON: CauseInfo(
         Outcome.AGENT,

@@ -221,6 +221,8 @@ class Observation:
     kill_fired: bool = False  # the scenario's kill_at event came and alk killed the worker
     path_hash: str = ""  # sha256 of the normalized event path (runner.protocol)
     model_turns: int = 0  # scripted model turns the worker reported consuming
+    # (turn asked for, scripted turns) of the first model/script_exhausted the worker sent
+    script_exhausted: tuple[int, int] | None = None
     path: tuple[str, ...] = ()  # its first steps, "channel/type name@digest"
     trajectory_hash: str = ""  # sha256 of every tool result step, kept or not
     attempts: int = 1

@@ -137,6 +137,12 @@ class Worker:
         self.emit("framework", "fault", {"point": point, "occurrence": occurrence,
                                          "error": error, "retryable": retryable})
 
+    def script_exhausted(self, turn: int, script_turns: int) -> None:
+        """The framework asked the scripted model for model turn `turn` (1-based), past the
+        scenario's `script_turns` scripted turns. alk names it as the cause of the failure
+        that follows; call it before answering the framework however the worker does."""
+        self.emit("model", "script_exhausted", {"turn": turn, "script_turns": script_turns})
+
     def result(self, output: str, stop_reason: str,
                end_state: Optional[Mapping[str, Any]] = None,
                verification: Any = None) -> None:
@@ -244,6 +250,10 @@ def tool_result(name: str, ok: bool, output: Any = None, error: Optional[str] = 
 
 def fault(point: str, occurrence: int = 1, error: str = "", retryable: bool = False) -> None:
     _worker().fault(point, occurrence, error, retryable)
+
+
+def script_exhausted(turn: int, script_turns: int) -> None:
+    _worker().script_exhausted(turn, script_turns)
 
 
 def result(output: str, stop_reason: str, end_state: Optional[Mapping[str, Any]] = None,

@@ -891,3 +891,75 @@ def test_a_hang_whose_last_traceback_is_no_interrupt_quotes_stderr(programs: Pro
     assert verdict(hung(ran, [programs.framework]))[2].endswith(
         "; stderr: RuntimeError: no tool named lookup")
 
+
+# --- a scripted model that ran out of turns ---------------------------------------------------
+
+EXHAUSTED = {"script_exhausted": (3, 2)}
+ASKED = "the framework asked for model turn 3; the script has 2; then "
+
+
+@pytest.mark.parametrize("obs, checks, then", [
+    pytest.param(observed(timed_out=True, duration_s=2.0, result=None, **EXHAUSTED), (),
+                 "timeout: no exit within the timeout (2.0 s run)", id="timeout"),
+    pytest.param(observed(exit_code=None, signal=11, **EXHAUSTED), (),
+                 "killed_by_signal: killed by SIGSEGV", id="killed_by_signal"),
+    pytest.param(observed(exit_code=2, stderr_tail="giving up\n", **EXHAUSTED), (),
+                 "nonzero_exit: exit code 2; stderr: giving up", id="nonzero_exit"),
+    pytest.param(observed(result=None, bad_result="result.output must be a string", **EXHAUSTED),
+                 (), "bad_result: result.output must be a string", id="bad_result"),
+    pytest.param(observed(violations=(Violation("not_json", 4, "x"),), violation_count=1,
+                          **EXHAUSTED), PASSING,
+                 "protocol_violation: stdout line 4: not_json: x", id="protocol_violation"),
+    pytest.param(observed(result=None, **EXHAUSTED), (),
+                 "no_result: clean exit without a result event", id="no_result"),
+    pytest.param(observed(**EXHAUSTED), (Check("output_equals", False, "x", "hello"),),
+                 'wrong_output: output_equals: expected "x", got "hello"', id="wrong_output"),
+    pytest.param(observed(**EXHAUSTED), (Check("script_consumed", False, "all 2 turns used",
+                                               "2 turns used"),),
+                 'script_not_consumed: script_consumed: expected "all 2 turns used", got '
+                 '"2 turns used"', id="script_not_consumed"),
+])
+def test_an_exhausted_script_names_the_failure_that_followed(obs: Observation,
+                                                             checks: tuple[Check, ...],
+                                                             then: str) -> None:
+    assert verdict(obs, checks) == (RUNTIME, "script_exhausted", ASKED + then)
+    # Without the worker's report, the failure is named as it was.
+    outcome, cause, detail = verdict(dataclasses.replace(obs, script_exhausted=None), checks)
+    assert outcome in (RUNTIME, AGENT) and f"{cause}: {detail}" == then
+
+
+def test_an_exhausted_script_names_the_crash_and_its_frame(programs: Programs) -> None:
+    obs = ended(programs.run("multiline"), [programs.framework], script_exhausted=(2, 1))
+    assert verdict(obs) == (
+        RUNTIME, "script_exhausted",
+        "the framework asked for model turn 2; the script has 1; then framework_exception: "
+        f"exit code 1; {GENERATED}; raised at {programs.line('raise AgentGenerationError')}")
+
+
+@pytest.mark.parametrize("obs, checks, cause", [
+    # What is not a scored failure stays what it is: a pass, a void repeat.
+    pytest.param(observed(**EXHAUSTED), PASSING, "passed", id="passed"),
+    pytest.param(observed(faults_missing=("tool#1",), **EXHAUSTED), PASSING, "fault_not_fired",
+                 id="fault_not_fired"),
+    pytest.param(observed(kill_missing=True, **EXHAUSTED), PASSING, "kill_not_fired",
+                 id="kill_not_fired"),
+    pytest.param(observed(harness_error="OSError: disk full", **EXHAUSTED), (), "harness_error",
+                 id="harness_error"),
+    pytest.param(before_ready(exit_code=1, **EXHAUSTED), (), "exited_before_ready",
+                 id="exited_before_ready"),
+    pytest.param(refused(Cause.VERSION_UNSUPPORTED, "fw 9.0", ), (), "version_unsupported",
+                 id="version_unsupported"),
+    # A framework that changed identity mid-run is judged by the gate, before its run.
+    pytest.param(dataclasses.replace(refused(Cause.IDENTITY_CHANGED, "fw 1.0, then 1.1"),
+                                     **EXHAUSTED), (), "identity_changed", id="identity_changed"),
+    # A resource limit is the kernel's word on why the run ended.
+    pytest.param(observed(exit_code=1, limits={"memory_mb": 256},
+                          stderr_tail="MemoryError\n", **EXHAUSTED), (), "memory_limit",
+                 id="memory_limit"),
+    pytest.param(observed(exit_code=None, signal=24, limits={"cpu_s": 5}, **EXHAUSTED), (),
+                 "cpu_limit", id="cpu_limit"),
+])
+def test_an_exhausted_script_explains_no_pass_void_or_limit(obs: Observation,
+                                                            checks: tuple[Check, ...],
+                                                            cause: str) -> None:
+    assert verdict(obs, checks)[1] == cause

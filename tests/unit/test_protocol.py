@@ -4,11 +4,13 @@ the run with bounded memory. Pure: bytes in, events and violations out."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from typing import Any
 
 import pytest
 
+from alk import worker
 from alk.records import Violation
 from alk.runner import protocol
 from alk.runner.protocol import (
@@ -396,6 +398,79 @@ def test_only_model_turns_are_counted_as_turns() -> None:
                  event("agent", "turn"), event("framework", "fault", point="p")):
         state.accept(sent)
     assert state.model_turns == 2
+
+
+def test_the_first_exhausted_script_is_kept_and_is_no_turn() -> None:
+    state = started()
+    state.accept(event("model", "turn"))
+    state.accept(event("model", "script_exhausted", turn=2, script_turns=1))
+    state.accept(event("model", "script_exhausted", turn=3, script_turns=1))
+    assert (state.script_exhausted, state.model_turns, state.violation_count) == ((2, 1), 1, 0)
+
+
+@pytest.mark.parametrize("payload, kept", [
+    ({"turn": 1, "script_turns": 0}, (1, 0)),
+    ({"turn": protocol.MAX_TURN, "script_turns": protocol.MAX_TURN - 1},
+     (2**31 - 1, 2**31 - 2)),
+    ({"turn": 2**31, "script_turns": 1}, None),
+    ({"turn": 2, "script_turns": 2}, None),  # not past the script
+    ({"turn": 2, "script_turns": 3}, None),
+    ({"turn": 0, "script_turns": -1}, None),
+    ({"turn": 1, "script_turns": -1}, None),
+    ({"turn": True, "script_turns": 0}, None),
+    ({"turn": 2, "script_turns": False}, None),
+    ({"turn": 2.0, "script_turns": 1}, None),
+    ({"turn": "2", "script_turns": 1}, None),
+    ({"turn": 2}, None),
+    ({"script_turns": 1}, None),
+])
+def test_an_exhausted_script_is_kept_only_as_two_counts_past_the_script(payload: dict,
+                                                                        kept: Any) -> None:
+    state = started()
+    state.accept(event("model", "script_exhausted", **payload))
+    assert state.script_exhausted == kept
+    assert kinds(state) == ([] if kept else ["bad_script_exhausted"])
+
+
+def test_a_malformed_exhausted_script_is_a_bounded_violation_and_a_later_one_counts() -> None:
+    state = started()
+    state.accept(event("model", "script_exhausted", turn="9" * 100_000, script_turns=[1]))
+    [violation] = state.violations
+    assert violation.detail.startswith("model/script_exhausted needs integers 0 <= "
+                                       f"script_turns < turn <= {2**31 - 1}, got turn '999")
+    assert violation.detail.endswith(", script_turns [1]")
+    assert len(violation.detail) < 300
+    state.accept(event("model", "script_exhausted", turn=4, script_turns=3))
+    assert state.script_exhausted == (4, 3)
+
+
+def test_what_the_sdk_sends_of_an_exhausted_script_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = io.StringIO()
+    session = worker.Worker(io.BytesIO(), writer)
+    monkeypatch.setattr(worker, "_default", session)
+    session.script_exhausted(3, 2)
+    worker.script_exhausted(5, 2)  # the module's function speaks for the default session
+    first, second = writer.getvalue().splitlines()
+    state = started()
+    for sent in (first, second):
+        state.accept(decode_line(sent.encode()))
+    assert (state.script_exhausted, state.violation_count) == ((3, 2), 0)
+    assert json.loads(second)["payload"] == {"turn": 5, "script_turns": 2}
+
+
+def test_an_exhausted_script_before_start_is_not_kept() -> None:
+    state = ProtocolState()
+    state.accept(READY)
+    state.accept(event("model", "script_exhausted", turn=2, script_turns=1))
+    assert state.script_exhausted is None and kinds(state) == ["before_start"]
+
+
+def test_other_channels_do_not_exhaust_a_script() -> None:
+    state = started()
+    state.accept(event("agent", "script_exhausted", turn=2, script_turns=1))
+    state.accept(event("framework", "script_exhausted", turn=2, script_turns=1))
+    assert state.script_exhausted is None and state.violation_count == 0
 
 
 @pytest.mark.parametrize("payload, fired", [

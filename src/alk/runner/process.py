@@ -112,6 +112,7 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
         faults_fired=frozenset(state.faults_fired),
         path_hash=state.path_hash.hexdigest(),
         model_turns=state.model_turns,
+        script_exhausted=state.script_exhausted,
         path=tuple(state.path),
         trajectory_hash=state.trajectory_hash.hexdigest(),
         identities=((driver.preflight.framework, driver.preflight.version),)

@@ -36,6 +36,8 @@ MAX_TRAJECTORY_CHARS = 8 * 1024
 MAX_PATH_CHARS = 8 * 1024
 MAX_PACKAGE_PATHS = 64
 MAX_PATH_NAME_CHARS = 4096
+# A model turn's number, as `model/script_exhausted` gives it: a 32-bit count.
+MAX_TURN = 2**31 - 1
 # Keys whose values differ from run to run by nature: left out of the normalized event path.
 VOLATILE_KEYS = frozenset({"id", "ids", "run_id", "t", "ts", "time", "timestamp", "created",
                            "created_at", "duration", "duration_s", "elapsed", "elapsed_s",
@@ -121,6 +123,8 @@ class ProtocolState:
         self.tool_calls: dict[str, int] = {}
         self.faults_fired: set[tuple[str, int]] = set()
         self.model_turns = 0  # `model/turn` events: scripted turns the framework consumed
+        # The first valid `model/script_exhausted`: (turn asked for, scripted turns).
+        self.script_exhausted: tuple[int, int] | None = None
         # The run's normalized event path: what happened, in order, without what differs by
         # nature (ids, times); equal paths mean the framework did the same thing. The hash
         # covers every event; the steps kept for a report are bounded.
@@ -169,6 +173,8 @@ class ProtocolState:
         self._follow(event)
         if event.channel == "model" and event.type == "turn":
             self.model_turns += 1
+        elif event.channel == "model" and event.type == "script_exhausted":
+            self._script_exhausted(event.payload)
         if event.channel == "framework" and event.type == "fault":
             self._fault(event.payload)
         elif event.channel == "tool":
@@ -210,6 +216,19 @@ class ProtocolState:
         if (isinstance(point, str) and type(occurrence) is int and 0 < occurrence < 2**31
                 and len(self.faults_fired) < MAX_FAULTS):
             self.faults_fired.add((self.name(point), occurrence))
+
+    def _script_exhausted(self, payload: Mapping[str, Any]) -> None:
+        """The framework asked for a model turn past the script. Only the first is kept: it is
+        where the run left the script; later ones are the same fact again."""
+        turn, scripted = payload.get("turn"), payload.get("script_turns")
+        # Exact ints (a bool is an int too), and a turn past the script, or it says nothing.
+        if not (type(turn) is int and type(scripted) is int and 0 <= scripted < turn <= MAX_TURN):
+            self.violate("bad_script_exhausted",
+                         "model/script_exhausted needs integers 0 <= script_turns < turn <= "
+                         f"{MAX_TURN}, got turn {_name(turn, self.redactor)}, script_turns "
+                         f"{_name(scripted, self.redactor)}")
+        elif self.script_exhausted is None:
+            self.script_exhausted = (turn, scripted)
 
     def _tool(self, event: WorkerEvent) -> None:
         name = event.payload.get("name")
