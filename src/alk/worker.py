@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 PROTOCOL_VERSION = 1
@@ -64,6 +65,9 @@ class Worker:
         self._reader = reader
         self._writer = writer
         self.hello_message: Optional[Dict[str, Any]] = None
+        # Frameworks run tools in thread pools: one line is written and flushed at a time, or
+        # the lines of two threads could interleave into neither.
+        self._write_lock = threading.Lock()
 
     # -- handshake ------------------------------------------------------------------------------
 
@@ -115,8 +119,9 @@ class Worker:
         line = json.dumps({"channel": channel, "type": type, "payload": dict(payload or {})},
                           ensure_ascii=False, allow_nan=False, separators=(",", ":"),
                           default=str)
-        self._writer.write(line + "\n")
-        self._writer.flush()
+        with self._write_lock:
+            self._writer.write(line + "\n")
+            self._writer.flush()
 
     def tool_call(self, name: str, args: Optional[Mapping[str, Any]] = None) -> None:
         self.emit("tool", "call", {"name": name, "args": dict(args or {})})
