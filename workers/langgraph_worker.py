@@ -3,10 +3,11 @@ in SQLite in the workspace, so that a resumed run continues from its last checkp
 
 The model node plays the scenario's `script`: `{tool, args}` becomes an AIMessage with a tool
 call, `{tool, raw}` one whose call has malformed JSON arguments (an invalid tool call, as a
-chat model parser leaves it), `{text}` the final answer. Faults: `before_model` (the n-th model
-call raises, as a provider's 429 would) and `tool` (the n-th tool call raises). Whatever the
-graph raises ends the run with stop_reason `error:<ExceptionType>`: what the framework did with
-a fault is the finding.
+chat model parser leaves it), `{text}` the final answer; a turn asked past the script is
+reported to alk (`script_exhausted`) and answered with an empty final answer. Faults:
+`before_model` (the n-th model call raises, as a provider's 429 would) and `tool` (the n-th tool
+call raises). Whatever the graph raises ends the run with stop_reason `error:<ExceptionType>`:
+what the framework did with a fault is the finding.
 """
 
 import sqlite3
@@ -47,6 +48,8 @@ def build_graph(start, faults, checkpointer):
         turn = start.script[index] if index < len(start.script) else {"text": ""}
         if index < len(start.script):
             worker.emit("model", "turn", {"index": index})
+        else:
+            worker.script_exhausted(index + 1, len(start.script))
         if "raw" in turn:
             call = {"name": turn["tool"], "args": turn["raw"], "id": f"call-{index}",
                     "error": "malformed JSON arguments", "type": "invalid_tool_call"}

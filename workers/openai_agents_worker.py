@@ -2,10 +2,12 @@
 a scripted model, a subclass of the SDK's own `Model` interface.
 
 The scenario's `script` holds the model's turns: `{tool, args}` (a function call), `{tool, raw}`
-(a function call whose arguments are malformed JSON) or `{text}` (the final message). Faults:
-`before_model` (the n-th model call raises, as a provider's 429 would) and `tool` (the n-th tool
-call raises). Whatever the Runner raises ends the run with stop_reason `error:<ExceptionType>`:
-what the framework did with a fault is the finding. Tracing is off: nothing may try the network.
+(a function call whose arguments are malformed JSON) or `{text}` (the final message); a turn
+asked past the script is reported to alk (`script_exhausted`) and answered with an empty
+message. Faults: `before_model` (the n-th model call raises, as a provider's 429 would) and
+`tool` (the n-th tool call raises). Whatever the Runner raises ends the run with stop_reason
+`error:<ExceptionType>`: what the framework did with a fault is the finding. Tracing is off:
+nothing may try the network.
 """
 
 import json
@@ -31,16 +33,19 @@ set_tracing_disabled(True)
 
 class ScriptedModel(Model):
     def __init__(self, script, faults):
-        self.script, self.faults, self.index = script, faults, 0
+        self.script, self.faults, self.index, self.asked = script, faults, 0, 0
 
     async def get_response(self, *args, **kwargs):
         if self.faults.due("before_model") is not None:
             raise RateLimited("429 Too Many Requests (injected by alk)")
+        self.asked += 1
         index = self.index
         turn = self.script[index] if index < len(self.script) else {"text": ""}
         if index < len(self.script):
             worker.emit("model", "turn", {"index": index})
             self.index += 1
+        else:
+            worker.script_exhausted(self.asked, len(self.script))
         if "tool" in turn:
             arguments = turn.get("raw", json.dumps(turn.get("args", {})))
             item = ResponseFunctionToolCall(arguments=arguments, call_id=f"call-{index}",

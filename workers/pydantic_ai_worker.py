@@ -2,11 +2,12 @@
 offline by a scripted model plugged in through its FunctionModel.
 
 The scenario's `script` holds the model's turns: `{tool, args}` (a tool call), `{tool, raw}`
-(a tool call whose arguments are malformed JSON) or `{text}` (the final answer). Its `faults`
-are injected where they say: `before_model` (the n-th model call raises ModelHTTPError with the
-fault's `error` as status, e.g. 429) or `tool` (the n-th tool call raises). Whatever run_sync raises
-ends the run with stop_reason `error:<ExceptionType>`: what the framework did with a fault is
-the finding, and the lane's expectations say what a robust run would have done.
+(a tool call whose arguments are malformed JSON) or `{text}` (the final answer). A turn asked
+past the script is reported to alk (`script_exhausted`) and answered "(script exhausted)". Its
+`faults` are injected where they say: `before_model` (the n-th model call raises ModelHTTPError
+with the fault's `error` as status, e.g. 429) or `tool` (the n-th tool call raises). Whatever
+run_sync raises ends the run with stop_reason `error:<ExceptionType>`: what the framework did
+with a fault is the finding, and the lane's expectations say what a robust run would have done.
 
 Tools act on the workspace like the reference lane's: `lookup_order`, `write_report` (appends
 an effect to lab-output/effects.json, with no idempotency key: Pydantic AI keeps no durable run
@@ -29,15 +30,20 @@ from pydantic_ai.models.function import FunctionModel  # noqa: E402
 
 def scripted_model(script, faults):
     turns = iter(enumerate(script))
+    asked = 0
 
     def respond(messages, info):
+        nonlocal asked
         fault = faults.due("before_model")
         if fault is not None:
             raise ModelHTTPError(status_code=int(fault.get("error") or 500),
                                  model_name="scripted", body="injected by alk")
+        asked += 1
         index, turn = next(turns, (None, {"text": "(script exhausted)"}))
         if index is not None:
             worker.emit("model", "turn", {"index": index})
+        else:
+            worker.script_exhausted(asked, len(script))
         if "tool" in turn:
             args = turn.get("raw", turn.get("args", {}))
             return ModelResponse(parts=[ToolCallPart(turn["tool"], args,
