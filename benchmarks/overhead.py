@@ -1,161 +1,401 @@
-"""Per-repeat cost of `alk run` against a bare spawn of the same worker, side by side.
+"""alk's cost per repeat against a bare spawn of the same worker, side by side, and where it goes.
 
-Both sides run the trivial worker (tests/workers/well_behaved.py) with the same interpreter, the
-same scrubbed environment and the same two input lines; the bare side is `subprocess.run` with
-the output collected and nothing else. Rounds alternate (bare, alk, bare, alk, ...) so that drift
-in a shared machine lands on both sides; the medians of the per-round per-repeat times are
-compared. Target: alk / bare ≤ 1.10, each side set up the same way: once with the least alk
-does (no limits but core dumps off, no namespace) and once as alk sets a worker up by default
-here (rlimits, the sandbox and its namespaces, its seccomp filter, alk's init as PID 1: the same
-command line), so
-that each ratio is alk's own cost; the isolation's cost is printed apart, and so is alk's
-default against what a user without alk would run, a bare spawn with no isolation. A run has fixed costs (the preflight probe is one more
-spawn, then statistics and result.json), so `--repeats` defaults to a run long enough for them
-to be spread as they are in real use; both figures are printed.
+The worker is the trivial one (tests/workers/well_behaved.py), run by the system's interpreter
+(`/usr/bin/python3` where there is one: what a lane's `command` names, not alk's own venv), with
+the scrubbed environment alk gives it and the SDK on its PYTHONPATH, compiled. In every round,
+one after the other so that drift on a shared machine lands on all of them:
 
-    python benchmarks/overhead.py [--repeats 100] [--rounds 5]
+- a bare spawn with no isolation at all: the worker started with pipes, the two input lines
+  written, its output read to the end, in a fresh folder: what a user without alk would run;
+- for each setup alk can run a worker with here, a bare spawn with the same isolation (the very
+  command line alk's runner builds: rlimits through `prlimit`; `setpriv` and `unshare` for the
+  PID and network namespaces, or `bwrap` for the sandbox, its seccomp filter and namespaces;
+  alk's init as PID 1), then `alk run` of 20 and of 100 repeats. alk's marginal cost per repeat
+  is (T(100) − T(20)) / 80: the run's fixed costs (the preflight probe, statistics, the result
+  document) cancel out.
+
+Setups: `least` (core dumps off, no namespace, no other limit), `workspace` (rlimits, `setpriv`
+and `unshare`, alk's init) and `sandbox` (rlimits, `bwrap`, alk's init), those this machine
+has. Targets, on wall time: alk's marginal cost per repeat ≤ 1.20× the bare spawn with no
+isolation, and ≤ 1.05× the bare spawn with the same isolation; the exit status is 1 when one
+is missed. CPU time a repeat is printed beside it, the parent's own (alk, or the bare loop)
+and its children's (wrappers, init and worker): steadier than wall time on a shared machine,
+and it says whose processes did the work.
+
+Then, from the 100-repeat runs, where a repeat's time goes, the bare sides timed at the same
+points (medians over every repeat): starting the process (alk: from opening the transcript
+until the spawn event), spawn → framework_ready, framework_ready → the result, the result → the
+exit status, alk's checks and attribution, and what lies outside the transcript (alk: the
+workspace, closing and hashing the transcript, removing the workspace, the result document;
+bare: making and removing the folder).
+
+    python benchmarks/overhead.py [--rounds 3] [--python /usr/bin/python3]
+                                  [--setups least,workspace,sandbox]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from alk import api
+from alk.cleanup import remove_tree
 from alk.executor import SAFE_ENV_NAMES
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import prlimit_prefix
-from alk.records import Limits
+from alk.records import Lane, Limits
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
 from alk.runner.request import RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
-from alk.runner.spawn import command_line
+from alk.runner.spawn import command_line, init_source
+from alk.transcript import read_transcript, run_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
-LANE = ROOT / "tests" / "lanes" / "trivial.toml"
 WORKER = ROOT / "tests" / "workers" / "well_behaved.py"
-TARGET = 1.10
+SYSTEM_PYTHON = "/usr/bin/python3"
+SHORT, LONG = 20, 100
+TARGET_PLAIN = 1.20  # against a bare spawn with no isolation
+TARGET_SAME = 1.05  # against a bare spawn with the same isolation
+HELLO = {"type": "hello", "protocol": 1, "lane": "bench"}
+START = {"type": "start", "run_id": "bench", "repeat": 1, "seed": 1,
+         "scenario": {"id": "echo", "task": "Say hello", "input": {}}}
+LANE = """name = "bench"
+description = "The overhead benchmark's lane: the trivial worker under the system's interpreter."
+framework = "trivial"
+version = ">=1.0,<2"
+command = [{command}]
+timeout_s = 10
+{filesystem}
+[[scenarios]]
+id = "echo"
+task = "Say hello"
+[scenarios.expect]
+stop_reason = "accepted"
+output_equals = "Say hello"
+end_state = {{ phase = "stopped" }}
+tool_calls = {{ echo = 1 }}
+"""
+# The phases of a repeat, in order; each side times those it can see.
+PHASES = ("start the process", "spawn → ready", "ready → result", "result → exit",
+          "checks, attribution", "outside the transcript")
 
 
-def bare_round(repeats: int, sdk: Path, scratch: Path,
-               argv: Callable[[Path, int], tuple[tuple[str, ...], tuple[int, ...]]]) -> float:
-    env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
-    env["PYTHONPATH"] = str(sdk)
-    lines = (json.dumps({"type": "hello", "protocol": 1, "lane": "trivial"}) + "\n" +
-             json.dumps({"type": "start", "run_id": "bench", "repeat": 1, "seed": 1,
-                         "scenario": {"id": "echo", "task": "Say hello", "input": {}}}) + "\n")
-    status = os.open(os.devnull, os.O_WRONLY)  # where alk's init, on that side, says its line
-    try:
-        began = time.perf_counter()
-        for number in range(repeats):
-            workspace = scratch / f"bare-{number}"
-            workspace.mkdir()
-            command, fds = argv(workspace, status)
-            done = subprocess.run(command, input=lines.encode(), env=env, cwd=workspace,
-                                  capture_output=True, pass_fds=(status, *fds))
-            for fd in fds:
-                os.close(fd)
-            assert done.returncode == 0 and b'"result"' in done.stdout, done.stderr
-        return (time.perf_counter() - began) / repeats
-    finally:
-        os.close(status)
+@dataclass
+class Sample:
+    """What one side cost in one round, a repeat: wall time and CPU time (alk's or the bare
+    loop's own, and its children's: wrappers reap what they start, so the whole tree counts),
+    ms; and each repeat's phases, ms."""
+
+    wall: float
+    own_cpu: float
+    child_cpu: float
+    phases: dict[str, list[float]]
 
 
-def alk_round(repeats: int, out: Path, isolation: Isolation, limits: dict[str, int]) -> float:
-    lane = api.load_lane(LANE)
-    began = time.perf_counter()
-    run = api.run_lane(lane, repeats=repeats, out_dir=out, runner=LocalRunner(isolation),
-                       limits=limits)
-    elapsed = time.perf_counter() - began
-    assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
-    return elapsed / repeats
+@dataclass
+class Setup:
+    """One way alk runs a worker here, the same isolation for the bare side, and the rounds."""
+
+    name: str
+    isolation: Isolation
+    limits: dict[str, int]  # alk run's --limit overrides
+    filesystem: Filesystem
+    bare: list[Sample] = field(default_factory=list)
+    bare_no_init: list[Sample] = field(default_factory=list)  # the same wrappers, no init
+    alk: list[Sample] = field(default_factory=list)  # marginal: T(100) − T(20), over 80
+
+    @property
+    def has_init(self) -> bool:
+        return self.isolation is not PROCESS_GROUP_ONLY
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="alk-bench-"))
-    # Each pair compares alk with a bare spawn set up the same way (limits, namespace), so that
-    # the ratio is alk's own cost; what the OS mechanisms cost is the difference between the
-    # two bare lines.
-    no_limits = {name: 0 for name in LIMIT_NAMES}
-    unlimited = Limits(**{name: None for name in LIMIT_NAMES})
-    isolation = detect()
+class Clock:
+    """Wall and CPU time from its start."""
 
-    def least(workspace: Path, status: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        return (*(prlimit_prefix(unlimited) or ()), sys.executable, str(WORKER)), ()
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.own, self.children = self.cpu()
 
-    def defaults(workspace: Path, status: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        # The same command line alk's runner builds: rlimits, the sandbox, alk's init.
+    @staticmethod
+    def cpu() -> tuple[float, float]:
+        own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                             resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+    def sample(self, repeats: int, phases: dict[str, list[float]]) -> Sample:
+        own, children = self.cpu()
+        return Sample((time.perf_counter() - self.wall) * 1000 / repeats,
+                      (own - self.own) * 1000 / repeats,
+                      (children - self.children) * 1000 / repeats, phases)
+
+
+def marginal(short: Sample, long: Sample) -> Sample:
+    """Per repeat, what the long run cost beyond the short one (its fixed costs cancel)."""
+    def extra(name: str) -> float:
+        return (getattr(long, name) * LONG - getattr(short, name) * SHORT) / (LONG - SHORT)
+    return Sample(extra("wall"), extra("own_cpu"), extra("child_cpu"), long.phases)
+
+
+class Bench:
+    def __init__(self, python: str, scratch: Path) -> None:
+        self.python = python
+        self.scratch = scratch
+        self.argv = (python, str(WORKER))
+        self.sdk = scratch / "sdk"
+        package = self.sdk / "alk"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        shutil.copyfile(ROOT / "src" / "alk" / "worker.py", package / "worker.py")
+        # Compiled for the worker's interpreter: the bare side starts as fast as it can.
+        subprocess.run([python, "-m", "compileall", "-q", str(package)], check=True)
+        compileall.compile_dir(package, quiet=1)
+        for path in (*package.rglob("*"), package, self.sdk):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        self.env = {name: os.environ[name] for name in SAFE_ENV_NAMES if name in os.environ}
+        self.env["PYTHONPATH"] = str(self.sdk)
+        self.input = (json.dumps(HELLO) + "\n" + json.dumps(START) + "\n").encode()
+        self.lanes: dict[str, Lane] = {}
+        self.status = os.open(os.devnull, os.O_WRONLY)  # where alk's init says its line
+        # What the sandbox shows, looked up once as alk does for a run.
+        self.visible = visible_paths(self.argv, str(WORKER.parent), None,
+                                     extra=(str(self.sdk),))
+
+    def lane(self, setup: Setup) -> Lane:
+        if setup.name not in self.lanes:
+            folder = self.scratch / f"lane-{setup.name}"
+            (folder / "lanes").mkdir(parents=True)
+            path = folder / "lanes" / "bench.toml"
+            path.write_text(LANE.format(command=", ".join(json.dumps(a) for a in self.argv),
+                                        filesystem=f'filesystem = "{setup.filesystem}"'))
+            self.lanes[setup.name] = api.load_lane(path)
+        return self.lanes[setup.name]
+
+    # -- the bare side -------------------------------------------------------------------------
+
+    def command(self, setup: Setup | None, workspace: Path, init: bool = True
+                ) -> tuple[tuple[str, ...], int | None]:
+        """The argv for a bare spawn: the worker's own, or behind the same wrappers alk puts
+        it (then also the seccomp filter's descriptor, for bwrap); without `init`, the worker
+        is the namespace's PID 1 itself, to tell the init's cost from the wrappers'."""
+        if setup is None:
+            return self.argv, None
+        limits = Limits(**{name: None for name in LIMIT_NAMES}) if setup.limits else Limits()
+        if setup.isolation is PROCESS_GROUP_ONLY:
+            return (*(prlimit_prefix(limits) or ()), *self.argv), None
         request = RunRequest(
-            argv=(sys.executable, str(WORKER)), cwd=str(workspace), env={}, timeout_s=10,
-            hello={}, start=None, network=isolation.strongest_network,
-            filesystem=isolation.strongest_filesystem,
-            visible=visible_paths((sys.executable, str(WORKER)), str(ROOT), None,
-                                  extra=(str(sdk.parent),)))
+            argv=self.argv, cwd=str(workspace), env={}, timeout_s=10, hello={}, start=None,
+            limits=limits, network=setup.isolation.strongest_network,
+            filesystem=setup.filesystem,
+            visible=self.visible)
         filter_fd = None
-        if request.filesystem is Filesystem.SANDBOX:
+        if setup.filesystem is Filesystem.SANDBOX:
             give_workspace(str(workspace), worker_uid())
             if seccomp_program() is not None:
                 filter_fd = os.memfd_create("seccomp", 0)
                 os.write(filter_fd, seccomp_program())
                 os.lseek(filter_fd, 0, os.SEEK_SET)
-        return (command_line(request, isolation, status_fd=status, seccomp_fd=filter_fd),
-                () if filter_fd is None else (filter_fd,))
+        argv = command_line(request, setup.isolation, status_fd=self.status,
+                            seccomp_fd=filter_fd)
+        if not init:  # python -I -S -c SOURCE STATUS_FD UID GID --
+            at = argv.index(init_source())
+            argv = argv[:at - 4] + argv[argv.index("--", at) + 1:]
+        return argv, filter_fd
 
-    pairs = [("least setup", PROCESS_GROUP_ONLY, no_limits, least),
-             ("alk's defaults", isolation, {}, defaults)]
+    def bare_round(self, setup: Setup | None, repeats: int, folder: Path, init: bool = True
+                   ) -> Sample:
+        phases: dict[str, list[float]] = {name: [] for name in PHASES}
+        folder.mkdir()
+        clock = Clock()
+        for number in range(repeats):
+            t0 = time.perf_counter()
+            workspace = folder / f"w-{number}"
+            workspace.mkdir()
+            argv, filter_fd = self.command(setup, workspace, init)
+            t1 = time.perf_counter()
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=workspace, start_new_session=True,
+                env={**self.env, "HOME": str(workspace), "TMPDIR": str(workspace)},
+                pass_fds=(self.status, *(() if filter_fd is None else (filter_fd,))))
+            t2 = time.perf_counter()
+            if filter_fd is not None:
+                os.close(filter_fd)
+            proc.stdin.write(self.input)
+            proc.stdin.close()
+            seen = {}
+            for line in proc.stdout:
+                event = json.loads(line)
+                seen.setdefault(_kind(event), time.perf_counter())
+            proc.stderr.read()
+            proc.stdout.close()
+            proc.stderr.close()
+            code = proc.wait()
+            t3 = time.perf_counter()
+            assert code == 0 and "result" in seen, (argv, code, seen)
+            remove_tree(workspace)
+            t4 = time.perf_counter()
+            ready, result = seen["framework_ready"], seen["result"]
+            for name, seconds in zip(PHASES, (t2 - t1, ready - t2, result - ready, t3 - result,
+                                              None, (t1 - t0) + (t4 - t3))):
+                if seconds is not None:
+                    phases[name].append(seconds * 1000)
+        return clock.sample(repeats, phases)
+
+    # -- alk's side ----------------------------------------------------------------------------
+
+    def alk_run(self, setup: Setup, repeats: int, out: Path) -> Sample:
+        """A run of `repeats`, with its repeats' phases (from their transcripts, and the time
+        between one repeat's end and the next's)."""
+        ends: list[float] = []
+        clock = Clock()
+        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out,
+                           runner=LocalRunner(setup.isolation), limits=setup.limits,
+                           on_repeat=lambda _: ends.append(time.perf_counter()))
+        sample = clock.sample(repeats, {name: [] for name in PHASES})
+        assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
+        folder = out / run_transcripts(run.document["run_id"]) / "echo"
+        for number in range(2, repeats + 1):  # the first repeat follows the probe
+            t = {}
+            for event in read_transcript(folder / f"repeat-{number:02d}.jsonl"):
+                t.setdefault(_kind(event), event["t"])
+            wall = ends[number - 1] - ends[number - 2]
+            for name, seconds in zip(PHASES, (
+                    t["spawn"], t["framework_ready"] - t["spawn"],
+                    t["result"] - t["framework_ready"], t["exit"] - t["result"],
+                    t["attribution"] - t["exit"], wall - t["attribution"])):
+                sample.phases[name].append(seconds * 1000)
+        return sample
+
+
+def _kind(event: dict) -> str:
+    """An event's type, the tool's result told apart from the agent's."""
+    return "tool" if event.get("channel") == "tool" else event["type"]
+
+
+def setups(names: list[str]) -> list[Setup]:
+    isolation = detect()
+    found = {"least": Setup("least", PROCESS_GROUP_ONLY, {name: 0 for name in LIMIT_NAMES},
+                            Filesystem.WORKSPACE)}
+    if isolation.unshare:
+        found["workspace"] = Setup("workspace", isolation, {}, Filesystem.WORKSPACE)
+    if Filesystem.SANDBOX in isolation.filesystems:
+        found["sandbox"] = Setup("sandbox", isolation, {}, Filesystem.SANDBOX)
+    for name in names:
+        if name not in found:
+            print(f"setup {name!r} is not available here (alk doctor says why); skipped")
+    return [found[name] for name in names if name in found]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--python", default=SYSTEM_PYTHON if os.access(SYSTEM_PYTHON, os.X_OK)
+                        else sys.executable, help="the worker's interpreter")
+    parser.add_argument("--setups", default="least,workspace,sandbox",
+                        help="comma-separated: least (core dumps off, no namespace), workspace "
+                             "(prlimit, setpriv, unshare, alk's init), sandbox (bwrap)")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="alk-bench-"))
+    chosen = setups(args.setups.split(","))
+    plain: list[Sample] = []
     try:
-        sdk = scratch / "sdk" / "alk"
-        sdk.mkdir(parents=True)
-        (sdk / "__init__.py").write_text("")
-        shutil.copyfile(ROOT / "src" / "alk" / "worker.py", sdk / "worker.py")
-        times: dict[str, list[float]] = {}
+        bench = Bench(args.python, scratch)
+        for setup in chosen:  # warm up: page cache, bytecode, the isolation probes
+            bench.alk_run(setup, 2, scratch / f"warm-{setup.name}")
         for number in range(args.rounds):
-            for label, setup, limits, prefix in pairs:
-                round_dir = scratch / f"round-{number}-{label[0]}"
-                round_dir.mkdir()
-                times.setdefault(f"bare spawn, {label}", []).append(
-                    bare_round(args.repeats, sdk.parent, round_dir, prefix))
-                times.setdefault(f"alk run, {label}", []).append(
-                    alk_round(args.repeats, round_dir, setup, limits))
-        median = {name: statistics.median(values) * 1000 for name, values in times.items()}
-        print(f"worker: {WORKER.relative_to(ROOT)}  interpreter: {sys.version.split()[0]}")
-        print(f"{args.rounds} alternating rounds of {args.repeats} repeats each")
-        print(f"{'':28}{'median ms/repeat':>18}    rounds (ms/repeat)")
-        for name, values in times.items():
-            print(f"{name:28}{median[name]:18.2f}    "
-                  + " ".join(f"{v * 1000:6.2f}" for v in values))
-        for label, *_ in pairs:
-            ratio = median[f"alk run, {label}"] / median[f"bare spawn, {label}"]
-            print(f"ratio alk / bare, {label}: {ratio:.3f}  (target ≤ {TARGET:.2f}: "
-                  f"{'met' if ratio <= TARGET else 'NOT met'})")
-        plain = median["alk run, alk's defaults"] / median["bare spawn, least setup"]
-        print(f"ratio alk (its defaults) / a bare spawn with no isolation: {plain:.3f}  (what "
-              "a user without alk would run; the difference is the isolation below)")
-        cost = median["bare spawn, alk's defaults"] - median["bare spawn, least setup"]
-        print(f"alk's default setup ({isolation.containment.value}, network "
-              f"{isolation.strongest_network.value}, filesystem "
-              f"{isolation.strongest_filesystem.value}, rlimits) costs "
-              f"{cost:.2f} ms a spawn more than the least (no limits but core dumps off, no "
-              f"namespace); the bare lines pay it too")
-        print("alk's side includes each run's fixed costs (one more spawn for the preflight "
-              "probe, statistics, result.json), spread over the run's repeats.")
+            plain.append(bench.bare_round(None, LONG, scratch / f"bare-{number}"))
+            for setup in chosen:
+                name = f"{setup.name}-{number}"
+                setup.bare.append(bench.bare_round(setup, LONG, scratch / f"bare-{name}"))
+                if setup.has_init:
+                    setup.bare_no_init.append(bench.bare_round(
+                        setup, LONG, scratch / f"bare-{name}-no-init", init=False))
+                short = bench.alk_run(setup, SHORT, scratch / f"alk-{name}-short")
+                setup.alk.append(marginal(short, bench.alk_run(setup, LONG,
+                                                               scratch / f"alk-{name}")))
+        missed = report(args, bench, chosen, plain)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
+    sys.exit(1 if missed else 0)
+
+
+def _median(samples: list[Sample], name: str) -> float:
+    return statistics.median(getattr(sample, name) for sample in samples)
+
+
+def _cpu(samples: list[Sample]) -> float:
+    return statistics.median(sample.own_cpu + sample.child_cpu for sample in samples)
+
+
+def report(args: argparse.Namespace, bench: Bench, chosen: list[Setup],
+           plain: list[Sample]) -> list[str]:
+    version = subprocess.run([bench.python, "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True).stdout.strip()
+    print(f"worker: {WORKER.relative_to(ROOT)} under {bench.python} (Python {version}); alk "
+          f"under Python {sys.version.split()[0]}")
+    print(f"{args.rounds} rounds; alk's marginal cost a repeat is (T({LONG}) − T({SHORT})) / "
+          f"{LONG - SHORT}; the bare sides run {LONG} repeats a round")
+    rows = [("bare spawn, no isolation", plain)]
+    for setup in chosen:
+        if setup.has_init:
+            rows.append((f"bare spawn, {setup.name}, no init", setup.bare_no_init))
+        rows += [(f"bare spawn, {setup.name} isolation", setup.bare),
+                 (f"alk run, {setup.name} (marginal)", setup.alk)]
+    print(f"\n{'ms a repeat':40}{'wall':>8}{'CPU':>8}{'own':>7}{'children':>10}"
+          "    wall, per round")
+    for name, samples in rows:
+        own, children = _median(samples, "own_cpu"), _median(samples, "child_cpu")
+        print(f"{name:40}{_median(samples, 'wall'):8.2f}{own + children:8.2f}{own:7.2f}"
+              f"{children:10.2f}    " + " ".join(f"{s.wall:6.2f}" for s in samples))
+    missed = []
+    print()
+    for setup in chosen:
+        alk = _median(setup.alk, "wall")
+        for against, samples, target in (("no isolation", plain, TARGET_PLAIN),
+                                          (f"the same isolation ({setup.name})", setup.bare,
+                                           TARGET_SAME)):
+            ratio = alk / _median(samples, "wall")
+            met = ratio <= target
+            if not met:
+                missed.append(f"{setup.name} against {against}")
+            print(f"alk ({setup.name}) / bare spawn with {against}: {ratio:.3f}  "
+                  f"(target ≤ {target:.2f}: {'met' if met else 'NOT met'})")
+    print("\nwhat each layer adds to a bare spawn with no isolation, ms a repeat (wall, CPU):")
+    base = _median(plain, "wall"), _cpu(plain)
+    for setup in chosen:
+        layers = ([("its wrappers", setup.bare_no_init), ("alk's init", setup.bare)]
+                  if setup.has_init else [("its rlimits", setup.bare)])
+        cells, below = [], base
+        for name, samples in (*layers, ("alk itself", setup.alk)):
+            here = _median(samples, "wall"), _cpu(samples)
+            cells.append(f"{name} {here[0] - below[0]:+.2f} ({here[1] - below[1]:+.2f})")
+            below = here
+        print(f"  {setup.name:10} " + " · ".join(cells))
+    print("\nwhere a repeat's time goes, ms (medians over every repeat of every round):")
+    columns = [("bare, none", plain)]
+    for setup in chosen:
+        columns += [(f"bare, {setup.name}", setup.bare), (f"alk, {setup.name}", setup.alk)]
+    print(f"{'':24}" + "".join(f"{name:>16}" for name, _ in columns))
+    for phase in PHASES:
+        cells = [[v for sample in samples for v in sample.phases[phase]] for _, samples in columns]
+        print(f"{phase:24}" + "".join(f"{statistics.median(v):16.2f}" if v else f"{'—':>16}"
+                                      for v in cells))
+    if missed:
+        print(f"\ntargets missed: {'; '.join(missed)}")
+    return missed
 
 
 if __name__ == "__main__":
