@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 import pytest
 
 from alk import expectation
-from alk.attribution import EXCEPTION_CHARS, FRAME_CHARS, attribute, void
+from alk.attribution import attribute, void
 from alk.causes import Cause
 from alk.expectation import check, is_subset
 from alk.records import (
@@ -842,10 +842,10 @@ def test_the_exception_a_detail_quotes_is_one_line_redacted_and_bounded(
     found = attribute(ended(ran, [programs.framework]), (), Redactor([secret]))
     quoted = found.detail.removeprefix("exit code 1; ").partition("; raised at ")[0]
     assert quoted.startswith("RuntimeError: no tool named lookup [REDACTED] xxx")
-    assert len(quoted) == EXCEPTION_CHARS + 1 and quoted.endswith("x…")
+    assert len(quoted) == 201 and quoted.endswith("x…")  # 200 characters and the mark
     assert found.detail.endswith(f"; raised at {programs.line('raise RuntimeError')}")
     # A secret where the cut falls is redacted before it is cut: none of it is left.
-    cut = EXCEPTION_CHARS - len("RuntimeError: no tool named ") - 6
+    cut = 200 - len("RuntimeError: no tool named ") - 6
     ran = programs.run("says", "y" * cut + secret)
     found = attribute(ended(ran, [programs.framework]), (), Redactor([secret]))
     assert "Vq8" not in found.detail and "y[REDAC…; raised at" in found.detail
@@ -855,7 +855,7 @@ def test_a_long_frame_keeps_its_end(tmp_path: Path) -> None:
     programs = Programs(tmp_path / ("f" * 230))
     found = attribute(ended(programs.run("one_line"), [programs.framework]))
     frame = found.detail.partition("; raised at ")[2]
-    assert len(frame) == FRAME_CHARS + 1 and frame.startswith("…")
+    assert len(frame) == 201 and frame.startswith("…")
     assert programs.line("raise RuntimeError").endswith(frame[1:])
 
 
