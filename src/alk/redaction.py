@@ -11,7 +11,9 @@ no part of a value survives a length limit, wherever the limit is.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 import re
 from typing import Any, Iterable
@@ -48,6 +50,16 @@ def decode_cut(data: bytes, start: bool = False, end: bool = False) -> str:
     return data.decode("utf-8", "replace")
 
 
+# How alk writes text out: as JSON, ASCII or not (transcripts, result.json) and as repr (the
+# excerpts a detail quotes). The first set encodes a whole text; the second one character, in
+# the same way, to find which characters a secret's match covers.
+_ESCAPERS = (lambda text: json.dumps(text), lambda text: json.dumps(text, ensure_ascii=False),
+             repr)
+_ONE_ESCAPERS = (lambda char: json.dumps(char)[1:-1],
+                 lambda char: json.dumps(char, ensure_ascii=False)[1:-1],
+                 lambda char: "\\'" if char == "'" else repr(char)[1:-1])
+
+
 def _forms(value: str) -> set[str]:
     return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
             repr(value)[1:-1]}
@@ -74,7 +86,34 @@ class Redactor:
         return len(self._forms[0]) if self._forms else 0
 
     def redact(self, text: str) -> str:
-        return self._pattern.sub(MASK, text) if self._pattern else text
+        if not self._pattern:
+            return text
+        text = self._pattern.sub(MASK, text)
+        # A secret can also be spelled by an escape's tail and the text after it: a worker
+        # that writes "\f" then "z-key" for the secret "fz-key" holds no secret, but JSON and
+        # repr write it back as \fz-key. The escaped forms alk writes are checked too (cheaply,
+        # with the C encoders, and slowly only on a hit).
+        return self._escape_safe(text)
+
+    def _escape_safe(self, text: str) -> str:
+        """`text` with every character masked whose escaped form takes part in a secret."""
+        for _ in range(len(text) + 1):  # each pass masks at least one more character
+            if not any(self._pattern.search(escaped(text)) for escaped in _ESCAPERS):
+                return text
+            masked = False
+            for escape_one in _ONE_ESCAPERS:
+                pieces = [escape_one(char) for char in text]
+                ends = list(itertools.accumulate(map(len, pieces)))
+                spans = [(bisect.bisect_right(ends, m.start()), bisect.bisect_left(ends, m.end()))
+                         for m in self._pattern.finditer("".join(pieces))]
+                for first, last in reversed(spans):
+                    text = text[:first] + MASK + text[last + 1:]
+                    masked = True
+                if masked:
+                    break
+            if not masked:
+                return MASK  # a hit that no one character's form places: mask it all
+        return MASK
 
     def redact_value(self, value: Any) -> Any:
         """Redacts the strings and keys inside a JSON-like value before it is serialized; the

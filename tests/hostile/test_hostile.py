@@ -386,7 +386,7 @@ def test_a_worker_that_makes_half_its_repeats_void_cannot_pass_for_green(tmp_pat
     assert attack["counts"]["void"] == 3 and attack["counts"]["passed"] == 3
     assert done.returncode == 3  # void beside passes is never green
     shown = " ".join(done.stdout.decode().split())
-    assert "3 of 6 void" in shown
+    assert "void 3 of 6: " in shown
     assert "void: 3 of 6 repeats (50%) not scored" in shown
 
 
