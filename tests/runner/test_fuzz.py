@@ -328,6 +328,10 @@ def fields(values: Values, strict: bool) -> dict[str, st.SearchStrategy]:
         "point": weighted(name, other, 4),
         "occurrence": either(st.sampled_from([1, 1, 2, 0, -1, 2**31 - 1, 2**31, True, 1.0,
                                               "1", None]), values.number),
+        "turn": either(st.sampled_from([2, 3, 1, 0, -1, 2**31 - 1, 2**31, True, 2.0, "2",
+                                        None]), values.number),
+        "script_turns": either(st.sampled_from([1, 0, 2, -1, 2**31, True, None]),
+                               values.number),
         "stop_reason": weighted(st.just("accepted"), either(name, other), 2),
         "end_state": weighted(st.just(GOOD_END_STATE), either(other, st.just(MISSING)), 2),
         "verification": other,
@@ -351,6 +355,7 @@ SHAPES = [
     ("agent", "result", ("output", "stop_reason", "end_state")),
     ("framework", "fault", ("point", "occurrence", "error")),
     ("model", "turn", ("output", "ts")),
+    ("model", "script_exhausted", ("turn", "script_turns")),
     ("agent", "step", ("name", "args", "run_id")),
     ("user", "message", ("output",)),
 ]
@@ -842,6 +847,7 @@ def run_pure(session: Session, reads: list[int], folder: Path
             stderr_tail=sink.tail(), faults_fired=frozenset(state.faults_fired),
             path=tuple(state.path), path_hash=state.path_hash.hexdigest(),
             trajectory_hash=state.trajectory_hash.hexdigest(), model_turns=state.model_turns,
+            script_exhausted=state.script_exhausted,
             limits={"memory_mb": 8192, "max_open_files": 1024})
         return judge(obs, workspace, log, transcript)
     finally:

@@ -175,6 +175,22 @@ def test_a_forged_harness_line_is_rejected(schema: dict[str, Any]) -> None:
     assert not validator(schema).is_valid({**forged, **hello_message("tiny")})
 
 
+def test_a_script_exhausted_event_needs_two_whole_numbers(schema: dict[str, Any]) -> None:
+    check = validator(schema, "worker_line")
+    line = {"channel": "model", "type": "script_exhausted"}
+    assert check.is_valid({**line, "payload": {"turn": 3, "script_turns": 2}})
+    for payload in ({"turn": 3}, {"turn": 0, "script_turns": 0}, {"turn": 3, "script_turns": -1},
+                    {"turn": "3", "script_turns": 2}, {"turn": 2**31, "script_turns": 2}):
+        assert not check.is_valid({**line, "payload": payload}), payload
+    assert not check.is_valid(line)
+    # The SDK's helper writes a valid one.
+    writer = io.StringIO()
+    session = worker.Worker(io.BytesIO(encode(HELLO)), writer)
+    session.hello()
+    session.script_exhausted(3, 2)
+    check.validate(json.loads(writer.getvalue()))
+
+
 def test_a_result_with_a_non_string_output_is_rejected(schema: dict[str, Any]) -> None:
     for output in (42, None, ["done"], {"text": "done"}):
         line = {"channel": "agent", "type": "result",
