@@ -19,8 +19,13 @@ and `unshare`, alk's init) and `sandbox` (rlimits, `bwrap`, alk's init), those t
 has. Targets, on wall time: alk's marginal cost per repeat ≤ 1.20× the bare spawn with no
 isolation, and ≤ 1.05× the bare spawn with the same isolation; the exit status is 1 when one
 is missed. CPU time a repeat is printed beside it, the parent's own (alk, or the bare loop)
-and its children's (wrappers, init and worker): steadier than wall time on a shared machine,
+and its children's (wrappers, init and worker): less moved by other work on the machine,
 and it says whose processes did the work.
+
+Runs of 100 repeats take seconds each, and load on a shared machine comes and goes within
+them: so each round also makes one run of 100 repeats with two bare spawns after each repeat
+(in alk's on_repeat callback), one with the same isolation and one with none, and compares
+them a repeat apart (medians), the steadier figure when the machine is busy.
 
 Then, from the 100-repeat runs, where a repeat's time goes, the bare sides timed at the same
 points (medians over every repeat): starting the process (alk: from opening the transcript
@@ -116,6 +121,8 @@ class Setup:
     bare: list[Sample] = field(default_factory=list)
     bare_no_init: list[Sample] = field(default_factory=list)  # the same wrappers, no init
     alk: list[Sample] = field(default_factory=list)  # marginal: T(100) − T(20), over 80
+    # (alk's repeat, a bare spawn with the same isolation, one with none), ms, a repeat apart
+    paired: list[tuple[float, float, float]] = field(default_factory=list)
 
     @property
     def has_init(self) -> bool:
@@ -220,39 +227,43 @@ class Bench:
         folder.mkdir()
         clock = Clock()
         for number in range(repeats):
-            t0 = time.perf_counter()
-            workspace = folder / f"w-{number}"
-            workspace.mkdir()
-            argv, filter_fd = self.command(setup, workspace, init)
-            t1 = time.perf_counter()
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=workspace, start_new_session=True,
-                env={**self.env, "HOME": str(workspace), "TMPDIR": str(workspace)},
-                pass_fds=(self.status, *(() if filter_fd is None else (filter_fd,))))
-            t2 = time.perf_counter()
-            if filter_fd is not None:
-                os.close(filter_fd)
-            proc.stdin.write(self.input)
-            proc.stdin.close()
-            seen = {}
-            for line in proc.stdout:
-                event = json.loads(line)
-                seen.setdefault(_kind(event), time.perf_counter())
-            proc.stderr.read()
-            proc.stdout.close()
-            proc.stderr.close()
-            code = proc.wait()
-            t3 = time.perf_counter()
-            assert code == 0 and "result" in seen, (argv, code, seen)
-            remove_tree(workspace)
-            t4 = time.perf_counter()
-            ready, result = seen["framework_ready"], seen["result"]
-            for name, seconds in zip(PHASES, (t2 - t1, ready - t2, result - ready, t3 - result,
-                                              None, (t1 - t0) + (t4 - t3))):
-                if seconds is not None:
-                    phases[name].append(seconds * 1000)
+            self.bare_once(setup, folder / f"w-{number}", phases, init)
         return clock.sample(repeats, phases)
+
+    def bare_once(self, setup: Setup | None, workspace: Path, phases: dict[str, list[float]],
+                  init: bool = True) -> float:
+        """One bare spawn in a fresh folder: its phases go to `phases`; returns its ms."""
+        t0 = time.perf_counter()
+        workspace.mkdir()
+        argv, filter_fd = self.command(setup, workspace, init)
+        t1 = time.perf_counter()
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=workspace, start_new_session=True,
+            env={**self.env, "HOME": str(workspace), "TMPDIR": str(workspace)},
+            pass_fds=(self.status, *(() if filter_fd is None else (filter_fd,))))
+        t2 = time.perf_counter()
+        if filter_fd is not None:
+            os.close(filter_fd)
+        proc.stdin.write(self.input)
+        proc.stdin.close()
+        seen = {}
+        for line in proc.stdout:
+            seen.setdefault(_kind(json.loads(line)), time.perf_counter())
+        proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        code = proc.wait()
+        t3 = time.perf_counter()
+        assert code == 0 and "result" in seen, (argv, code, seen)
+        remove_tree(workspace)
+        t4 = time.perf_counter()
+        ready, result = seen["framework_ready"], seen["result"]
+        for name, seconds in zip(PHASES, (t2 - t1, ready - t2, result - ready, t3 - result,
+                                          None, (t1 - t0) + (t4 - t3))):
+            if seconds is not None:
+                phases[name].append(seconds * 1000)
+        return (t4 - t0) * 1000
 
     # -- alk's side ----------------------------------------------------------------------------
 
@@ -278,6 +289,34 @@ class Bench:
                     t["attribution"] - t["exit"], wall - t["attribution"])):
                 sample.phases[name].append(seconds * 1000)
         return sample
+
+    def paired(self, setup: Setup, repeats: int, out: Path) -> list[tuple[float, float, float]]:
+        """A run of `repeats` with two bare spawns after each of its repeats, one with the
+        same isolation and one with none: (alk's repeat, the first, the second), ms. Side by
+        side a repeat apart, load that comes and goes on a shared machine lands on all three
+        alike. alk's repeat runs from the end of one on_repeat callback (where the bare spawns
+        are made) to the start of the next; alk's checkpoints of result.json, which it makes
+        once a second, come a little less often per repeat than in a run of its own."""
+        folder = out / "bare"
+        folder.mkdir(parents=True)
+        marks: list[tuple[float, float]] = []  # (the callback began, it ended)
+        bare: list[tuple[float, float]] = []
+        phases: dict[str, list[float]] = {name: [] for name in PHASES}
+
+        def between(_: object) -> None:
+            began = time.perf_counter()
+            bare.append((self.bare_once(setup, folder / f"w-{len(marks)}", phases),
+                         self.bare_once(None, folder / f"plain-{len(marks)}", phases)))
+            marks.append((began, time.perf_counter()))
+
+        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out,
+                           runner=LocalRunner(setup.isolation), limits=setup.limits,
+                           on_repeat=between)
+        assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
+        # Repeat k + 1 runs from the end of callback k to the start of callback k + 1, whose
+        # bare spawns are its neighbours.
+        return [((after[0] - before[1]) * 1000, *spawns)
+                for before, after, spawns in zip(marks, marks[1:], bare[1:])]
 
 
 def _kind(event: dict) -> str:
@@ -326,6 +365,7 @@ def main() -> None:
                 short = bench.alk_run(setup, SHORT, scratch / f"alk-{name}-short")
                 setup.alk.append(marginal(short, bench.alk_run(setup, LONG,
                                                                scratch / f"alk-{name}")))
+                setup.paired += bench.paired(setup, LONG, scratch / f"paired-{name}")
         missed = report(args, bench, chosen, plain)
     finally:
         remove_tree(scratch)
@@ -373,6 +413,13 @@ def report(args: argparse.Namespace, bench: Bench, chosen: list[Setup],
                 missed.append(f"{setup.name} against {against}")
             print(f"alk ({setup.name}) / bare spawn with {against}: {ratio:.3f}  "
                   f"(target ≤ {target:.2f}: {'met' if met else 'NOT met'})")
+    print("\nside by side a repeat apart (alk's repeats, each next to a bare spawn with the same "
+          "isolation and one with none), medians:")
+    for setup in chosen:
+        alk, same, plain_ms = (statistics.median(row[i] for row in setup.paired)
+                               for i in range(3))
+        print(f"  {setup.name:10} alk {alk:6.2f} ms · same isolation {same:6.2f} ms "
+              f"({alk / same:.3f}×) · no isolation {plain_ms:6.2f} ms ({alk / plain_ms:.3f}×)")
     print("\nwhat each layer adds to a bare spawn with no isolation, ms a repeat (wall, CPU):")
     base = _median(plain, "wall"), _cpu(plain)
     for setup in chosen:
