@@ -65,7 +65,7 @@ from alk.runner.process import LocalRunner
 from alk.runner.request import RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
-from alk.runner.spawn import command_line, init_source
+from alk.runner.spawn import command_line, init_program
 from alk.transcript import read_transcript, run_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,8 +216,8 @@ class Bench:
                 os.lseek(filter_fd, 0, os.SEEK_SET)
         argv = command_line(request, setup.isolation, status_fd=self.status,
                             seccomp_fd=filter_fd)
-        if not init:  # python -I -S -c SOURCE STATUS_FD UID GID --
-            at = argv.index(init_source())
+        if not init:  # python -I -S -c CODE STATUS_FD UID GID --
+            at = argv.index(init_program())
             argv = argv[:at - 4] + argv[argv.index("--", at) + 1:]
         return argv, filter_fd
 

@@ -6,12 +6,13 @@ as its child instead, forwards the signals it gets, reaps every orphan, ends the
 the worker ends, and reports the worker's real exit status on a pipe only it holds: a worker's
 exit code cannot pass for a signal (bwrap and unshare report a death by signal N as 128 + N).
 
-    python -I -S -c SOURCE STATUS_FD UID GID -- PROGRAM ARG...
+    python -I -S -c CODE STATUS_FD UID GID -- PROGRAM ARG...
 
-Standalone and standard library only; alk runs it with `-c`, so no file of alk's needs to be
-visible in the sandbox. With UID and GID other than "-", the worker runs as that user (alk as
-root runs it as nobody: root-only files stay unreadable). The status line is `exit N` or
-`signal N`. Imports are kept to built-in modules: this costs every repeat a start-up.
+Standalone and standard library only; alk runs it with `-c` (its code, compiled once by alk),
+so no file of alk's needs to be visible in the sandbox. With UID and GID other than "-", the
+worker runs as that user (alk as root runs it as nobody: root-only files stay unreadable). The
+status line is `exit N` or `signal N`. Imports are kept to built-in modules: this costs every
+repeat a start-up.
 """
 
 import os
