@@ -1,3 +1,3 @@
-from alk.cli import main
+from alk.launch import main
 
 main()

@@ -46,7 +46,9 @@ def main() -> None:
     # ignored, and so would every worker: then a timeout's SIGINT shows nothing of where a
     # worker hung. A handler (reset to the default on exec) gives workers the default back.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    app()
+    # "alk" in every usage line, `python -m alk` too: the help `alk.launch` prints from a copy
+    # is the same whichever way alk was started.
+    app(prog_name="alk")
 
 
 def _interrupt(number: int, frame: object) -> None:

@@ -1,0 +1,7 @@
+"""`alk --help` as typer renders it at 80 columns and wider, for `alk.launch`.
+
+Generated: tests/unit/test_launch.py fails when it differs from what typer renders, and
+`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_launch.py` writes it again.
+"""
+
+TOP_LEVEL = "Usage: alk [OPTIONS] COMMAND [ARGS]...\n\n  alk, the agent lane kit: run agent-framework workers as untrusted\n  subprocesses, many times, and measure how reliably they run.\n\nOptions:\n  --help  Show this message and exit.\n\nCommands:\n  run           Run a lane: every scenario, N fresh worker processes...\n  report        Re-render a saved run from reports/RUN_ID/result.json.\n  show          Print a page of one repeat's transcript, readably, and...\n  lanes         List the lanes: framework, version requirement, scenarios.\n  causes        List the cause codes: the stable vocabulary every repeat...\n  doctor        Show how this machine contains workers, and why.\n  check-worker  Check a worker against protocol v1: the handshake, then...\n"
