@@ -27,31 +27,33 @@ def finished(scenario: str, outcome: Outcome) -> SimpleNamespace:
     return SimpleNamespace(scenario=scenario, outcome=outcome)
 
 
-def test_a_line_per_finished_scenario_with_tallies_and_what_remains():
-    clock, out = Clock(), io.StringIO()
-    progress = LineProgress(out, every_s=1_000, clock=clock)
-    progress.plan(plan(("a", "b"), 2))
-    clock.now += 4
-    progress.advance(finished("a", Outcome.PASS))
-    assert out.getvalue() == ""  # a is not done yet, and the interval has not passed
-    clock.now += 4
-    progress.advance(finished("a", Outcome.AGENT))
-    assert out.getvalue() == "alk: 2/4 repeats · pass 1 fail 1 void 0 · 8 s, ~8 s left · a done\n"
-    clock.now += 100
-    progress.advance(finished("b", Outcome.LANE_INFRA))
-    progress.advance(finished("b", Outcome.FRAMEWORK_RUNTIME))
-    assert out.getvalue().splitlines()[-1] == \
-        "alk: 4/4 repeats · pass 1 fail 2 void 1 · 1 min 48 s · b done"
-
-
-def test_a_long_scenario_still_prints_a_line_every_interval():
+def test_a_line_after_the_first_repeat_every_interval_and_at_the_end():
     clock, out = Clock(), io.StringIO()
     progress = LineProgress(out, every_s=30, clock=clock)
-    progress.plan(plan(("slow",), 100))
-    for _ in range(3):
-        clock.now += 11
-        progress.advance(finished("slow", Outcome.PASS))
-    assert out.getvalue() == "alk: 3/100 repeats · pass 3 fail 0 void 0 · 33 s, ~17 min 47 s left\n"
+    progress.plan(plan(("a", "b"), 50))
+    for outcome in [Outcome.PASS] * 4 + [Outcome.AGENT, Outcome.LANE_INFRA,
+                                         Outcome.FRAMEWORK_RUNTIME] + [Outcome.PASS] * 93:
+        clock.now += 1.25
+        progress.advance(finished("a", outcome))
+    assert out.getvalue().splitlines() == [
+        "alk: 1/100 repeats · pass 1 fail 0 void 0 · 1 s, ~2 min 04 s left",  # alive
+        "alk: 25/100 repeats · pass 22 fail 2 void 1 · 31 s, ~1 min 34 s left",
+        "alk: 49/100 repeats · pass 46 fail 2 void 1 · 1 min 01 s, ~1 min 04 s left",
+        "alk: 73/100 repeats · pass 70 fail 2 void 1 · 1 min 31 s, ~34 s left",
+        "alk: 97/100 repeats · pass 94 fail 2 void 1 · 2 min 01 s, ~4 s left",
+        "alk: 100/100 repeats · pass 97 fail 2 void 1 · 2 min 05 s",  # done
+    ]
+
+
+def test_a_slow_repeat_does_not_hold_back_the_next_line():
+    clock, out = Clock(), io.StringIO()
+    progress = LineProgress(out, every_s=10, clock=clock)
+    progress.plan(plan(("slow",), 3))
+    clock.now += 4000
+    progress.advance(finished("slow", Outcome.PASS))
+    clock.now += 1
+    progress.advance(finished("slow", Outcome.PASS))
+    assert out.getvalue() == "alk: 1/3 repeats · pass 1 fail 0 void 0 · 1 h 06 min, ~2 h 13 min left\n"
 
 
 def test_the_bar_on_a_terminal_and_lines_elsewhere():

@@ -12,8 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from alk.records import Outcome, Plan, RepeatResult
 
-# Without a terminal: a line when a scenario finishes, and at least this often in between.
-LINE_EVERY_S = 30.0
+# Without a terminal: a line this often (and after the first repeat and the last).
+LINE_EVERY_S = 10.0
 
 # The counts a line shows, in this order; a lane_infra repeat is void, never a failure.
 _TALLY = (("pass", (Outcome.PASS,)), ("fail", (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT)),
@@ -53,16 +53,16 @@ class LiveProgress:
 
 
 class LineProgress:
-    """One plain line per finished scenario (and every `every_s` seconds in between): done of
-    total, pass/fail/void so far, time elapsed and an estimate of what remains."""
+    """Plain lines: after the first repeat (the run is alive), then every `every_s` seconds,
+    and when the last repeat is done. Each says done of total, pass/fail/void so far, the time
+    elapsed and an estimate of what remains. Repeats are interleaved across scenarios, so the
+    run's count, not a scenario's, is what moves."""
 
     def __init__(self, stream: TextIO, every_s: float = LINE_EVERY_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.stream, self.every_s, self.clock = stream, every_s, clock
         self.started = self.last_line = clock()
         self.total = self.done = 0
-        self.per_scenario: dict[str, int] = {}
-        self.repeats = 0
         self.tally = {label: 0 for label, _ in _TALLY}
 
     def __enter__(self) -> LineProgress:
@@ -73,29 +73,23 @@ class LineProgress:
 
     def plan(self, plan: Plan) -> None:
         self.started = self.last_line = self.clock()
-        self.repeats = plan.repeats
         self.total = plan.repeats * len(plan.scenarios)
 
     def advance(self, result: RepeatResult) -> None:
         self.done += 1
         self.tally[_tally_name(result.outcome)] += 1
-        finished = self.per_scenario[result.scenario] = self.per_scenario.get(result.scenario,
-                                                                              0) + 1
         now = self.clock()
-        if finished == self.repeats or now - self.last_line >= self.every_s:
+        if self.done in (1, self.total) or now - self.last_line >= self.every_s:
             self.last_line = now
-            scenario = result.scenario if finished == self.repeats else None
-            self.stream.write(self.line(now, scenario) + "\n")
+            self.stream.write(self.line(now) + "\n")
             self.stream.flush()
 
-    def line(self, now: float, finished: str | None = None) -> str:
+    def line(self, now: float) -> str:
         elapsed = now - self.started
         counts = " ".join(f"{label} {n}" for label, n in self.tally.items())
         text = f"alk: {self.done}/{self.total} repeats · {counts} · {_clock(elapsed)}"
         left = self.total - self.done
-        if left and self.done:
-            text += f", ~{_clock(elapsed / self.done * left)} left"
-        return text + (f" · {finished} done" if finished else "")
+        return text + (f", ~{_clock(elapsed / self.done * left)} left" if left else "")
 
 
 def run_progress(console: Console, enabled: bool = True) -> LiveProgress | LineProgress | None:
