@@ -91,8 +91,12 @@ class Redactor:
         text = self._pattern.sub(MASK, text)
         # A secret can also be spelled by an escape's tail and the text after it: a worker
         # that writes "\f" then "z-key" for the secret "fz-key" holds no secret, but JSON and
-        # repr write it back as \fz-key. The escaped forms alk writes are checked too (cheaply,
-        # with the C encoders, and slowly only on a hit).
+        # repr write it back as \fz-key. A text with nothing that escapes cannot do that (the
+        # common case, and a flood of plain text costs nothing more); one with something that
+        # does is checked in the escaped forms alk writes (with the C encoders, and slowly
+        # only on a hit).
+        if text.isascii() and text.isprintable() and not any(c in text for c in "\"\\'"):
+            return text
         return self._escape_safe(text)
 
     def _escape_safe(self, text: str) -> str:
