@@ -48,6 +48,8 @@ __all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "repe
 # killed run loses at most the repeats of this long); after every repeat would cost a fast lane
 # a few percent.
 CHECKPOINT_INTERVAL_S = 1.0
+# A checkpoint waits at least this many times as long as the last one took.
+CHECKPOINT_SHARE = 20
 
 
 @dataclass(frozen=True)
@@ -97,15 +99,20 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
 
     # A run is on disk from its start: `alk report RUN_ID` works while it goes on.
     checkpoint(Execution())
-    last_checkpoint = time.monotonic()
+    next_checkpoint = time.monotonic() + CHECKPOINT_INTERVAL_S
 
     def after_repeat(result: RepeatResult, execution: Execution) -> None:
-        nonlocal last_checkpoint
+        nonlocal next_checkpoint
         if on_repeat:
             on_repeat(result)
-        if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S:
+        began = time.monotonic()
+        if began >= next_checkpoint:
             checkpoint(execution)
-            last_checkpoint = time.monotonic()
+            # A document grows with the run (about a second to write at 10,000 repeats): the
+            # next waits at least 20 times as long as this one took, so that checkpoints never
+            # take more than a twentieth of the run.
+            done = time.monotonic()
+            next_checkpoint = done + max(CHECKPOINT_INTERVAL_S, CHECKPOINT_SHARE * (done - began))
 
     execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
                         keep_workspaces=keep_workspaces, on_repeat=after_repeat)

@@ -362,3 +362,32 @@ def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
     assert document._own_peak_rss_kb() > 256 * 1024  # this process does hold it
     del ballast
     assert own < 128 * 1024
+
+
+def test_checkpoints_take_a_bounded_share_of_a_long_run(tmp_path, make_lane, monkeypatch):
+    # A clock that moves 0.4 s a repeat, and 3 s for each checkpoint written: a large document.
+    from alk import api
+
+    now = [1000.0]
+    written = []
+    write = api.write_document
+
+    def slow_write(path, doc, redactor):
+        written.append((now[0], doc["status"]))
+        now[0] += 3.0
+        return write(path, doc, redactor)
+
+    def ticking(result):
+        now[0] += 0.4
+
+    monkeypatch.setattr(api.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(api, "write_document", slow_write)
+    lane = make_lane(scenarios=(scenario("a"),), required_env=("TOKEN",))
+    run_lane(lane, repeats=200, out_dir=tmp_path, runner=ScenarioRunner(PASSING),
+             environ=ENVIRON, on_repeat=ticking)
+    running = [t for t, status in written if status == "running"]
+    # The first when the run starts, the next after a second, then 60 s (20 x 3 s) apart.
+    assert running[0] == 1000.0 and running[1] == pytest.approx(1004.2)
+    assert [round(b - a, 1) for a, b in zip(running[1:], running[2:])] == [63.0] * (
+        len(running) - 2)
+    assert len(running) == 3 and written[-1][1] == "complete"
