@@ -9,7 +9,9 @@ from alk.redaction import Redactor, decode_cut
 from alk.runner.lines import LineSplitter
 from alk.transcript import TranscriptWriter
 
-TAIL_CHARS = 4096
+# A Python 3.11+ traceback from framework code, chained or grouped, often runs past 4 KiB; a
+# tail cut before its start loses the exceptions that led to the last one.
+TAIL_CHARS = 16 * 1024
 # A read is split into lines this much at a time: a megabyte of newlines would otherwise be a
 # million objects at once.
 SPLIT_BYTES = 64 * 1024
