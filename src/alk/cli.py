@@ -81,7 +81,7 @@ def _echo_json(document: dict, source: str) -> None:
     typer.echo(text)
 
 
-@app.command()
+@app.command(short_help="Run a lane: N fresh worker processes a scenario; report.")
 def run(
     lane: str = LaneOpt,
     repeats: Optional[int] = typer.Option(None, "--repeats", "-n", help="Repeats per scenario "
@@ -152,7 +152,7 @@ def report(
         Console().print(terminal.run_report(document, out.resolve()))
 
 
-@app.command()
+@app.command(short_help="Print a page of one repeat's transcript.")
 def show(
     run_id: str = typer.Argument(..., help="Run id, or 'latest'."),
     scenario: str = typer.Argument(..., help="Scenario id."),
@@ -237,7 +237,7 @@ def lanes(lanes_dir: Optional[Path] = typer.Option(None, "--dir", help="Lanes fo
         raise typer.Exit(ExitCode.USAGE)
 
 
-@app.command()
+@app.command(short_help="List the cause codes, or explain one.")
 def causes(code: Optional[str] = typer.Argument(None, help="One cause code to explain.")
            ) -> None:
     """List the cause codes: the stable vocabulary every repeat is attributed with."""
@@ -265,7 +265,7 @@ def doctor() -> None:
     Console().print(listings.doctor_view(api.doctor()))
 
 
-@app.command("check-worker")
+@app.command("check-worker", short_help="Check that a worker speaks protocol v1.")
 def check_worker(
     lane: str = LaneOpt,
     scenario: List[str] = typer.Option([], "--scenario", "-s", help="Check only this scenario "

@@ -176,7 +176,8 @@ def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp
     assert scenario["verdict"] == "pass" and scenario["scripted"] is True
     assert scenario["paths"] == {"distinct": 2, "first_difference": {
         "event": 1, "events": ["tool/call lookup_customer", "tool/call lookup_order"]}}
-    assert "2 distinct event paths" in done.stdout and "framework's" in done.stdout
+    flat = " ".join(done.stdout.split())
+    assert "event paths two-tools: 2 distinct" in flat and "framework's" in flat
 
 
 def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path):

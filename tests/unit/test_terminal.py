@@ -137,15 +137,17 @@ def test_run_report_shows_verdicts_rates_and_causes():
 
 def test_run_report_explains_each_scenario_that_did_not_pass():
     out = render(run_report(document()))
-    assert "why nominal is flaky" in out
+    assert "why nominal: flaky · of 20 repeats, 3 failed" in out
     assert "why tool_error" not in out
     # the bracketed detail survives because values are never parsed as markup
-    assert ("repeat 4: framework_runtime/nonzero_exit — exit status 1; last stderr line: "
-            "RuntimeError: [tool] lookup exploded") in out
-    assert f"transcripts/{RUN}/nominal/repeat-04.jsonl" in out
+    lines = [line.strip() for line in out.splitlines()]
+    at = lines.index("repeat 4: framework_runtime/nonzero_exit")
+    assert lines[at + 1:at + 3] == [
+        "exit status 1; last stderr line: RuntimeError: [tool] lookup exploded",
+        f"alk show {RUN} nominal 4"]
     assert "repeat 10: agent/wrong_output" in out
     assert "repeat 11" not in out
-    assert "why remote is void" in out and "OPENAI_API_KEY is not set" in out
+    assert "why remote: void · of 3 repeats, 3 void (not scored)" in out and "OPENAI_API_KEY is not set" in out
     assert f"reports/{RUN}/result.json" in out
 
 
@@ -317,7 +319,7 @@ def test_void_repeats_are_plain_under_the_row_at_80_columns():
     assert lines[void + 1] == "      commonest cause: exited_before_ready (19 of 22)"
     assert "? marks a verdict on fewer than half of its repeats: mostly-void (1 of 20 scored)" \
         in flat
-    assert "why mostly-void is pass: 19 of 20 repeats did not pass" in out
+    assert "why mostly-void: pass? · of 20 repeats, 19 void (not scored)" in out
 
 
 @pytest.mark.parametrize("width", [80, 84, 89, 100])
@@ -423,9 +425,9 @@ def test_repeats_that_differ_only_in_a_duration_are_one_reason_with_its_range():
     nominal["repeats"] = [r for r in nominal["repeats"] if r["repeat"] not in (4, 7, 9, 10, 12)]
     nominal["repeats"] += hung
     flat = " ".join(render(run_report(doc), width=80).split())
-    assert ("repeats 4, 7, 9: framework_runtime/timeout — no exit within the timeout "
+    assert ("repeats 4, 7, 9: framework_runtime/timeout no exit within the timeout "
             "(10.1–10.4 s run); stderr: KeyboardInterrupt") in flat
-    assert "repeat 12: framework_runtime/timeout — no exit within the timeout (10.1 s run)" in flat
+    assert "repeat 12: framework_runtime/timeout no exit within the timeout (10.1 s run)" in flat
 
 
 def test_a_long_scenario_id_gets_a_line_of_its_own_and_is_never_broken():

@@ -61,13 +61,18 @@ def run_report(doc: Mapping[str, Any], root: Path | None = None) -> RenderableTy
         parts.append(Text())
         parts.append(_labelled([("ICC", _icc((doc.get("aggregate") or {}).get("icc") or {})),
                                 ("workers", _resources(scenarios))]))
-        parts.extend(_paths_line(s) for s in scenarios
-                     if ((s.get("trajectories") or {}).get("distinct") or 0) > 1)
-        parts.extend(_event_paths_line(s) for s in scenarios
-                     if ((s.get("paths") or {}).get("distinct") or 0) > 1)
+        # Under a label each, so that a wrapped line hangs clear of it.
+        tool_paths = [_paths_line(s) for s in scenarios
+                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1]
+        event_paths = [_event_paths_line(s) for s in scenarios
+                       if ((s.get("paths") or {}).get("distinct") or 0) > 1]
+        parts.append(_labelled([*((("" if i else "tool paths"), line)
+                                  for i, line in enumerate(tool_paths)),
+                                *((("" if i else "event paths"), line)
+                                  for i, line in enumerate(event_paths))]))
         # A pass with void repeats still needs its why: those repeats were not scored.
-        parts.extend(_why(s) for s in scenarios if s.get("verdict") != Verdict.PASS
-                     or (s.get("counts") or {}).get("void"))
+        parts.extend(_why(s, str(doc.get("run_id"))) for s in scenarios
+                     if s.get("verdict") != Verdict.PASS or (s.get("counts") or {}).get("void"))
     parts.append(Text())
     parts.append(_labelled([*_paths(doc.get("paths") or {}, root),
                             ("isolation", _containment(scenarios))]))
@@ -89,7 +94,8 @@ def _header(doc: Mapping[str, Any]) -> Text:
     # The run on a line of its own: beside the lane it would not fit 80 columns.
     repeats = (doc.get("settings") or {}).get("repeats")
     text.append(f"\nrun {doc.get('run_id') or DASH} · "
-                f"{plural(repeats, 'repeat') if repeats else '? repeats'}", style="dim")
+                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario",
+                style="dim")
     if (doc.get("status") or "complete") != "complete":
         text.append(f"  {str(doc['status']).upper()}", style="bold yellow")
     others = _other_identities(doc, reported, version)
@@ -138,7 +144,9 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]],
             for s in scenarios]
     pooled = None
     if aggregate:
-        pooled = _Row("lane (pooled)", (Text(_passed_of_scored(aggregate)), _rate(aggregate),
+        # Its passed/scored under the scenarios', past the verdict's width.
+        pooled = _Row("lane (pooled)", (Text(" " * (len("flaky") + len(THIN_MARK) + 1)
+                                             + _passed_of_scored(aggregate)), _rate(aggregate),
                                         _pass_hat(aggregate), Text("")),
                       _row_detail(aggregate, _verdict_tally(aggregate)))
     return _ScenarioTable(rows, pooled)
@@ -210,7 +218,9 @@ def _verdict(stats: Mapping[str, Any]) -> Text:
     if _thin(stats):
         text.append(THIN_MARK, style=VOID_STYLE)
     text.pad_right(len("flaky") + len(THIN_MARK) - text.cell_len)
-    return text.append(" " + _passed_of_scored(stats))
+    # Nothing scored has no passed/scored to show: "void", not "void 0/0".
+    return text.append(" " + _passed_of_scored(stats)) if _number(
+        (stats.get("counts") or {}).get("scored")) else text
 
 
 def _verdict_tally(aggregate: Mapping[str, Any]) -> list[Text]:
@@ -264,7 +274,9 @@ class _Parts:
         for part in self.parts:
             if line and line.cell_len + len(self.SEP) + part.cell_len > options.max_width:
                 yield line
-                line = Text()
+                # A continued line starts with the separator, so that it reads as one.
+                line = Text(self.SEP.lstrip(), style="dim").append_text(part)
+                continue
             line.append(self.SEP if line else "", style="dim").append_text(part)
         yield line
 
@@ -380,7 +392,7 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
         text.append(f" · /tmp and /dev/shm up to {top[0]:.1f} MB ({top[1]})")
     if cpu:
         top = max(cpu)
-        text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s a repeat ({top[1]})")
+        text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s per repeat ({top[1]})")
     return text
 
 
@@ -389,7 +401,7 @@ def _event_paths_line(scenario: Mapping[str, Any]) -> Text:
     framework's own nondeterminism."""
     paths = scenario["paths"]
     text = Text.assemble((str(scenario.get("id")), "bold"),
-                         f": {paths['distinct']} distinct event paths")
+                         f": {paths['distinct']} distinct")
     difference = paths.get("first_difference")
     if difference:
         text.append(f", first differing at event {difference['event']} "
@@ -404,7 +416,7 @@ def _paths_line(scenario: Mapping[str, Any]) -> Text:
     """Repeats that took different tool paths: a finding even when they all passed."""
     trajectories = scenario["trajectories"]
     text = Text.assemble((str(scenario.get("id")), "bold"),
-                         f": {trajectories['distinct']} distinct tool paths")
+                         f": {trajectories['distinct']} distinct")
     if trajectories.get("first_divergence"):
         text.append(f", first diverging at step {trajectories['first_divergence']}")
     if trajectories.get("entropy_bits") is not None:
@@ -412,11 +424,12 @@ def _paths_line(scenario: Mapping[str, Any]) -> Text:
     return text
 
 
-def _why(scenario: Mapping[str, Any]) -> RenderableType:
+def _why(scenario: Mapping[str, Any], run_id: str) -> RenderableType:
     """Why a scenario is not `pass`, from the repeats alone, so nobody has to open a file first.
 
     Repeats that failed the same way are shown once: twenty void repeats with one missing
-    variable are one reason, not twenty.
+    variable are one reason, not twenty. Each reason gives the `alk show` command that opens
+    its first repeat's transcript, and what to do about its cause.
     """
     verdict, repeats = scenario.get("verdict"), scenario.get("repeats") or []
     bad = [r for r in repeats if r.get("outcome") != Outcome.PASS]
@@ -424,33 +437,51 @@ def _why(scenario: Mapping[str, Any]) -> RenderableType:
     for r in sorted(bad, key=lambda r: r.get("repeat") or 0):
         key = (r.get("outcome"), r.get("cause"), _SECONDS.sub("# s", str(r.get("detail") or "")))
         groups.setdefault(key, []).append(r)
-    title = Text.assemble("\n", (f"why {scenario.get('id')} is ", "bold"),
-                          (str(verdict), style_of(verdict)),
-                          (f": {len(bad)} of {len(repeats)} repeats did not pass", "dim"))
-    text = Text() if repeats else Text.assemble(("no repeat ran", "dim"))
+    blocks: list[RenderableType] = [Text.assemble(
+        "\n", (f"why {scenario.get('id')}: ", "bold"),
+        (f"{verdict}{THIN_MARK if _thin(scenario) else ''}", style_of(verdict)),
+        (f" · {_not_passed(repeats)}", "dim"))]
+    if not repeats:
+        blocks.append(Text("  no repeat ran", style="dim"))
     # Scored failures explain a verdict better than void repeats; then the commonest mode first.
     shown = sorted(groups.items(), key=lambda g: (g[0][0] == Outcome.LANE_INFRA, -len(g[1]),
                                                   g[1][0].get("repeat") or 0))[:WHY_REPEATS]
     for (outcome, cause, _), members in shown:
-        detail = _with_ranges([str(r.get("detail") or "") for r in members])
         numbers = [str(r.get("repeat")) for r in members]
         label = f"repeat {numbers[0]}" if len(numbers) == 1 else (
             f"repeats {', '.join(numbers[:5])}" + (f" … ({len(numbers)} in all)"
                                                    if len(numbers) > 5 else ""))
-        text.append(f"\n{label}: " if text else f"{label}: ")
-        text.append(f"{outcome}/{cause}", style=style_of(outcome))
-        if detail:
-            text.append(f" {DASH} {one_line(detail, DETAIL_CHARS)}")
+        blocks.append(Padding(Text.assemble(f"{label}: ", (f"{outcome}/{cause}",
+                                                           style_of(outcome))), (0, 0, 0, 2)))
+        # Under its label, indented further: a wrapped detail never reads as the next reason.
+        under = Text(one_line(_with_ranges([str(r.get("detail") or "") for r in members]),
+                              DETAIL_CHARS))
         if members[0].get("transcript"):
-            text.append(f"\n  {members[0]['transcript']}", style="dim")
+            under.append(("\n" if under else "") + f"alk show {run_id} {scenario.get('id')} "
+                         f"{members[0].get('repeat')}", style="dim")
+        if under:
+            blocks.append(Padding(under, (0, 0, 0, 6)))
     rest = len(bad) - sum(len(members) for _, members in shown)
     if rest:
-        text.append(f"\n… and {rest} more", style="dim")
+        blocks.append(Text(f"  … and {rest} more", style="dim"))
+    advice = Table.grid(padding=(0, 1))
+    advice.add_column(no_wrap=True)
+    advice.add_column()
     for cause in dict.fromkeys(cause for (_, cause, _), _ in shown):
         if cause in CATALOGUE:
-            text.append(f"\n{cause}: {CATALOGUE[cause].action}", style="italic dim")
-    # Padding rather than leading spaces, so that a wrapped detail stays indented too.
-    return Group(title, Padding(text, (0, 0, 0, 2), expand=False))
+            advice.add_row("→", Text(f"{cause}: {CATALOGUE[cause].action}", style="italic dim"))
+    if advice.row_count:
+        blocks.append(Padding(advice, (0, 0, 0, 2)))
+    return Group(*blocks)
+
+
+def _not_passed(repeats: Sequence[Mapping[str, Any]]) -> str:
+    """"of 20 repeats, 3 failed, 2 void (not scored)": a void repeat did not fail."""
+    void = sum(1 for r in repeats if r.get("outcome") == Outcome.LANE_INFRA)
+    failed = sum(1 for r in repeats if r.get("outcome") not in (Outcome.PASS, Outcome.LANE_INFRA))
+    parts = [f"{failed} failed" if failed else "", f"{void} void (not scored)" if void else ""]
+    said = ", ".join(part for part in parts if part) or "none failed"
+    return f"of {plural(len(repeats), 'repeat')}, {said}"
 
 
 # A duration in a detail ("10.2 s run"): repeats that differ only in it failed the same way.
