@@ -8,7 +8,6 @@ and commit them with the change.
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -29,37 +28,11 @@ from alk.report.transcript_view import (
     transcript_hash,
 )
 from alk.transcript import TranscriptPage
-from test_terminal import RUN, document, render, repeat, void_document
+import documents
+from test_terminal import RUN, render, repeat
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WIDTHS = (80, 120)
-
-
-def interrupted() -> dict[str, Any]:
-    """Ctrl-C after 5 of nominal's 20 repeats: the row must say so."""
-    doc = document()
-    doc["status"] = "interrupted"
-    nominal = doc["scenarios"][0]
-    nominal["repeats"] = nominal["repeats"][:5]
-    nominal["counts"].update(completed=5, scored=5, passed=4)
-    nominal.update(verdict="flaky", pass_rate=0.8, ci=[0.376, 0.964],
-                   pass_hat_k={"1": 0.8, "5": 0.8 ** 5},
-                   layers={"pass": 4, "framework_runtime": 1},
-                   causes={"passed": 4, "nonzero_exit": 1})
-    doc["scenarios"] = doc["scenarios"][:1]
-    doc["aggregate"].update({key: nominal[key] for key in ("pass_rate", "ci", "layers",
-                                                           "causes", "pass_hat_k")})
-    doc["aggregate"]["counts"].update(requested=20, completed=5, scored=5, passed=4, void=0)
-    doc["aggregate"]["verdicts"] = {"pass": 0, "fail": 0, "flaky": 1, "void": 0}
-    doc["aggregate"]["icc"] = {"value": None,
-                               "reason": "needs at least 2 scenarios with scored repeats"}
-    return doc
-
-
-def long_ids() -> dict[str, Any]:
-    doc = copy.deepcopy(document())
-    doc["scenarios"][1]["id"] = "retries-a-rate-limited-tool-then-answers-from-the-cache"
-    return doc
 
 
 def lanes() -> RenderableType:
@@ -129,12 +102,15 @@ def findings() -> RenderableType:
     ])
 
 
+# The run reports are of documents alk made itself (tests/unit/documents.py).
+RUNS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "run": documents.run,
+    "run-void": documents.mostly_void,
+    "run-interrupted": documents.interrupted,
+    "run-long-ids": documents.long_ids,
+    "run-preflight-refused": documents.refused,
+}
 VIEWS: dict[str, Callable[[], RenderableType]] = {
-    "run": lambda: run_report(document(), Path("/home/ci/project")),
-    "run-void": lambda: run_report(void_document()),
-    "run-interrupted": lambda: run_report(interrupted()),
-    "run-long-ids": lambda: run_report(long_ids()),
-    "run-preflight-refused": lambda: run_report(document(preflight_ok=False)),
     "show": show,
     "lanes": lanes,
     "causes": causes_view,
@@ -144,9 +120,12 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("view", VIEWS)
-def test_view_matches_its_snapshot(view: str, width: int) -> None:
-    text = "\n".join(line.rstrip() for line in render(VIEWS[view](), width).splitlines()) + "\n"
+@pytest.mark.parametrize("view", [*RUNS, *VIEWS])
+def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
+                                   private_temp: None) -> None:
+    made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
+            else VIEWS[view]())
+    text = "\n".join(line.rstrip() for line in render(made, width).splitlines()) + "\n"
     assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
     path = SNAPSHOTS / f"{view}-{width}.txt"
     if os.environ.get("ALK_UPDATE_SNAPSHOTS"):

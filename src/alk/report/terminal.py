@@ -354,7 +354,8 @@ def _icc(icc: Mapping[str, Any]) -> Text:
     if icc.get("value") is None:
         text = Text(DASH)
         return text.append(f" ({icc['reason']})", style="dim") if icc.get("reason") else text
-    text = Text(f"{icc['value']:.2f}", style="bold")
+    # round() first: a value of -0.001 is "0.00", not "-0.00".
+    text = Text(f"{round(icc['value'], 2) + 0.0:.2f}", style="bold")
     extras = [shape.format(icc[key]) for key, shape in (
         ("design_effect", "design effect {:.2f}"), ("effective_n", "effective n {:.1f}"),
         ("groups", "{} scenarios"), ("observations", "{} scored repeats"),
