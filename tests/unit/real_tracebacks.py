@@ -63,6 +63,21 @@ def gather(*calls):
     raise ExceptionGroup("unhandled errors", [ExceptionGroup("inner", errors), KeyError("k")])
 
 
+class TaskGroupError(ExceptionGroup):
+    pass
+
+
+# Named as a framework names a group class deep in its package: fw.agents.errors.TaskGroupError.
+TaskGroupError.__module__ = "fw.agents.errors"
+
+
+def gather_named(call):
+    try:
+        call()
+    except Exception as exc:
+        raise TaskGroupError("tasks failed", [exc])
+
+
 def wait():
     print("waiting", flush=True)
     time.sleep(600)
@@ -115,6 +130,8 @@ elif shape == "context":
     agents.handle(model)
 elif shape == "group":
     agents.gather(lambda: agents.generate(model), model)
+elif shape == "named_group":
+    agents.gather_named(lambda: agents.generate(model))
 elif shape == "twice":
     try:
         agents.handle(model)

@@ -808,6 +808,13 @@ def test_a_group_names_its_first_exception_and_where_that_was_raised(
         f"{programs.line('raise AgentGenerationError')}")
 
 
+def test_a_group_class_of_the_frameworks_is_named_without_its_module(
+        programs: Programs) -> None:
+    assert verdict(ended(programs.run("named_group"), [programs.framework]))[2] == (
+        f"exit code 1; TaskGroupError > {GENERATED}; raised at "
+        f"{programs.line('raise AgentGenerationError')}")
+
+
 def test_the_workers_code_raising_through_the_framework_is_the_workers(
         programs: Programs) -> None:
     assert verdict(ended(programs.run("worker_bug"), [programs.framework])) == (
