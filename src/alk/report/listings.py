@@ -113,8 +113,12 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
         if body:
             lines.append(Padding(body, (0, 0, 0, 4)))
     failed = sum(1 for f in findings if not f.ok)
+    warned = sum(1 for f in findings if str(f.level) == "warn")
     verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
                else Text(f"{plural(failed, 'problem')} to fix", style="bold red"))
+    if warned:
+        verdict.append(f" ({plural(warned, 'warning')}, marked !, worth a look)",
+                       style="yellow")
     return Group(*lines, Text(), verdict)
 
 

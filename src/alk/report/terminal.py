@@ -97,7 +97,13 @@ def _header(doc: Mapping[str, Any]) -> Text:
                 f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario",
                 style="dim")
     if (doc.get("status") or "complete") != "complete":
-        text.append(f"  {str(doc['status']).upper()}", style="bold yellow")
+        text.append(f"\n{str(doc['status']).upper()}", style="bold yellow")
+        counts = (doc.get("aggregate") or {}).get("counts") or {}
+        if _number(counts.get("requested")):
+            # How far it got, at once: the rates below rest on these repeats only.
+            text.append(f" after {_number(counts.get('completed'))} of "
+                        f"{plural(_number(counts.get('requested')), 'repeat')}",
+                        style="bold yellow")
     others = _other_identities(doc, reported, version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")
