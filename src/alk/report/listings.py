@@ -7,12 +7,11 @@ from typing import Any, Sequence
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE
 from alk.records import Lane, Outcome
-from alk.report.safe_text import cell, new_table, one_line, plural, printable, style_of
+from alk.report.safe_text import cell, hanging, new_table, one_line, plural, printable, style_of
 
 
 def lanes_view(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) -> RenderableType:
@@ -45,14 +44,11 @@ def causes_view() -> RenderableType:
     the first sentence of its meaning; `alk causes CODE` says the rest and what to do."""
     blocks: list[RenderableType] = []
     for outcome, label in _SECTIONS:
-        grid = Table.grid(padding=(0, 2))
         # One width for the codes of every section, so that the meanings line up.
-        grid.add_column(no_wrap=True, style="bold",
-                        min_width=max(len(c.value) for c in CATALOGUE))
-        grid.add_column()
-        for cause, info in CATALOGUE.items():
-            if info.outcome == outcome:
-                grid.add_row(cell(cause.value), cell(_first_sentence(info.meaning)))
+        grid = hanging(((cell(cause.value), cell(_first_sentence(info.meaning)))
+                        for cause, info in CATALOGUE.items() if info.outcome == outcome),
+                       gap=2, label_style="bold",
+                       label_width=max(len(c.value) for c in CATALOGUE))
         blocks += [Text(label, style=f"bold {style_of(outcome)}"), Padding(grid, (0, 0, 1, 2))]
     blocks.append(Text("alk causes CODE: what one cause means and what to do about it",
                        style="dim"))
@@ -65,11 +61,8 @@ def cause_view(code: str) -> RenderableType | None:
     if cause is None:
         return None
     info = CATALOGUE[cause]
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, style="dim")
-    grid.add_column()
-    grid.add_row("meaning", info.meaning)
-    grid.add_row("what to do", info.action)
+    grid = hanging([("meaning", info.meaning), ("what to do", info.action)], gap=2,
+                   label_style="dim")
     return Group(Text.assemble((cause.value, "bold"), "  ", (dict(_SECTIONS)[info.outcome],
                                                             style_of(info.outcome))),
                  Padding(grid, (0, 0, 0, 2)))

@@ -70,29 +70,33 @@ def style_of(value: Any) -> str:
     return STYLES.get(str(value), "")
 
 
-def joined(parts: Iterable[tuple[str, str]], sep: str = "\n") -> Text:
-    text = Text()
-    for label, style in parts:
-        if text:
-            text.append(sep)
-        text.append(label, style=style)
-    return text or Text(DASH, style="dim")
-
-
 def plural(count: Any, noun: str) -> str:
     """"1 repeat", "20 repeats"."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def folded(text: str, width: int) -> str:
-    """Text cut into lines of `width`, for a column that must not wrap by itself."""
-    return "\n".join(text[at:at + width] for at in range(0, len(text), width))
+def hanging(rows: Iterable[tuple[str | Text, str | Text | None]], *, gap: int = 1,
+            label_style: str = "", value_style: str = "", label_width: int = 0) -> Table:
+    """Two columns, a label and its value, for the views' stacked facts: a value that wraps
+    hangs under itself, clear of its label. A row whose value is None is left out."""
+    grid = Table.grid(padding=(0, gap))
+    grid.add_column(no_wrap=True, style=label_style, min_width=label_width)
+    grid.add_column(style=value_style, overflow="fold")
+    for label, value in rows:
+        if value is not None:
+            grid.add_row(label, value)
+    return grid
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters, an ellipsis marking a cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def one_line(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json_text(value)
-    text = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(" ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip()),
+               limit)
 
 
 def json_text(value: Any, spaced: bool = False) -> str:

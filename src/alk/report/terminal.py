@@ -19,7 +19,7 @@ from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
 from alk.records import Outcome, Verdict
-from alk.report.safe_text import DASH, one_line, plural, printable, style_of
+from alk.report.safe_text import DASH, hanging, one_line, plural, printable, style_of
 
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
@@ -28,6 +28,8 @@ WHY_REPEATS = 3
 # A verdict that rests on fewer than half of its scenario's repeats carries this mark.
 THIN_MARK = "?"
 THIN_LISTED = 5
+# The widest verdict as the table shows it ("flaky?"): passed/scored starts past it.
+VERDICT_CHARS = len("flaky") + len(THIN_MARK)
 VOID_STYLE = "bold magenta"
 DETAIL_CHARS = 240
 
@@ -151,7 +153,7 @@ def _scenario_table(scenarios: Sequence[Mapping[str, Any]],
     pooled = None
     if aggregate:
         # Its passed/scored under the scenarios', past the verdict's width.
-        pooled = _Row("lane (pooled)", (Text(" " * (len("flaky") + len(THIN_MARK) + 1)
+        pooled = _Row("lane (pooled)", (Text(" " * (VERDICT_CHARS + 1)
                                              + _passed_of_scored(aggregate)), _rate(aggregate),
                                         _pass_hat(aggregate), Text("")),
                       _row_detail(aggregate, _verdict_tally(aggregate)))
@@ -223,7 +225,7 @@ def _verdict(stats: Mapping[str, Any]) -> Text:
     text = Text(str(verdict or DASH), style=f"bold {style_of(verdict)}")
     if _thin(stats):
         text.append(THIN_MARK, style=VOID_STYLE)
-    text.pad_right(len("flaky") + len(THIN_MARK) - text.cell_len)
+    text.pad_right(VERDICT_CHARS - text.cell_len)
     # Nothing scored has no passed/scored to show: "void", not "void 0/0".
     return text.append(" " + _passed_of_scored(stats)) if _number(
         (stats.get("counts") or {}).get("scored")) else text
@@ -301,13 +303,7 @@ def _void_notes(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> T
     notes = [*_void_note(aggregate), *_thin_note(scenarios)]
     if not notes:
         return None
-    # A grid, so that a wrapped note hangs under its own text, clear of the label.
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, style=VOID_STYLE)
-    grid.add_column(ratio=1, style=VOID_STYLE)
-    for label, text in notes:
-        grid.add_row(Text(label), Text(text))
-    return grid
+    return hanging(notes, label_style=VOID_STYLE, value_style=VOID_STYLE)
 
 
 def _void_note(aggregate: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -370,14 +366,8 @@ def _icc(icc: Mapping[str, Any]) -> Text:
 
 
 def _labelled(rows: Sequence[tuple[str, Text | None]]) -> Table:
-    """Facts under a label each; a value that wraps hangs under itself, clear of the label."""
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, style="dim", min_width=11)
-    grid.add_column(overflow="fold")
-    for label, value in rows:
-        if value is not None:
-            grid.add_row(Text(label), value)
-    return grid
+    """Facts under a label each, the labels as wide as the widest ("transcripts")."""
+    return hanging(rows, label_style="dim", label_width=11)
 
 
 def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
@@ -471,14 +461,11 @@ def _why(scenario: Mapping[str, Any], run_id: str) -> RenderableType:
     rest = len(bad) - sum(len(members) for _, members in shown)
     if rest:
         blocks.append(Text(f"  … and {rest} more", style="dim"))
-    advice = Table.grid(padding=(0, 1))
-    advice.add_column(no_wrap=True)
-    advice.add_column()
-    for cause in dict.fromkeys(cause for (_, cause, _), _ in shown):
-        if cause in CATALOGUE:
-            advice.add_row("→", Text(f"{cause}: {CATALOGUE[cause].action}", style="italic dim"))
-    if advice.row_count:
-        blocks.append(Padding(advice, (0, 0, 0, 2)))
+    advice = [("→", Text(f"{cause}: {CATALOGUE[cause].action}", style="italic dim"))
+              for cause in dict.fromkeys(cause for (_, cause, _), _ in shown)
+              if cause in CATALOGUE]
+    if advice:
+        blocks.append(Padding(hanging(advice), (0, 0, 0, 2)))
     return Group(*blocks)
 
 

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from alk.report.safe_text import DASH, json_text, one_line, printable, style_of
+from alk.report.safe_text import DASH, cut, json_text, one_line, printable, style_of
 from alk.transcript import TranscriptPage
 
 PAYLOAD_CHARS = 240
@@ -130,13 +130,9 @@ def _payload(event: Mapping[str, Any]) -> str:
     if (event.get("type") == "line" and isinstance(payload, Mapping)
             and isinstance(payload.get("text"), str)):
         # A stderr line's indentation is a traceback's structure: keep it, cut only the end.
-        return _cut(printable(_cut(payload["text"].expandtabs(4).rstrip(), PAYLOAD_CHARS)),
-                    PAYLOAD_CHARS)
+        return cut(printable(cut(payload["text"].expandtabs(4).rstrip(), PAYLOAD_CHARS)),
+                   PAYLOAD_CHARS)
     return _cell(_summary(event), PAYLOAD_CHARS)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _time(t: Any) -> str:
