@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+from typing import Iterable
 
 
 def pidfd(pid: int) -> int | None:
@@ -29,25 +30,37 @@ def descendant(pid: int, depth: int) -> int | None:
     return pid
 
 
+# /proc/PID/status up to VmHWM, and well past it, fits in this.
+STATUS_READ_BYTES = 4096
+# A sandboxed process's memory-backed folders, as seen through its root.
+TMPFS_FOLDERS = ("tmp", "dev/shm")
+
+
 def peak_rss_kb(pid: int | str) -> int:
     """Peak resident set size (VmHWM) of a live process in KiB; 0 where unavailable."""
     try:
         with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+            return vm_hwm_kb(status.read(STATUS_READ_BYTES))
+    except OSError:
+        return 0
 
 
-def tmpfs_used_kb(pid: int) -> int:
-    """What a sandboxed process holds in its private /tmp and /dev/shm, in KiB (tmpfs is
-    memory); 0 where unavailable. Read through its root as the host sees it."""
+def vm_hwm_kb(status: bytes) -> int:
+    """VmHWM in KiB from the text of a /proc/PID/status; 0 without one."""
+    at = status.find(b"\nVmHWM:")
+    try:
+        return int(status[at + 7:status.index(b"kB", at)]) if at >= 0 else 0
+    except ValueError:
+        return 0
+
+
+def tmpfs_used_kb(folders: Iterable[int]) -> int:
+    """What the memory-backed folders open on these descriptors hold, in KiB (tmpfs is
+    memory); a folder that cannot be read counts 0."""
     used = 0
-    for folder in ("tmp", "dev/shm"):
+    for folder in folders:
         try:
-            stat = os.statvfs(f"/proc/{pid}/root/{folder}")
+            stat = os.fstatvfs(folder)
         except OSError:
             continue
         used += (stat.f_blocks - stat.f_bfree) * stat.f_frsize // 1024

@@ -25,7 +25,14 @@ from alk.limits import setter as limit_setter
 from alk.runner.isolation import Containment, Filesystem, Isolation, Network
 from alk.runner.pids_cgroup import PidsCgroup
 from alk.runner.pids_cgroup import for_limits as pids_cgroup_for
-from alk.runner.procfs import descendant, on_path
+from alk.runner.procfs import (
+    STATUS_READ_BYTES,
+    TMPFS_FOLDERS,
+    descendant,
+    on_path,
+    tmpfs_used_kb,
+    vm_hwm_kb,
+)
 from alk.runner.procfs import pidfd as procfs_pidfd
 from alk.runner.request import RunRequest
 from alk.runner.sandbox import View, bwrap_args, give_workspace, worker_uid
@@ -35,10 +42,6 @@ PIPE_BYTES = 1024 * 1024
 STATUS_LINE_BYTES = 64
 # Folders a worker writes besides its workspace, sized from its memory limit, each this share.
 TMPFS_SHARE_OF_MEMORY = 0.5
-# /proc/PID/status up to VmHWM, and well past it, fits in this.
-STATUS_READ_BYTES = 4096
-# A sandboxed worker's memory-backed folders, as seen through its root.
-TMPFS_FOLDERS = ("tmp", "dev/shm")
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -132,25 +135,13 @@ class Spawned:
         if status is None:
             return 0
         try:
-            data = os.pread(status, STATUS_READ_BYTES, 0)
+            return vm_hwm_kb(os.pread(status, STATUS_READ_BYTES, 0))
         except OSError:
-            return 0
-        at = data.find(b"\nVmHWM:")
-        try:
-            return int(data[at + 7:data.index(b"kB", at)]) if at >= 0 else 0
-        except ValueError:
             return 0
 
     def tmpfs_kb(self) -> int:
         """What the worker holds in its private /tmp and /dev/shm (memory, not disk)."""
-        used = 0
-        for folder in self._watch()[1]:
-            try:
-                stat = os.fstatvfs(folder)
-            except OSError:
-                continue
-            used += (stat.f_blocks - stat.f_bfree) * stat.f_frsize // 1024
-        return used
+        return tmpfs_used_kb(self._watch()[1])
 
     def _watch(self) -> tuple[int | None, tuple[int, ...]]:
         """The descriptors samples read, opened the first time the worker is found."""
