@@ -1,0 +1,1 @@
+"""The model gateway: alk serves the model a worker talks to."""
