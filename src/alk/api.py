@@ -91,7 +91,10 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
         on_plan(plan)
     started_at = datetime.now(timezone.utc)
     path = result_path(out_dir, plan.run_id)
-    redactor = Redactor(environ[name] for name in lane.required_env if name in environ)
+    # The proxy's upstream key is alk's own secret: redacted wherever it might surface.
+    secret_names = (*lane.required_env, *((lane.model.key_env,) if lane.model and
+                                          lane.model.key_env else ()))
+    redactor = Redactor(environ[name] for name in secret_names if name in environ)
 
     def checkpoint(execution: Execution) -> None:
         write_document(path, build_document(plan, execution, status="running",

@@ -34,6 +34,7 @@ _CHECK_CAUSES = (
     ("tool_calls.", Cause.WRONG_TOOL_CALLS),
     ("files[", Cause.WRONG_FILES),
     ("script_consumed", Cause.SCRIPT_NOT_CONSUMED),
+    ("model_calls", Cause.WRONG_MODEL_CALLS),
 )
 
 
@@ -72,6 +73,23 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
         if not obs.started:
             return _make(Cause.HARNESS_ERROR, "the preflight passed but start was not sent")
     found = _after_start(obs, checks, redactor)
+    failed = (found.cause not in CAUSES.values()
+              and found.outcome in (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT))
+    model = obs.model
+    # The provider behind alk's proxy failed: whatever followed is not the framework's. The
+    # gateway saw it, not the worker, so no worker can choose this void by saying so.
+    if model is not None and model.provider_error and found.outcome is not Outcome.PASS:
+        return _make(Cause.PROVIDER_UNAVAILABLE,
+                     f"{model.provider_error}; then {found.cause}: {found.detail}")
+    if model is not None and model.unmatched and failed:
+        return _make(Cause.REPLAY_MISMATCH, f"{model.unmatched}; then {found.cause}: "
+                                            f"{found.detail}")
+    # A fault the scenario declared fired, and the run failed without getting past it: how
+    # the framework handled the fault is the finding, not the agent's answer that followed.
+    unrecovered = _unrecovered(obs, found.cause)
+    if unrecovered and failed:
+        return _make(Cause.FAULT_UNRECOVERED,
+                     f"{unrecovered}; then {found.cause}: {found.detail}")
     # The framework asked its scripted model for a turn past the script: whatever failure
     # followed (a crash, a hang, a wrong answer) came from a run that had left the scenario's
     # path, so the exhausted script is named, with that failure in the detail. Never over a
@@ -79,8 +97,7 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     # never over what is not a scored failure: a pass stays one (the checks held whatever the
     # script), a void repeat stays void, and the cause is itself a scored failure, so a worker
     # that claims it cannot make a failure void or a pass of anything.
-    if (obs.script_exhausted is not None and found.cause not in CAUSES.values()
-            and found.outcome in (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT)):
+    if obs.script_exhausted is not None and failed:
         turn, scripted = obs.script_exhausted
         return _make(Cause.SCRIPT_EXHAUSTED,
                      f"the framework asked for model turn {turn}; the script has {scripted}; "
@@ -133,6 +150,28 @@ def _after_start(obs: Observation, checks: Sequence[Check],
     if obs.kill_missing:
         return _make(Cause.KILL_NOT_FIRED, missed)
     return _make(Cause.PASSED, f"{len(checks)} checks held")
+
+
+# The failures that say a fault the worker injected ended the run: it stopped with an error, or
+# crashed, or hung. Other failures (a wrong file, a protocol line) are not the fault's doing.
+_ENDED_BY_FAULT = {Cause.WRONG_STOP_REASON.value, Cause.NONZERO_EXIT.value,
+                   Cause.FRAMEWORK_EXCEPTION.value, Cause.TIMEOUT.value}
+
+
+def _unrecovered(obs: Observation, cause: str) -> str:
+    """The faults that fired with no recovery after them, as the detail names them: on the
+    wire, unless a later model call was answered in full; reported by the worker (alk cannot
+    see past those), when the failure is one such a fault ends a run with."""
+    named = []
+    model = obs.model
+    if model is not None and model.faults_fired and not model.recovered:
+        named.append(f"the gateway injected {', '.join(model.faults_fired[:4])} and no "
+                     "model call after it was answered in full")
+    if obs.faults_fired and cause in _ENDED_BY_FAULT:
+        fired = ", ".join(f"{point}#{occurrence}" for point, occurrence
+                          in sorted(obs.faults_fired)[:4])
+        named.append(f"the worker injected {fired}")
+    return "; ".join(named)
 
 
 def _limit_breached(obs: Observation) -> str | None:

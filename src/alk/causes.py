@@ -28,6 +28,7 @@ class Cause(StrEnum):
     FAULT_NOT_FIRED = "fault_not_fired"
     KILL_NOT_FIRED = "kill_not_fired"
     ISOLATION_UNAVAILABLE = "isolation_unavailable"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
     # framework_runtime: the framework crashed, hung or broke the protocol
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
@@ -44,6 +45,8 @@ class Cause(StrEnum):
     OPEN_FILES_LIMIT = "open_files_limit"
     FILE_SIZE_LIMIT = "file_size_limit"
     SCRIPT_EXHAUSTED = "script_exhausted"
+    FAULT_UNRECOVERED = "fault_unrecovered"
+    REPLAY_MISMATCH = "replay_mismatch"
     # agent: the run finished, the harness's own check of the result failed
     WRONG_STOP_REASON = "wrong_stop_reason"
     WRONG_OUTPUT = "wrong_output"
@@ -51,6 +54,7 @@ class Cause(StrEnum):
     WRONG_TOOL_CALLS = "wrong_tool_calls"
     WRONG_FILES = "wrong_files"
     SCRIPT_NOT_CONSUMED = "script_not_consumed"
+    WRONG_MODEL_CALLS = "wrong_model_calls"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,15 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "The event the scenario's `kill_at` names never came, so the crash and resume it "
         "declares never happened.",
         "Check `kill_at` (channel, type, name, occurrence) against the transcript.",
+    ),
+    Cause.PROVIDER_UNAVAILABLE: CauseInfo(
+        Outcome.LANE_INFRA,
+        "alk's gateway, proxying the model, saw the upstream provider fail (connection "
+        "refused or timed out, a 5xx it was not told to inject, or a refusal of alk's own key), "
+        "and the repeat did not pass. Decided by the gateway's own observation, never by what "
+        "the worker says.",
+        "Check the upstream (`model.upstream`) and the key alk reads (`model.key_env`); the "
+        "transcript's model/call events show each answer.",
     ),
     Cause.CHECK_ERROR: CauseInfo(
         Outcome.LANE_INFRA,
@@ -230,6 +243,24 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "framework called the model again where the script ends (a retry, a loop, a final "
         "answer it did not take); script what it asks for, or fix what made it ask.",
     ),
+    Cause.FAULT_UNRECOVERED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "A declared fault fired (alk's gateway injected it on the wire, or the worker "
+        "reported injecting it) and the repeat then failed without recovering: no model call "
+        "after a wire fault was answered in full. The failure is the framework's handling of "
+        "the fault, which the detail names with the failure that followed. A scored failure, "
+        "never void.",
+        "Read the transcript's model/call events around the fault: did the client retry, "
+        "honour Retry-After, raise? Configure the framework's retries, or report it upstream.",
+    ),
+    Cause.REPLAY_MISMATCH: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "In replay mode, the framework sent a model request the cassette does not hold at "
+        "that call (the detail names the first difference), and the repeat failed: the run "
+        "left the recorded path. A scored failure, never void.",
+        "If the framework's requests changed on purpose (a new version, a new prompt), record "
+        "the cassette again (`mode = \"proxy\"`, `record = ...`); else find what varies.",
+    ),
     Cause.WRONG_STOP_REASON: CauseInfo(
         Outcome.AGENT,
         "The result's `stop_reason` is not the expected one.",
@@ -260,6 +291,12 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "The scenario expects every scripted model turn to be used (`script_consumed`), and "
         "the framework stopped early or asked for more.",
         "Compare the model/turn events in the transcript with the scenario's `script`.",
+    ),
+    Cause.WRONG_MODEL_CALLS: CauseInfo(
+        Outcome.AGENT,
+        "The number of model calls alk's gateway served differs from the scenario's "
+        "`model_calls` (a number, or a min and max).",
+        "The transcript's model/call events list every call, retries included.",
     ),
 }
 

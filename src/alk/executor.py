@@ -30,6 +30,8 @@ from alk.records import (
     Attribution,
     Check,
     Execution,
+    Lane,
+    ModelSeen,
     Observation,
     Plan,
     RepeatResult,
@@ -92,12 +94,24 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
                                   f"the lane asks for {name} = \"{level}\", which this machine "
                                   f"cannot give ({why}); nothing was started")
             return execution
+    model = lane.model
+    if model is not None and model.key_env and model.key_env not in environ:
+        execution.void = void(Cause.ENV_MISSING, f"{lane.path}: model.key_env names "
+                                                 f"{model.key_env}, which is not set in alk's "
+                                                 "environment; nothing was started")
+        return execution
     gate = functools.partial(check_ready, lane, redactor=redactor)
+    try:
+        gateway = _open_gateway(lane, redactor, environ)
+    except Exception as exc:  # noqa: BLE001 - a cassette that cannot be read voids the run
+        execution.void = void(Cause.HARNESS_ERROR, redactor.cut(
+            f"the model gateway could not start: {exc}", DETAIL_CHARS))
+        return execution
     root = Path(tempfile.mkdtemp(prefix="alk-"))
     execution.workspaces = root if keep_workspaces else None
     try:
         context = _Context(plan, out_dir, runner, gate, redactor, env, root, keep_workspaces,
-                           _install_sdk(root), network, filesystem)
+                           _install_sdk(root), network, filesystem, gateway)
         problem = context.program_problem()
         if problem:
             execution.void = void(Cause.SPAWN_FAILED, problem)
@@ -123,9 +137,20 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     except KeyboardInterrupt:
         execution.interrupted = True
     finally:
+        if gateway is not None:
+            gateway.close()
         if not keep_workspaces:
             remove_tree(root)
     return execution
+
+
+def _open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) -> Any:
+    """The run's model gateway when the lane has `[model]` (aiohttp is imported only then)."""
+    if lane.model is None:
+        return None
+    from alk.gateway.server import Gateway
+
+    return Gateway(lane.model, redactor, environ)
 
 
 def _install_sdk(root: Path) -> Path:
@@ -156,6 +181,7 @@ class _Context:
     sdk: Path
     network: Network
     filesystem: Filesystem
+    gateway: Any = None  # alk.gateway.server.Gateway, when alk serves the model
     _visible_for: tuple[str, ...] = field(default=(), init=False)
     _visible_paths: tuple[str, ...] = field(default=(), init=False)
     _steps_left: int = field(default_factory=lambda: STEPS_BUDGET_CHARS, init=False)
@@ -239,12 +265,34 @@ class _Context:
             # The crash is injected once, in the first attempt; the next ones must finish.
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
-            seen.append(self.runner.run(request, self.gate, log))
+            session = None
+            if self.gateway is not None:
+                session = self.gateway.session(scenario, item.seed, attempt, item.repeat)
+                request = self.model_request(request, start, session)
+            try:
+                seen.append(self.runner.run(request, self.gate, log))
+            finally:
+                if session is not None:
+                    session.release()
             if (not seen[-1].kill_fired or seen[-1].harness_error
                     or attempt >= scenario.max_attempts):
                 break
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
         return _combined(seen, scenario)
+
+    def model_request(self, request: RunRequest, start: dict, session: Any) -> RunRequest:
+        """The request with the gateway's session: its variables and the start message's
+        `model`. Without a network the listener is made at a fixed port inside the worker's
+        own namespace (any port is free there); with one, on alk's loopback."""
+        from alk.gateway.server import NAMESPACE_PORT, base_url
+
+        offline = self.network is Network.NONE
+        port = NAMESPACE_PORT if offline else session.listen_on_host()
+        url = base_url(port)
+        start["model"] = session.start_fields(url)
+        return dataclasses.replace(request, env={**request.env, **session.environment(url)},
+                                   start=start, gateway=session,
+                                   gateway_port=port if offline else None)
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
@@ -308,6 +356,11 @@ class _Context:
         expect = item.scenario.expect
         checks = expectation.check(expect, obs.result, obs.tool_calls, workspace,
                                    obs.uncounted_tool_calls, self.redactor)
+        if expect.model_calls is not None:
+            low, high = expect.model_calls
+            calls = obs.model.calls if obs.model is not None else 0
+            checks += (Check("model_calls", low <= calls <= high,
+                             str(low) if low == high else f"{low} to {high}", calls),)
         if expect.script_consumed is not None:
             used, scripted = obs.model_turns, len(item.scenario.script)
             checks += (Check("script_consumed", (used == scripted) == expect.script_consumed,
@@ -344,8 +397,12 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
     fired = frozenset().union(*(obs.faults_fired for obs in attempts))
     missing = tuple(f"{fault.point}#{fault.occurrence}" for fault in scenario.faults
                     if (fault.point, fault.occurrence) not in fired)
+    model = _combined_model([obs.model for obs in attempts if obs.model is not None])
+    if model is not None:
+        on_wire = set(model.faults_fired)
+        missing += tuple(f.label for f in scenario.wire_faults if f.label not in on_wire)
     return dataclasses.replace(
-        last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing,
+        last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing, model=model,
         trajectory=tuple(step for obs in attempts for step in obs.trajectory),
         uncounted_tool_calls=sum(obs.uncounted_tool_calls for obs in attempts),
         # The scripted turns of a killed attempt are lost with it: the last attempt is judged.
@@ -365,6 +422,22 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         path=tuple(step for obs in attempts for step in obs.path),
         path_hash=_joined_hash([obs.path_hash for obs in attempts]),
         kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
+
+
+def _combined_model(seen: list[ModelSeen]) -> ModelSeen | None:
+    """The gateway's view of every attempt: calls, retries, tokens and faults add up; the last
+    attempt's turns, recovery and exhausted script are what is judged."""
+    if not seen:
+        return None
+    last = seen[-1]
+    return dataclasses.replace(
+        last, calls=sum(s.calls for s in seen), retries=sum(s.retries for s in seen),
+        prompt_tokens=sum(s.prompt_tokens for s in seen),
+        completion_tokens=sum(s.completion_tokens for s in seen),
+        faults_fired=tuple(f for s in seen for f in s.faults_fired),
+        provider_error=next((s.provider_error for s in seen if s.provider_error), None),
+        unmatched=next((s.unmatched for s in seen if s.unmatched), None),
+        steps=tuple(step for s in seen for step in s.steps))
 
 
 def _joined_hash(hashes: list[str]) -> str:

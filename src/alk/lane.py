@@ -21,7 +21,18 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from alk.errors import LaneError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import Expectations, Fault, FileExpectation, KillAt, Lane, Limits, Scenario
+from alk.gateway.script import FAULT_KINDS, turn_problem
+from alk.records import (
+    Expectations,
+    Fault,
+    FileExpectation,
+    KillAt,
+    Lane,
+    Limits,
+    ModelSetup,
+    Scenario,
+    WireFault,
+)
 
 LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
@@ -40,14 +51,21 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
+    "model",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
-                    "max_attempts"}
+                    "max_attempts", "wire_faults"}
+_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record"}
+MODEL_MODES = ("script", "replay", "proxy")
+# What each mode needs, and what it may have besides.
+_MODE_FIELDS = {"script": (set(), set()), "replay": ({"cassette"}, set()),
+                "proxy": ({"upstream", "key_env"}, {"record"})}
+_WIRE_FAULT_FIELDS = {"call", "kind", "retry_after_s", "seconds"}
 _FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
 _KILL_FIELDS = {"channel", "type", "name", "occurrence"}
 _EXPECT_FIELDS = {
     "stop_reason", "output_contains", "output_equals", "output_matches", "end_state",
-    "tool_calls", "files", "script_consumed",
+    "tool_calls", "files", "script_consumed", "model_calls",
 }
 _FILE_FIELDS = {"path", "exists", "json_length", "json_subset"}
 
@@ -193,10 +211,11 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
     if repeats < 1:
         top.fail("repeats", f"must be at least 1, got {repeats}")
 
+    model = _parse_model(top.get("model", dict), where, root)
     raw_scenarios = top.get("scenarios", list, required=True)
     if not raw_scenarios:
         top.fail("scenarios", "must hold at least one [[scenarios]] table")
-    scenarios = tuple(_parse_scenario(raw, where, i) for i, raw in enumerate(raw_scenarios))
+    scenarios = tuple(_parse_scenario(raw, where, i, model) for i, raw in enumerate(raw_scenarios))
     seen: set[str] = set()
     for index, scenario in enumerate(scenarios):
         if scenario.id in seen:
@@ -223,7 +242,42 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         network=_choice(top, "network", NETWORKS),
         filesystem=_choice(top, "filesystem", FILESYSTEMS),
         install=top.text("install", default=""),
+        model=model,
     )
+
+
+def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSetup | None:
+    """The lane's `[model]`: the gateway's mode and what that mode needs."""
+    if raw is None:
+        return None
+    table = _Table(raw, where, "model", _MODEL_FIELDS)
+    mode = _choice(table, "mode", MODEL_MODES)
+    if mode is None:
+        table.fail("mode", f"is required: one of {', '.join(map(repr, MODEL_MODES))}")
+    needed, optional = _MODE_FIELDS[mode]
+    for key in sorted(needed):
+        table.text(key, required=True)
+    for key in sorted(set(raw) - needed - optional - {"mode", "name"}):
+        table.fail(key, f"has no use in mode {mode!r} (it needs "
+                        f"{', '.join(sorted(needed | optional)) or 'nothing more'})")
+    upstream = table.text("upstream")
+    if upstream is not None and not re.match(r"^https?://[^/\s]+", upstream):
+        table.fail("upstream", f"must be an http(s) URL such as 'https://api.example.com/v1', "
+                               f"got {upstream!r}")
+    key_env = table.text("key_env")
+    if key_env is not None and not _ENV_NAME.match(key_env):
+        table.fail("key_env", f"must be an environment variable name, got {key_env!r}")
+    cassette = table.text("cassette")
+    if cassette is not None and not (root / cassette).is_file():
+        table.fail("cassette", f"names {cassette!r}, which is not a file under {root} (record "
+                               "one with mode = \"proxy\" and record = ...)")
+    record = table.text("record")
+    name = table.text("name", default="alk-script")
+    if not name.strip() or len(name) > 100:
+        table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")
+    return ModelSetup(mode=mode, name=name,
+                      cassette=root / cassette if cassette else None, upstream=upstream,
+                      key_env=key_env, record=root / record if record else None)
 
 
 def _choice(table: _Table, key: str, choices: tuple[str, ...]) -> str | None:
@@ -244,7 +298,7 @@ def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:
     return values
 
 
-def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
+def _parse_scenario(raw: Any, where: str, index: int, model: ModelSetup | None) -> Scenario:
     table = _Table(raw, where, f"scenarios[{index}]", _SCENARIO_FIELDS)
     scenario_id = table.text("id", required=True)
     if not _NAME.match(scenario_id):
@@ -258,6 +312,20 @@ def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
         if not isinstance(turn, dict):
             table.fail(f"script[{turn_index}]", "must be a table (one model turn)")
     _require_json(script, where, f"{table.field}.script")
+    if model is not None:
+        # The gateway serves the script itself: a turn it cannot serve is the lane's error.
+        for turn_index, turn in enumerate(script):
+            problem = turn_problem(turn)
+            if problem:
+                table.fail(f"script[{turn_index}]", problem)
+    wire_faults = tuple(_parse_wire_fault(raw_fault, where, f"{table.field}.wire_faults[{i}]")
+                        for i, raw_fault in enumerate(table.get("wire_faults", list, default=[])))
+    if wire_faults and model is None:
+        table.fail("wire_faults", "needs the lane's [model] table: only alk's gateway injects "
+                                  "faults on the wire (add [model] with mode = \"script\")")
+    if expect.model_calls is not None and model is None:
+        table.fail("expect.model_calls", "needs the lane's [model] table: only calls the "
+                                         "gateway served are counted")
     faults = tuple(_parse_fault(raw_fault, where, f"{table.field}.faults[{i}]")
                    for i, raw_fault in enumerate(table.get("faults", list, default=[])))
     kill_at = None
@@ -286,7 +354,23 @@ def _parse_scenario(raw: Any, where: str, index: int) -> Scenario:
         faults=faults,
         kill_at=kill_at,
         max_attempts=max_attempts,
+        wire_faults=wire_faults,
     )
+
+
+def _parse_wire_fault(raw: Any, where: str, field: str) -> WireFault:
+    table = _Table(raw, where, field, _WIRE_FAULT_FIELDS)
+    kind = _choice(table, "kind", FAULT_KINDS)
+    if kind is None:
+        table.fail("kind", f"is required: one of {', '.join(FAULT_KINDS)}")
+    if "retry_after_s" in raw and kind != "http_429":
+        table.fail("retry_after_s", f"belongs to http_429 only, not {kind}")
+    if "seconds" in raw and kind != "stall":
+        table.fail("seconds", f"belongs to stall only, not {kind}")
+    retry_after = table.positive("retry_after_s", 1.0) if "retry_after_s" in raw else None
+    seconds = table.positive("seconds", 1.0) if "seconds" in raw else None
+    return WireFault(call=_count(table, "call"), kind=kind, retry_after_s=retry_after,
+                     seconds=seconds)
 
 
 def _parse_fault(raw: Any, where: str, field: str) -> Fault:
@@ -346,6 +430,7 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
             _require_json(subset, where, f"{entry.field}.json_subset")
         files.append(FileExpectation(rel, entry.get("exists", bool), length, subset))
     return Expectations(
+        model_calls=_calls_range(table),
         stop_reason=table.text("stop_reason"),
         output_contains=table.text("output_contains"),
         output_equals=table.text("output_equals"),
@@ -355,6 +440,23 @@ def _parse_expect(raw: dict[str, Any], where: str, field: str) -> Expectations:
         files=tuple(files),
         script_consumed=table.get("script_consumed", bool),
     )
+
+
+def _calls_range(table: _Table) -> tuple[int, int] | None:
+    """`model_calls = N`, or `{ min, max }` (either may be left out)."""
+    if "model_calls" not in table.data:
+        return None
+    value = table.data["model_calls"]
+    if type(value) is int and value >= 0:
+        return value, value
+    if isinstance(value, dict) and value and set(value) <= {"min", "max"} and all(
+            type(v) is int and v >= 0 for v in value.values()):
+        low, high = value.get("min", 0), value.get("max", 2**31 - 1)
+        if low <= high:
+            return low, high
+    table.fail("model_calls", f"must be a whole number ≥ 0 or {{ min = N, max = M }} with "
+                              f"min ≤ max, got {value!r}")
+    raise AssertionError  # fail raised
 
 
 def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool) -> str:

@@ -81,6 +81,7 @@ class Expectations:
     tool_calls: Mapping[str, int] | None = None
     files: tuple[FileExpectation, ...] = ()
     script_consumed: bool | None = None  # every scripted turn was used (model/turn events)
+    model_calls: tuple[int, int] | None = None  # (min, max) calls the gateway served
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,33 @@ class Fault:
     occurrence: int = 1
     error: str = ""
     retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WireFault:
+    """A fault the gateway injects on the wire at the attempt's `call`-th model call
+    (`alk.gateway.faults` names the kinds)."""
+
+    call: int
+    kind: str
+    retry_after_s: float | None = None  # http_429: the Retry-After it sends
+    seconds: float | None = None  # stall: how long no byte comes (None: until the attempt ends)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}@call{self.call}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSetup:
+    """A lane's `[model]`: alk serves the model the worker talks to (`alk.gateway`)."""
+
+    mode: str  # "script", "replay" or "proxy"
+    name: str = "alk-script"  # the model name a worker asks for
+    cassette: Path | None = None  # replay: the recorded calls
+    upstream: str | None = None  # proxy: the provider's base URL
+    key_env: str | None = None  # proxy: the variable of alk's own environment holding the key
+    record: Path | None = None  # proxy: where to record a cassette
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +138,9 @@ class Scenario:
     task: str
     input: Mapping[str, Any] = field(default_factory=dict)
     expect: Expectations = field(default_factory=Expectations)
-    script: tuple[Mapping[str, Any], ...] = ()  # the scripted model's turns, for the worker
+    script: tuple[Mapping[str, Any], ...] = ()  # the scripted model's turns
     faults: tuple[Fault, ...] = ()
+    wire_faults: tuple[WireFault, ...] = ()  # injected by the gateway
     kill_at: KillAt | None = None
     max_attempts: int = 1
 
@@ -136,6 +165,7 @@ class Lane:
     network: str | None = None  # "none" or "host"; None: the strongest the machine offers
     filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
     install: str = ""  # the command that installs the framework, quoted when it is missing
+    model: ModelSetup | None = None  # alk serves the model (None: the worker brings its own)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,6 +206,23 @@ class Preflight:
     version: str | None
     cause: str | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSeen:
+    """What the gateway saw of one worker's model calls: the harness's own evidence."""
+
+    calls: int = 0  # requests to a model endpoint, whatever their answer
+    turns: int = 0  # scripted (or replayed) turns served
+    retries: int = 0  # calls that repeated the request before them after a failed answer
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    faults_fired: tuple[str, ...] = ()  # WireFault.label of each fault injected
+    recovered: bool = True  # a call after the last fault fired was answered in full
+    exhausted: tuple[int, int] | None = None  # (call asked past the script, scripted turns)
+    provider_error: str | None = None  # proxy: the upstream failed (refused, 5xx)
+    unmatched: str | None = None  # replay: the first request the cassette did not hold
+    steps: tuple[str, ...] = ()  # per call, "status:tool,tool" or "status:text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +276,7 @@ class Observation:
     identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)
     faults_missing: tuple[str, ...] = ()  # declared faults never reported (set by the executor)
     kill_missing: bool = False  # a declared kill_at that never came (set by the executor)
+    model: ModelSeen | None = None  # what the gateway saw, when alk served the model
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,11 @@ class TranscriptWriter:
     def worker(self, channel: str, type: str, payload: Mapping[str, Any]) -> None:
         self._append(WORKER, channel, type, payload)
 
+    def observed(self, channel: str, type: str, payload: Mapping[str, Any]) -> None:
+        """What alk itself saw on another channel than its own (the gateway's model calls):
+        source harness, so that no worker line can pass for it."""
+        self._append(HARNESS, channel, type, payload)
+
     @property
     def head_full(self) -> bool:
         """Past the head: what comes now goes to the tail (see `stderr_block`)."""

@@ -50,6 +50,9 @@ class Start:
         # The scripted model's turns and the faults to inject, when the scenario has them.
         self.script: List[Dict[str, Any]] = list(scenario.get("script") or [])
         self.faults: List[Dict[str, Any]] = list(scenario.get("faults") or [])
+        # When alk serves the model (the lane's [model]): base_url, api_key, mode and name, the
+        # same as OPENAI_BASE_URL and OPENAI_API_KEY in the environment; empty otherwise.
+        self.model: Dict[str, Any] = dict(message.get("model") or {})
         # After alk killed a previous attempt (a scenario's kill_at): resume, do not redo.
         self.attempt: int = message.get("attempt", 1)
         self.resume: bool = bool(message.get("resume", False))

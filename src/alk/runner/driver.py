@@ -120,6 +120,7 @@ class Driver:
                 and self.preflight is None:
             return self._on_ready(outcome, now)
         actions: list[Action] = [Record(outcome.channel, outcome.type, outcome.payload)]
+        actions += self._unserved(outcome)
         if outcome.type == "result":
             actions.append(Sample())
         actions += self._kill_at(outcome, now)
@@ -164,6 +165,19 @@ class Driver:
         if number == signal.SIGKILL and self._killed_at is None:
             self._killed_at = now
         return Signal(number, group=number == signal.SIGKILL)
+
+    def _unserved(self, event: WorkerEvent) -> list[Action]:
+        """With alk serving the model, a worker that claims more model turns than the gateway
+        served is telling of a model it never talked to: a violation."""
+        gateway = self.request.gateway
+        if (gateway is None or (event.channel, event.type) != ("model", "turn")
+                or self.state.model_turns <= gateway.served_turns()):
+            return []
+        violation = self.state.violate(
+            "unserved_model_turn", f"model/turn number {self.state.model_turns}, but alk's "
+                                   f"gateway served {gateway.served_turns()} turn(s)")
+        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
+                                       "detail": violation.detail})]
 
     def _kill_at(self, event: WorkerEvent, now: float) -> list[Action]:
         """The scenario's harness-injected crash: SIGKILL at the named event, at once."""

@@ -6,13 +6,16 @@ as its child instead, forwards the signals it gets, reaps every orphan, ends the
 the worker ends, and reports the worker's real exit status on a pipe only it holds: a worker's
 exit code cannot pass for a signal (bwrap and unshare report a death by signal N as 128 + N).
 
-    python -I -S -c CODE STATUS_FD UID GID -- PROGRAM ARG...
+    python -I -S -c CODE STATUS_FD UID GID GATEWAY -- PROGRAM ARG...
 
 Standalone and standard library only; alk runs it with `-c` (its code, compiled once by alk),
 so no file of alk's needs to be visible in the sandbox. With UID and GID other than "-", the
 worker runs as that user (alk as root runs it as nobody: root-only files stay unreadable). The
-status line is `exit N` or `signal N`. Imports are kept to built-in modules: this costs every
-repeat a start-up.
+status line is `exit N` or `signal N`. With GATEWAY `FD:PORT` (else "-"), it first makes the
+model gateway's listener on 127.0.0.1:PORT of the worker's network namespace and sends it to
+alk over the Unix socket FD, then closes both: alk serves the listener from its own side, so a
+worker with no network reaches the gateway and nothing else, and never holds the channel.
+Imports are kept to built-in modules: this costs every repeat a start-up.
 """
 
 import os
@@ -25,11 +28,16 @@ except ImportError:  # pragma: no cover - other interpreters
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 PR_SET_DUMPABLE = 4
+# Bringing a namespace's loopback up where nothing did (unshare --net leaves it down).
+SIOCSIFFLAGS = 0x8914
+IFF_UP_RUNNING = 0x41
 
 
 def main(argv):
-    status_fd, uid, gid = int(argv[1]), argv[2], argv[3]
-    command = argv[5:]
+    status_fd, uid, gid, gateway = int(argv[1]), argv[2], argv[3], argv[4]
+    command = argv[6:]
+    if gateway != "-":
+        listen(gateway)
     if os.getuid() != 0:
         # Same user as the worker: without this it could open /proc/1/fd/STATUS_FD and forge
         # the status line, or trace this process.
@@ -86,6 +94,41 @@ def main(argv):
     except OSError:
         pass
     os._exit(code & 0xFF)
+
+
+def listen(spec):
+    """Makes the gateway's listener in this namespace and hands it to alk."""
+    import _socket
+
+    channel_fd, port = (int(part) for part in spec.split(":"))
+    channel = _socket.socket(fileno=channel_fd)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind(("127.0.0.1", port))
+        except OSError:
+            loopback_up(_socket)
+            listener.bind(("127.0.0.1", port))
+        listener.listen(128)
+        fd = listener.fileno().to_bytes(4, sys.byteorder)
+        channel.sendmsg([b"L"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd)])
+    except OSError as exc:
+        os.write(2, f"alk init: no gateway listener on port {port}: {exc}\n".encode())
+    finally:
+        listener.close()
+        channel.close()
+
+
+def loopback_up(_socket):
+    import fcntl
+
+    probe = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
+        request = b"lo".ljust(16, b"\0") + IFF_UP_RUNNING.to_bytes(2, sys.byteorder) + bytes(22)
+        fcntl.ioctl(probe.fileno(), SIOCSIFFLAGS, request)
+    finally:
+        probe.close()
 
 
 if __name__ == "__main__":

@@ -73,6 +73,9 @@ class Loop:
             selector.register(fd, selectors.EVENT_READ, "read")
         if self.spawned.exit_fd is not None:
             selector.register(self.spawned.exit_fd, selectors.EVENT_READ, "exit")
+        gateway = self.driver.request.gateway
+        if gateway is not None:
+            selector.register(gateway.wake_fd, selectors.EVENT_READ, "model")
         try:
             self.carry_out(self.driver.opening())
             if not self._until_exit(selector):
@@ -116,7 +119,9 @@ class Loop:
             if self.spawned.exit_fd is None:
                 timeout = min(timeout, EXIT_POLL_S)
             for key, _ in selector.select(timeout):
-                if key.data == "write":
+                if key.data == "model":
+                    self.model_events()
+                elif key.data == "write":
                     self._flush_stdin()
                 elif key.data == "read":
                     for _ in range(READS_IN_A_ROW):
@@ -156,6 +161,14 @@ class Loop:
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def model_events(self) -> None:
+        """Writes what the gateway saw since the last look. Before every stdout line too: a
+        worker's line about a model answer comes after the gateway recorded that answer."""
+        gateway = self.driver.request.gateway
+        if gateway is not None:
+            for type, payload in gateway.events():
+                self.transcript.observed("model", type, payload)
+
     def _read(self, fd: int) -> bool:
         """Reads one chunk; False at EOF (or nothing more to read when draining)."""
         try:
@@ -173,6 +186,7 @@ class Loop:
             self.stderr.feed(chunk)
             return True
         now = time.monotonic()
+        self.model_events()
         # Split in pieces: a megabyte of tiny lines is not a million objects at once.
         for at in range(0, len(chunk), SPLIT_BYTES):
             for raw, cut in self.stdout_lines.feed(chunk[at:at + SPLIT_BYTES]):

@@ -7,15 +7,16 @@ handshake, version gate, kill_at, timeout), and turns what they saw into an `Obs
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
-from alk.records import Observation
+from alk.records import ModelSeen, Observation
 from alk.runner.driver import REAP_LIMIT_S, Driver
 from alk.runner.isolation import Isolation, detect
 from alk.runner.loop import Loop, LoopEnd
 from alk.runner.procfs import peak_rss_kb
-from alk.runner.protocol import Phase
+from alk.runner.protocol import MAX_TRAJECTORY_CHARS, Phase
 from alk.runner.request import Gate, RunRequest
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import Spawned, start
@@ -52,30 +53,44 @@ class LocalRunner:
             return Observation(spawned=False, spawn_error=detail, containment=containment)
         driver = Driver(request, gate, started)
         stderr = StderrSink(transcript, request.redactor, request.line_limit_bytes)
+        seen: ModelSeen | None = None
         try:
+            if spawned.listener is not None and request.gateway is not None:
+                request.gateway.serve(spawned.listener)
             transcript.harness("spawn", {"pid": spawned.pid, "argv": list(request.argv),
                                          "cwd": request.cwd, "env": sorted(request.env),
                                          "containment": containment,
                                          "network": request.network.value,
                                          "filesystem": request.filesystem.value,
                                          "limits": request.limits.applied()})
-            end = Loop(spawned, driver, transcript, stderr, request.line_limit_bytes).run()
+            loop = Loop(spawned, driver, transcript, stderr, request.line_limit_bytes)
+            end = loop.run()
             limits_hit = ("max_processes",) if spawned.limit_hit() else ()
             reported = spawned.init_status(end.status)
+            if request.gateway is not None:
+                # The worker is gone: what the gateway still held (a stalled call) is ended,
+                # and the calls it saw join the transcript before the exit event.
+                seen = request.gateway.close()
+                loop.model_events()
         except BaseException:
             # alk itself is stopping (Ctrl-C, SIGTERM, a bug): never leave the group behind.
             spawned.reap_after_kill(REAP_LIMIT_S)
             raise
         finally:
             spawned.close()
+            if request.gateway is not None:
+                request.gateway.close()
+                request.gateway.release()
         return _observation(request, spawned, driver, stderr, end, reported, limits_hit,
-                            containment, time.monotonic() - started, parent_hwm_kb, transcript)
+                            containment, time.monotonic() - started, parent_hwm_kb, transcript,
+                            seen)
 
 
 def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: StderrSink,
                  end: LoopEnd, reported: tuple[int | None, int | None] | None,
                  limits_hit: tuple[str, ...], containment: str, duration: float,
-                 parent_hwm_kb: int, transcript: TranscriptWriter) -> Observation:
+                 parent_hwm_kb: int, transcript: TranscriptWriter,
+                 seen: ModelSeen | None) -> Observation:
     exit_code = sig = None
     if reported is not None:
         # The init's word: the worker's own exit, not a wrapper's 128 + N.
@@ -102,6 +117,11 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
         "reported_by": "init" if reported is not None else "wait",
         "violations": state.violation_count,
     })
+    trajectory, trajectory_hash = tuple(state.trajectory), state.trajectory_hash.hexdigest()
+    if seen is not None:
+        # With alk serving the model, the trajectory is what the gateway answered, call by
+        # call: the harness's observation, not the worker's account of its tools.
+        trajectory, trajectory_hash = _model_trajectory(seen)
     return Observation(
         spawned=True,
         containment=containment,
@@ -111,10 +131,13 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
         limits_hit=limits_hit,
         faults_fired=frozenset(state.faults_fired),
         path_hash=state.path_hash.hexdigest(),
-        model_turns=state.model_turns,
-        script_exhausted=state.script_exhausted,
+        # Under the gateway, the turns it served and the script it saw run out: the harness's
+        # own count, whatever the worker says.
+        model_turns=seen.turns if seen is not None else state.model_turns,
+        script_exhausted=seen.exhausted if seen is not None else state.script_exhausted,
         path=tuple(state.path),
-        trajectory_hash=state.trajectory_hash.hexdigest(),
+        trajectory_hash=trajectory_hash,
+        model=seen,
         identities=((driver.preflight.framework, driver.preflight.version),)
         if driver.preflight is not None else (),
         kill_fired=driver.kill_fired,
@@ -132,9 +155,22 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
         bad_result=state.bad_result,
         tool_calls=dict(state.tool_calls),
         uncounted_tool_calls=state.uncounted_tool_calls,
-        trajectory=tuple(state.trajectory),
+        trajectory=trajectory,
         violations=tuple(state.violations),
         violation_count=state.violation_count,
         stderr_tail=stderr.tail(),
         harness_error=end.harness_error,
     )
+
+
+def _model_trajectory(seen: ModelSeen) -> tuple[tuple[str, ...], str]:
+    """The gateway's steps as a trajectory (bounded like the worker's), and their digest."""
+    digest = hashlib.sha256()
+    kept: list[str] = []
+    size = 0
+    for step in seen.steps:
+        digest.update(step.encode("utf-8", "surrogatepass") + b"\n")
+        if size < MAX_TRAJECTORY_CHARS:
+            kept.append(step)
+            size += len(step)
+    return tuple(kept), digest.hexdigest()

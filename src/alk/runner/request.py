@@ -4,13 +4,31 @@ the framework and version it reports (`Gate`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
-from alk.records import KillAt, Limits, Preflight
+from alk.records import KillAt, Limits, ModelSeen, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Network
 
 LINE_LIMIT_BYTES = 1024 * 1024
+
+
+class ModelLink(Protocol):
+    """The gateway's session for this worker (`alk.gateway.server.Session`), as the runner
+    uses it: serve a listener, hand over what it recorded, say how many turns it served."""
+
+    @property
+    def wake_fd(self) -> int: ...
+
+    def serve(self, listener: Any) -> None: ...
+
+    def events(self) -> list[tuple[str, dict[str, Any]]]: ...
+
+    def served_turns(self) -> int: ...
+
+    def close(self) -> ModelSeen: ...
+
+    def release(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +53,10 @@ class RunRequest:
     # Folders inside `visible` that the worker must not see (alk's transcripts and reports):
     # an empty file system is mounted over them.
     hidden: tuple[str, ...] = ()
+    # alk serves the model: the session, and the port its listener takes inside the worker's
+    # network namespace (None: the session listens on alk's own loopback already).
+    gateway: ModelLink | None = None
+    gateway_port: int | None = None
 
 
 # Judges a worker's framework_ready payload.

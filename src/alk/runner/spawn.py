@@ -14,6 +14,7 @@ import functools
 import marshal
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -43,6 +44,8 @@ STATUS_LINE_BYTES = 64
 # Folders a worker writes besides its workspace, sized from its memory limit, each this share.
 TMPFS_SHARE_OF_MEMORY = 0.5
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# How long alk waits for the init to hand over the gateway's listener (it does so first thing).
+LISTENER_WAIT_S = 10.0
 
 
 @functools.cache
@@ -72,6 +75,7 @@ class Spawned:
         self._status_fd = status_fd
         self._cgroup = cgroup
         self._worker_pid: int | None = proc.pid if depth == 0 else None
+        self.listener: socket.socket | None = None  # the gateway's, from the worker's namespace
         self.exit_fd = procfs_pidfd(proc.pid)
         # The worker's /proc/PID/status and memory-backed folders, opened once it is found and
         # read through these descriptors at every sample: opening them by path each time
@@ -221,6 +225,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
     cgroup = pids_cgroup_for(request.limits)
     read_fd = write_fd = seccomp_fd = None
+    channel: tuple[socket.socket, socket.socket] | None = None
     try:
         pass_fds: list[int] = []
         if namespaced:
@@ -228,10 +233,15 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             os.set_blocking(read_fd, False)
             pass_fds.append(write_fd)
             give_workspace(request.cwd, worker_uid() if sandboxed else None)
+        if namespaced and request.gateway_port is not None:
+            channel = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            pass_fds.append(channel[1].fileno())
         if sandboxed and seccomp_program is not None:
             seccomp_fd = _memfd(seccomp_program)
             pass_fds.append(seccomp_fd)
-        argv = command_line(request, isolation, status_fd=write_fd, seccomp_fd=seccomp_fd)
+        gateway = f"{channel[1].fileno()}:{request.gateway_port}" if channel else None
+        argv = command_line(request, isolation, status_fd=write_fd, seccomp_fd=seccomp_fd,
+                            gateway=gateway)
         steps = [step for step in (
             None if limit_prefix is not None else limit_setter(request.limits),
             cgroup.joiner() if cgroup else None) if step]
@@ -245,6 +255,8 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
         for fd in (read_fd, write_fd, seccomp_fd):
             if fd is not None:
                 os.close(fd)
+        for end in channel or ():
+            end.close()
         if cgroup:
             cgroup.remove()
         raise
@@ -255,11 +267,37 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
     for pipe in (proc.stdout, proc.stderr):
         _widen(pipe.fileno())
     # bwrap and unshare each fork once; the init forks the worker.
-    return Spawned(proc, 2 if namespaced else 0, read_fd, cgroup, sandboxed)
+    spawned = Spawned(proc, 2 if namespaced else 0, read_fd, cgroup, sandboxed)
+    if channel is not None:
+        channel[1].close()
+        try:
+            spawned.listener = _listener(channel[0])
+        except OSError:
+            spawned.reap_after_kill(LISTENER_WAIT_S)
+            spawned.close()
+            raise
+        finally:
+            channel[0].close()
+    return spawned
+
+
+def _listener(channel: socket.socket) -> socket.socket:
+    """The gateway's listener, as the init sends it from the worker's network namespace."""
+    channel.settimeout(LISTENER_WAIT_S)
+    try:
+        _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    except TimeoutError:
+        fds = []
+    if len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise OSError(errno.EPROTO, "alk's init sent no gateway listener (its stderr says why)")
+    return socket.socket(fileno=fds[0])
 
 
 def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | None,
-                 seccomp_fd: int | None = None) -> tuple[str, ...]:
+                 seccomp_fd: int | None = None, gateway: str | None = None
+                 ) -> tuple[str, ...]:
     """The whole argv: limits, isolation, the init (given the fd for its status line, in a
     PID namespace) and the worker's own. The overhead benchmark starts its bare side with it."""
     sandboxed, namespaced = _levels(request, isolation)
@@ -268,7 +306,8 @@ def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | 
     init: tuple[str, ...] = ()
     if namespaced:
         init = (sys.executable, "-I", "-S", "-c", init_program(), str(status_fd),
-                *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")), "--")
+                *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")),
+                gateway or "-", "--")
     if sandboxed:
         view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
                     tmpfs_bytes=_tmpfs_bytes(request))

@@ -1,0 +1,104 @@
+"""A worker that is nothing but the `openai` package's client, built from the environment alone
+(OPENAI_BASE_URL, OPENAI_API_KEY), driving a tool loop against alk's gateway. The scenario's
+input picks the endpoint (`api`: "chat" or "responses") and `stream`; `retries` sets the client's
+max_retries, `timeout_s` its timeout. Tools: `lookup_order` and `write_report` (which appends to
+lab-output/effects.json)."""
+
+import json
+import os
+import sys
+
+from alk import worker
+
+worker.hello()
+import openai  # noqa: E402
+
+worker.ready("openai-client", openai.__version__)
+start = worker.start()
+options = start.input
+client = openai.OpenAI(max_retries=options.get("retries", 2),
+                       timeout=options.get("timeout_s", 5.0))
+model = start.model.get("name", "alk-script")
+TOOLS = ["lookup_order", "write_report"]
+
+
+def run_tool(name, args):
+    worker.tool_call(name, args)
+    if name == "write_report":
+        os.makedirs("lab-output", exist_ok=True)
+        path = os.path.join("lab-output", "effects.json")
+        effects = json.load(open(path)) if os.path.exists(path) else []
+        effects.append({"order": args.get("order")})
+        json.dump(effects, open(path, "w"))
+    worker.tool_result(name, ok=True, output={"order": args.get("order")})
+    return json.dumps({"ok": True})
+
+
+def chat():
+    tools = [{"type": "function", "function": {"name": n, "parameters": {
+        "type": "object", "properties": {"order": {"type": "string"}}}}} for n in TOOLS]
+    messages = [{"role": "user", "content": start.task}]
+    for _ in range(8):
+        if options.get("stream"):
+            stream = client.chat.completions.create(model=model, messages=messages,
+                                                    tools=tools, stream=True)
+            text, calls = "", {}
+            for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                text += delta.content or ""
+                for call in delta.tool_calls or []:
+                    entry = calls.setdefault(call.index, {"id": "", "name": "", "args": ""})
+                    entry["id"] = call.id or entry["id"]
+                    entry["name"] = (call.function and call.function.name) or entry["name"]
+                    entry["args"] += (call.function and call.function.arguments) or ""
+            tool_calls = [(c["id"], c["name"], c["args"]) for c in calls.values()]
+        else:
+            answer = client.chat.completions.create(model=model, messages=messages,
+                                                    tools=tools)
+            message = answer.choices[0].message
+            text = message.content or ""
+            tool_calls = [(c.id, c.function.name, c.function.arguments)
+                          for c in message.tool_calls or []]
+        if not tool_calls:
+            return text
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in tool_calls]})
+        for call_id, name, arguments in tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call_id,
+                             "content": run_tool(name, json.loads(arguments))})
+    return "too many turns"
+
+
+def responses():
+    tools = [{"type": "function", "name": n, "parameters": {
+        "type": "object", "properties": {"order": {"type": "string"}}}} for n in TOOLS]
+    items = [{"role": "user", "content": start.task}]
+    for _ in range(8):
+        if options.get("stream"):
+            with client.responses.stream(model=model, input=items, tools=tools) as stream:
+                for _event in stream:
+                    pass
+                answer = stream.get_final_response()
+        else:
+            answer = client.responses.create(model=model, input=items, tools=tools)
+        calls = [item for item in answer.output if item.type == "function_call"]
+        if not calls:
+            return answer.output_text
+        for call in calls:
+            items.append({"type": "function_call", "call_id": call.call_id, "name": call.name,
+                          "arguments": call.arguments})
+            items.append({"type": "function_call_output", "call_id": call.call_id,
+                          "output": run_tool(call.name, json.loads(call.arguments))})
+    return "too many turns"
+
+
+try:
+    output = responses() if options.get("api") == "responses" else chat()
+    worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+    worker.result(output=str(exc)[:300], stop_reason=f"error:{type(exc).__name__}",
+                  end_state={"phase": "error"})
