@@ -1,0 +1,331 @@
+"""Cassettes: the model calls of one run, recorded from a real upstream so that later runs replay
+them without it.
+
+A cassette is a JSON-lines file, one line per model call, in the order the calls were made:
+`{"api", "request", "status", "body", "stream", "events", "fault"}`, where `request` is the
+request as `normalize` leaves it, `body` the response body's text and `events` the frames of a
+streamed one. Replay serves the entries in order, and only to a request equal to the recorded one
+once both are normalized; the first difference is what a mismatch reports.
+
+A request comes from the worker and a cassette file may have been edited by hand: both are read
+within bounds, and whatever they hold is quoted redacted and cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from alk import untrusted_json
+from alk.redaction import ELLIPSIS, Redactor
+
+from .wire import API
+
+# Keys of a request that differ between two runs of the same script and say nothing of what the
+# model is asked: the end user's and the caller's identifiers, tags, and the stream's options.
+DROPPED = frozenset({"user", "metadata", "stream_options", "safety_identifier",
+                     "prompt_cache_key"})
+# Timestamps a client may stamp on the request or on its messages / input items.
+TIMESTAMPS = frozenset({"created", "created_at", "timestamp"})
+# How much of a difference is quoted: the whole message, each value in it, the path, and how
+# much of a long text is kept before the first character that differs.
+DIFFERENCE_CHARS = 200
+VALUE_CHARS = 60
+PATH_CHARS = 80
+CONTEXT_CHARS = 20
+_NO_SECRETS = Redactor()
+
+
+def normalize(api: API, body: bytes) -> dict | None:
+    """The request with what varies between runs replaced or dropped, its keys sorted: tool-call
+    ids become "id-1", "id-2"... in order of first appearance, DROPPED keys and TIMESTAMPS go.
+    None when the body is not a JSON object."""
+    try:
+        request = untrusted_json.parse(body)
+    except untrusted_json.Rejected:
+        return None
+    if not isinstance(request, dict):
+        return None
+    request = {key: value for key, value in request.items()
+               if key not in DROPPED and key not in TIMESTAMPS}
+    ids: dict[str, str] = {}
+
+    def renamed(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return ids.setdefault(value, f"id-{len(ids) + 1}")
+
+    field = "messages" if api == "chat" else "input"
+    items = request.get(field)
+    if isinstance(items, list):
+        request[field] = [_normalized_item(api, item, renamed) for item in items]
+    if api == "responses" and "previous_response_id" in request:
+        request["previous_response_id"] = renamed(request["previous_response_id"])
+    return _sorted(request)
+
+
+def _normalized_item(api: API, item: Any, renamed: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    item = {key: value for key, value in item.items() if key not in TIMESTAMPS}
+    if api == "chat":
+        calls = item.get("tool_calls")
+        if isinstance(calls, list):
+            item["tool_calls"] = [{**call, "id": renamed(call["id"])}
+                                  if isinstance(call, dict) and "id" in call else call
+                                  for call in calls]
+        if "tool_call_id" in item:
+            item["tool_call_id"] = renamed(item["tool_call_id"])
+    else:
+        # Output items sent back as input keep their ids (msg_…, fc_…) and call ids.
+        for key in ("id", "call_id"):
+            if key in item:
+                item[key] = renamed(item[key])
+    return item
+
+
+def _sorted(value: Any) -> Any:
+    """`value` with every object's keys in sorted order. Walked with a stack, not recursion:
+    parse allows 100 levels."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        source, target, slot = stack.pop()
+        if isinstance(source, dict):
+            copy: Any = {key: None for key in sorted(source)}
+            stack.extend((source[key], copy, key) for key in copy)
+        elif isinstance(source, list):
+            copy = [None] * len(source)
+            stack.extend((child, copy, index) for index, child in enumerate(source))
+        else:
+            copy = source
+        target[slot] = copy
+    return root[0]
+
+
+# --- differences -------------------------------------------------------------------------------
+
+
+def _same_kind(expected: Any, actual: Any) -> bool:
+    # JSON's true is not 1, though Python's True == 1; 1 and 1.0 are one number.
+    number = (int, float)
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual)
+    if isinstance(expected, number) and isinstance(actual, number):
+        return True
+    return type(expected) is type(actual)
+
+
+def _show(value: Any, redactor: Redactor, start: int = 0) -> str:
+    """A value as the message quotes it: redacted, then cut; a long text from a little before
+    `start`, where it first differs."""
+    if value is _MISSING:
+        return "nothing"
+    if isinstance(value, str):
+        text = redactor.redact(value)
+        skip = max(0, min(start, len(text)) - CONTEXT_CHARS)
+        quoted = redactor.cut(text[skip:], VALUE_CHARS)
+        return ("'" + ELLIPSIS if skip else "'") + quoted + "'"
+    return redactor.cut(json.dumps(value, ensure_ascii=False, sort_keys=True), VALUE_CHARS)
+
+
+_MISSING = object()
+
+
+def _first_char_differing(expected: str, actual: str) -> int:
+    for index, (one, other) in enumerate(zip(expected, actual)):
+        if one != other:
+            return index
+    return min(len(expected), len(actual))
+
+
+def first_difference(expected: Any, actual: Any, path: str = "", *,
+                     redactor: Redactor = _NO_SECRETS) -> str | None:
+    """Where two JSON values first differ, as "messages[2].content: expected 'a…', got 'b…'"
+    (at most DIFFERENCE_CHARS characters, values redacted), or None when they are equal."""
+    stack = [(expected, actual, path)]
+    while stack:
+        one, other, where = stack.pop()
+        if not _same_kind(one, other):
+            return _difference(where, one, other, redactor)
+        if isinstance(one, dict):
+            keys = sorted(set(one) | set(other), reverse=True)
+            stack.extend((one.get(key, _MISSING), other.get(key, _MISSING),
+                          f"{where}.{key}" if where else str(key)) for key in keys)
+        elif isinstance(one, list):
+            size = max(len(one), len(other))
+            stack.extend((one[index] if index < len(one) else _MISSING,
+                          other[index] if index < len(other) else _MISSING,
+                          f"{where}[{index}]") for index in reversed(range(size)))
+        elif one != other:
+            return _difference(where, one, other, redactor)
+    return None
+
+
+def _difference(where: str, expected: Any, actual: Any, redactor: Redactor) -> str:
+    start = (_first_char_differing(redactor.redact(expected), redactor.redact(actual))
+             if isinstance(expected, str) and isinstance(actual, str) else 0)
+    where = redactor.redact(where or "request")
+    if len(where) > PATH_CHARS:
+        where = ELLIPSIS + where[-(PATH_CHARS - 1):]
+    return redactor.cut(f"{where}: expected {_show(expected, redactor, start)}, "
+                        f"got {_show(actual, redactor, start)}", DIFFERENCE_CHARS)
+
+
+# --- cassette files ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One model call of a cassette."""
+    api: str
+    request: dict
+    status: int
+    body: str
+    stream: bool
+    events: tuple[str, ...]
+    fault: str | None
+
+    def line(self) -> str:
+        """The entry as its cassette line (without the newline)."""
+        return json.dumps({"api": self.api, "request": self.request, "status": self.status,
+                           "body": self.body, "stream": self.stream,
+                           "events": list(self.events), "fault": self.fault}, sort_keys=True)
+
+
+class CassetteError(Exception):
+    """A cassette alk cannot replay; the message names the file, the line and what to do."""
+
+
+_FIX = "fix the line, or record the cassette again"
+
+
+def _entry(record: Any) -> Entry | str:
+    """The entry a cassette line holds, or what is wrong with it."""
+    if not isinstance(record, dict):
+        return "expected a JSON object with api, request, status, body, stream, events, fault"
+    api, request, status = record.get("api"), record.get("request"), record.get("status")
+    body, stream = record.get("body"), record.get("stream", False)
+    events, fault = record.get("events", []), record.get("fault")
+    if api not in ("chat", "responses"):
+        return f"'api' must be \"chat\" or \"responses\", got {_show(api, _NO_SECRETS)}"
+    if not isinstance(request, dict):
+        return f"'request' must be an object, got {_show(request, _NO_SECRETS)}"
+    if not (isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599):
+        return f"'status' must be an HTTP status (100 to 599), got {_show(status, _NO_SECRETS)}"
+    if not isinstance(body, str):
+        return f"'body' must be the response body's text, got {_show(body, _NO_SECRETS)}"
+    if not isinstance(stream, bool):
+        return f"'stream' must be true or false, got {_show(stream, _NO_SECRETS)}"
+    if not (isinstance(events, list) and all(isinstance(event, str) for event in events)):
+        return "'events' must be an array of the streamed frames' texts"
+    if fault is not None and not isinstance(fault, str):
+        return f"'fault' must be null or a fault's name, got {_show(fault, _NO_SECRETS)}"
+    return Entry(api=api, request=request, status=status, body=body, stream=stream,
+                 events=tuple(events), fault=fault)
+
+
+class Cassette:
+    """A loaded cassette: its entries, served in order by `match`."""
+
+    def __init__(self, path: Path, entries: list[Entry]) -> None:
+        self.path = path
+        self.entries = tuple(entries)
+
+    @classmethod
+    def load(cls, path: Path, max_bytes: int = 64 * 1024 * 1024) -> "Cassette":
+        """The cassette at `path`; CassetteError when it cannot be read or a line is wrong."""
+        try:
+            with open(path, "rb") as file:
+                data = file.read(max_bytes + 1)
+        except OSError as error:
+            raise CassetteError(f"{path}: cannot read the cassette ({error.strerror}); "
+                                f"check the path, or record the cassette first") from None
+        if len(data) > max_bytes:
+            raise CassetteError(f"{path}: the cassette is larger than {max_bytes:,} bytes, the "
+                                f"most alk loads; record a shorter run")
+        entries = []
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue  # a blank line, the file's last one among them
+            try:
+                record = untrusted_json.parse(raw)
+            except untrusted_json.Rejected as rejected:
+                raise CassetteError(f"{path} line {number}: expected one JSON object, "
+                                    f"{rejected}; {_FIX}") from None
+            entry = _entry(record)
+            if isinstance(entry, str):
+                raise CassetteError(f"{path} line {number}: {entry}; {_FIX}")
+            entries.append(entry)
+        return cls(path, entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def match(self, call: int, api: str, normalized: dict, *,
+              redactor: Redactor = _NO_SECRETS) -> tuple[Entry | None, str]:
+        """The call-th entry (1-based) if it was recorded for this request, with ""; else None
+        and why not ("call 3: messages[2].content: expected …, got …")."""
+        if not 1 <= call <= len(self.entries):
+            return None, (f"call {call}: the cassette {self.path} holds {len(self.entries)} "
+                          f"model calls; record it again for a run that makes more")
+        entry = self.entries[call - 1]
+        if entry.api != api:
+            return None, f"call {call}: expected a {entry.api} request, got a {api} request"
+        difference = first_difference(entry.request, normalized, redactor=redactor)
+        if difference is not None:
+            return None, f"call {call}: {difference}"
+        return entry, ""
+
+
+class CassetteWriter:
+    """Writes a cassette as the calls are made, to a temporary file beside it that replaces the
+    cassette at `close`: a run that dies halfway leaves the previous cassette whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                                 suffix=".tmp")
+        self._temporary = Path(temporary)
+        self._file: Any = os.fdopen(descriptor, "w", encoding="utf-8")
+
+    def add(self, entry: Entry) -> None:
+        if self._file is None:
+            raise ValueError(f"{self.path}: the cassette is closed; no more entries are added")
+        self._file.write(entry.line() + "\n")
+
+    def close(self) -> None:
+        """Puts the cassette in place; a second call does nothing."""
+        if self._file is None:
+            return
+        file, self._file = self._file, None
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        os.replace(self._temporary, self.path)
+
+    def discard(self) -> None:
+        """Drops what was written; the previous cassette, if any, stays."""
+        if self._file is None:
+            return
+        file, self._file = self._file, None
+        file.close()
+        self._temporary.unlink(missing_ok=True)
+
+    def __enter__(self) -> "CassetteWriter":
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
