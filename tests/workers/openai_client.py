@@ -1,7 +1,8 @@
 """A worker that is nothing but the `openai` package's client, built from the environment alone
 (OPENAI_BASE_URL, OPENAI_API_KEY), driving a tool loop against alk's gateway. The scenario's
 input picks the endpoint (`api`: "chat" or "responses") and `stream`; `retries` sets the client's
-max_retries, `timeout_s` its timeout. Tools: `lookup_order` and `write_report` (which appends to
+max_retries, `timeout_s` its timeout; `claim_turns` makes it report that many model turns of
+its own (which alk's gateway never served). Tools: `lookup_order` and `write_report` (which appends to
 lab-output/effects.json)."""
 
 import json
@@ -95,6 +96,8 @@ def responses():
     return "too many turns"
 
 
+for index in range(options.get("claim_turns", 0)):
+    worker.emit("model", "turn", {"index": index})
 try:
     output = responses() if options.get("api") == "responses" else chat()
     worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})

@@ -1,0 +1,194 @@
+"""alk's model gateway through real processes: a worker that is nothing but the `openai` package's
+client, in alk's sandbox with no network, reaches the gateway and nothing else; every wire fault
+hits the client's real HTTP stack; sampled turns vary by seed and reproduce with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from alk.runner.isolation import Network, detect
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "workers" / "openai_client.py"
+SCRIPT = """script = [ { tool = "lookup_order", args = { order = "742" } },
+           { tool = "write_report", args = { order = "742" } },
+           { text = "Report for order 742 written" } ]"""
+EXPECT = """[scenarios.expect]
+stop_reason = "accepted"
+files = [ { path = "lab-output/effects.json", json_length = 1 } ]"""
+
+pytest.importorskip("openai")
+
+
+def lane_file(tmp_path: Path, scenarios: str, network: str = "none") -> Path:
+    path = tmp_path / "gateway.toml"
+    path.write_text(f"""name = "gateway"
+framework = "openai-client"
+version = ">=1"
+command = ["{{python}}", "{WORKER}"]
+network = "{network}"
+timeout_s = 20
+
+[model]
+mode = "script"
+{scenarios}""")
+    return path
+
+
+def run(tmp_path: Path, lane: Path, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(lane), "-q",
+                           *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "120"})
+    assert done.returncode in (0, 1, 3), done.stderr
+    [result] = sorted((tmp_path / "reports").glob("*/result.json"))[-1:]
+    return json.loads(result.read_text())
+
+
+def model_calls(tmp_path: Path, repeat: dict) -> list[dict]:
+    lines = (tmp_path / repeat["transcript"]).read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [e["payload"] for e in events
+            if e["source"] == "harness" and e["channel"] == "model" and e["type"] == "call"]
+
+
+def scenario(document: dict, sid: str) -> dict:
+    return next(s for s in document["scenarios"] if s["id"] == sid)
+
+
+needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
+                                   reason="no network namespaces on this machine")
+
+
+@needs_offline
+def test_the_openai_client_passes_with_no_network_and_the_harness_records_its_calls(tmp_path):
+    document = run(tmp_path, lane_file(tmp_path, f"""
+[[scenarios]]
+id = "chat"
+task = "Prepare the report for order 742"
+{SCRIPT}
+{EXPECT}
+model_calls = 3
+
+[[scenarios]]
+id = "responses-stream"
+task = "Prepare the report for order 742"
+input = {{ api = "responses", stream = true }}
+{SCRIPT}
+{EXPECT}
+model_calls = 3
+"""), "-n", "1")
+    for sid in ("chat", "responses-stream"):
+        [repeat] = scenario(document, sid)["repeats"]
+        assert (repeat["outcome"], repeat["network"]) == ("pass", "none"), repeat["detail"]
+        calls = model_calls(tmp_path, repeat)
+        assert [(c["call"], c["status"], c["tool_calls"]) for c in calls] == [
+            (1, 200, ["lookup_order"]), (2, 200, ["write_report"]), (3, 200, [])]
+        assert calls[0]["stream"] is (sid == "responses-stream")
+        assert all(c["tokens"]["prompt"] > 0 for c in calls)
+
+
+# kind (extra fields), the endpoint and streaming, and what the openai client (2 retries, a
+# 0.5 s timeout) does: (outcome, cause, whether call 3 is the retry of call 2).
+FAULTS = [
+    ("http_429", "retry_after_s = 0.2", "chat", False, "pass", "passed", True),
+    ("http_500", "", "chat", False, "pass", "passed", True),
+    ("http_503", "", "responses", True, "pass", "passed", True),
+    ("connection_reset", "", "chat", True, "pass", "passed", True),
+    ("stall", "seconds = 1.0", "chat", False, "pass", "passed", True),
+    ("truncated_stream", "", "responses", False, "pass", "passed", True),
+    # A stream cut after its headers is not retried: the client raises mid-read.
+    ("truncated_stream", "", "chat", True, "framework_runtime", "fault_unrecovered", False),
+    ("malformed_json", "", "chat", False, "framework_runtime", "fault_unrecovered", False),
+    ("bad_tool_args", "", "chat", False, "framework_runtime", "fault_unrecovered", False),
+]
+
+
+@needs_offline
+def test_each_wire_fault_reaches_the_clients_real_http_stack(tmp_path):
+    blocks = []
+    for kind, extra, api, stream, *_ in FAULTS:
+        fields = f", {extra}" if extra else ""
+        blocks.append(f"""
+[[scenarios]]
+id = "{kind}-{api}-{'stream' if stream else 'whole'}"
+task = "Prepare the report for order 742"
+input = {{ api = "{api}", stream = {str(stream).lower()}, timeout_s = 0.5 }}
+{SCRIPT}
+wire_faults = [ {{ call = 2, kind = "{kind}"{fields} }} ]
+{EXPECT}""")
+    document = run(tmp_path, lane_file(tmp_path, "".join(blocks)), "-n", "1")
+    for kind, _, api, stream, outcome, cause, retried in FAULTS:
+        [repeat] = scenario(document, f"{kind}-{api}-{'stream' if stream else 'whole'}")[
+            "repeats"]
+        assert (repeat["outcome"], repeat["cause"]) == (outcome, cause), (kind, repeat["detail"])
+        calls = model_calls(tmp_path, repeat)
+        assert calls[1]["fault"] == kind and calls[1]["turn"] is None, (kind, calls)
+        assert (len(calls) > 2 and calls[2]["retry"]) is retried, (kind, calls)
+        if retried:
+            # The fault used no turn: the retry got the turn it would have had.
+            assert calls[2]["tool_calls"] == ["write_report"], (kind, calls)
+        if cause == "fault_unrecovered":
+            assert f"{kind}@call2" in repeat["detail"]
+
+
+@needs_offline
+def test_a_wire_fault_the_worker_never_triggers_voids_the_repeat(tmp_path):
+    document = run(tmp_path, lane_file(tmp_path, f"""
+[[scenarios]]
+id = "late"
+task = "Prepare the report for order 742"
+{SCRIPT}
+wire_faults = [ {{ call = 9, kind = "http_500" }} ]
+{EXPECT}
+"""), "-n", "1")
+    [repeat] = scenario(document, "late")["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("lane_infra", "fault_not_fired")
+    assert "http_500@call9" in repeat["detail"]
+
+
+@needs_offline
+def test_sampled_turns_vary_across_repeats_and_a_seed_reproduces_them(tmp_path):
+    lane = lane_file(tmp_path, """
+[[scenarios]]
+id = "sampled"
+task = "Prepare the report for order 742"
+script = [ { tool = "lookup_order", args = { order = "742" } },
+           { choices = [ { weight = 0.5, tool = "write_report", args = { order = "742" } },
+                         { weight = 0.5, text = "I will not write it" } ] },
+           { text = "Report for order 742 written" } ]
+[scenarios.expect]
+files = [ { path = "lab-output/effects.json", json_length = 1 } ]
+""")
+    first = run(tmp_path, lane, "-n", "8", "--seed", "11")
+    second = run(tmp_path, lane, "-n", "8", "--seed", "11")
+
+    def paths(document: dict) -> list[list[str]]:
+        return [[f"{c['status']}:{','.join(c['tool_calls']) or 'text'}"
+                 for c in model_calls(tmp_path, r)]
+                for r in scenario(document, "sampled")["repeats"]]
+
+    assert paths(first) == paths(second)
+    assert len({tuple(p) for p in paths(first)}) == 2, paths(first)
+    outcomes = {r["outcome"] for r in scenario(first, "sampled")["repeats"]}
+    assert outcomes == {"pass", "agent"}
+
+
+@needs_offline
+def test_a_worker_claiming_model_turns_the_gateway_never_served_breaks_the_protocol(tmp_path):
+    document = run(tmp_path, lane_file(tmp_path, f"""
+[[scenarios]]
+id = "claims"
+task = "Prepare the report for order 742"
+input = {{ claim_turns = 5 }}
+{SCRIPT}
+{EXPECT}
+"""), "-n", "1")
+    [repeat] = scenario(document, "claims")["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "protocol_violation")
+    assert "unserved_model_turn" in repeat["detail"]
