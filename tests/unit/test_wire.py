@@ -474,3 +474,53 @@ def test_langchain_openai_reads_a_tool_call_and_a_text():
     assert called.tool_calls == [{"name": "lookup", "args": {"key": "k"},
                                   "id": "call_alk_1_0", "type": "tool_call"}]
     assert chat.invoke("and?").content == "The value is 42."
+
+
+# --- reading an upstream's stream --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("reply", [TEXT, TWO_CALLS, Reply(text="a", tool_calls=(
+    ToolCall("t", "{bad"),))])
+def test_the_reply_and_usage_of_a_stream_round_trip(api, reply):
+    frames = wire.stream_events(api, reply, model="m", call=2, usage=USAGE, created=0)
+    assert wire.reply_of_events(api, frames) == reply
+    assert wire.reply_of_events(api, [frame.decode() for frame in frames]) == reply
+    assert wire.usage_of_events(api, frames) == USAGE
+
+
+def test_a_cut_stream_yields_what_was_done_before_the_cut():
+    frames = wire.stream_events("responses", TWO_CALLS, model="m", call=2, usage=USAGE,
+                                created=0)
+    done = [index for index, frame in enumerate(frames) if b"output_item.done" in frame]
+    assert wire.reply_of_events("responses", frames[:done[0] + 1]) == Reply(
+        tool_calls=TWO_CALLS.tool_calls[:1])
+    assert wire.usage_of_events("responses", frames[:-1]) is None
+    chat = wire.stream_events("chat", TWO_CALLS, model="m", call=2, usage=USAGE, created=0)
+    assert wire.usage_of_events("chat", chat[:-2]) is None
+    assert wire.reply_of_events("chat", chat[:2]).tool_calls == (ToolCall("read_file", ""),)
+
+
+@pytest.mark.parametrize("frames", [
+    [], [b"data: [DONE]\n\n"], [b"data: {bad\n\n"], [b"data: [1]\n\n"], ["event: x\n\n"],
+    [b'data: {"choices": [{"delta": {"tool_calls": [{"index": "0"}, 3, {"index": 0}]}}]}\n\n'],
+    [b'data: {"choices": [{"delta": 1}]}\n\n', b"\xff\xfe"],
+    [b'data: {"type": "response.completed", "response": {"output": 1, "usage": []}}\n\n'],
+])
+def test_frames_with_no_reply_read_as_none(frames):
+    for api in ("chat", "responses"):
+        assert wire.reply_of_events(api, frames) is None
+        assert wire.usage_of_events(api, frames) is None
+
+
+def test_chat_stream_tool_calls_are_read_by_index_and_sse_data_lines_as_sse_joins_them():
+    def chunk(calls):
+        return ('data:' + json.dumps({"choices": [{"delta": {"tool_calls": calls}}]}) + "\n\n")
+    frames = [chunk([{"index": 1, "function": {"name": "second", "arguments": "{}"}}]),
+              chunk([{"index": 0, "function": {"name": "first", "arguments": "{"}}]),
+              # two data lines make one event: the JSON is split across them
+              'data: {"choices": [{"delta": {"tool_calls":\ndata: [{"index": 0, "function": '
+              '{"arguments": "}"}}]}}]}\n\n',
+              chunk([{"index": 2, "function": {"arguments": "{}"}}])]  # never named: dropped
+    assert wire.reply_of_events("chat", frames) == Reply(
+        tool_calls=(ToolCall("first", "{}"), ToolCall("second", "{}")))
