@@ -397,10 +397,14 @@ def test_read_request_never_raises_and_returns_an_asked_or_a_problem(api, body):
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("reply", [TEXT, TWO_CALLS, Reply(text="a", tool_calls=(
     ToolCall("t", "{bad"),))])
-def test_the_reply_and_usage_of_a_body_round_trip(api, reply):
+def test_the_reply_and_usage_of_a_body_and_of_a_stream_round_trip(api, reply):
     body = wire.response_body(api, reply, model="m", call=2, usage=USAGE, created=0)
     assert wire.reply_of_response(api, body) == reply
     assert wire.usage_of_response(api, body) == USAGE
+    frames = wire.stream_events(api, reply, model="m", call=2, usage=USAGE, created=0)
+    assert wire.reply_of_events(api, frames) == reply
+    assert wire.reply_of_events(api, [frame.decode() for frame in frames]) == reply
+    assert wire.usage_of_events(api, frames) == USAGE
 
 
 @pytest.mark.parametrize("body", [
@@ -477,16 +481,6 @@ def test_langchain_openai_reads_a_tool_call_and_a_text():
 
 
 # --- reading an upstream's stream --------------------------------------------------------------
-
-
-@pytest.mark.parametrize("api", ["chat", "responses"])
-@pytest.mark.parametrize("reply", [TEXT, TWO_CALLS, Reply(text="a", tool_calls=(
-    ToolCall("t", "{bad"),))])
-def test_the_reply_and_usage_of_a_stream_round_trip(api, reply):
-    frames = wire.stream_events(api, reply, model="m", call=2, usage=USAGE, created=0)
-    assert wire.reply_of_events(api, frames) == reply
-    assert wire.reply_of_events(api, [frame.decode() for frame in frames]) == reply
-    assert wire.usage_of_events(api, frames) == USAGE
 
 
 def test_a_cut_stream_yields_what_was_done_before_the_cut():
