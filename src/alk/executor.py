@@ -347,7 +347,7 @@ class _Context:
             path=path, violations=obs.violation_count, trajectory=trajectory,
             trajectory_hash=obs.trajectory_hash,
             claimed=_claim((obs.result or {}).get("verification"), self.redactor),
-            transcript=str(relative), sha256=sha256,
+            transcript=str(relative), sha256=sha256, model=_model_summary(obs.model),
         )
 
     def checks(self, item: RepeatSpec, obs: Observation, workspace: Path) -> tuple[Check, ...]:
@@ -422,6 +422,15 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
         path=tuple(step for obs in attempts for step in obs.path),
         path_hash=_joined_hash([obs.path_hash for obs in attempts]),
         kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
+
+
+def _model_summary(seen: ModelSeen | None) -> dict[str, Any] | None:
+    """What a result document keeps of the gateway's view of a repeat."""
+    if seen is None:
+        return None
+    return {"calls": seen.calls, "turns": seen.turns, "retries": seen.retries,
+            "prompt_tokens": seen.prompt_tokens, "completion_tokens": seen.completion_tokens,
+            "faults": list(seen.faults_fired[:20])}
 
 
 def _combined_model(seen: list[ModelSeen]) -> ModelSeen | None:

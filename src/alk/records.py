@@ -326,6 +326,9 @@ class RepeatResult:
     trajectory_hash: str = ""
     peak_tmpfs_mb: float | None = None
     identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)
+    # What alk's gateway saw of the model calls (calls, turns, retries, tokens, faults fired),
+    # None when the lane has no [model].
+    model: Mapping[str, Any] | None = None
 
     @property
     def scored(self) -> bool:

@@ -125,7 +125,8 @@ def test_every_field_of_a_repeat_is_recorded(tmp_path, make_lane):
         "peak_rss_mb": 12.5, "peak_tmpfs_mb": 3.0, "cpu_s": 0.25,
         "containment": "pid_namespace", "network": "none", "filesystem": "sandbox",
         "attempts": 1, "identities": [{"framework": "fw", "version": "1.0"}], "path_hash": "b" * 64, "trajectory_hash": "a" * 64,
-        "violations": 0, "trajectory": ["read:ok"], "claimed": {"passed": True}}
+        "violations": 0, "trajectory": ["read:ok"], "claimed": {"passed": True},
+        "model": None}
 
 
 @pytest.mark.parametrize("fields, scripted", [

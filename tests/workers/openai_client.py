@@ -2,7 +2,10 @@
 (OPENAI_BASE_URL, OPENAI_API_KEY), driving a tool loop against alk's gateway. The scenario's
 input picks the endpoint (`api`: "chat" or "responses") and `stream`; `retries` sets the client's
 max_retries, `timeout_s` its timeout; `claim_turns` makes it report that many model turns of
-its own (which alk's gateway never served). Tools: `lookup_order` and `write_report` (which appends to
+its own (which alk's gateway never served); `scan` (a regular expression) makes it look for a
+match in everything it can read — its environment, the files under its workspace, /tmp and /proc
+it may open, and its own memory — and write what it found to lab-output/scan.json, with, as the
+scan's own control, whether it found its OPENAI_API_KEY in its memory. Tools: `lookup_order` and `write_report` (which appends to
 lab-output/effects.json)."""
 
 import json
@@ -96,10 +99,50 @@ def responses():
     return "too many turns"
 
 
+def scan(pattern):
+    import re
+
+    found, wanted = [], re.compile(pattern.encode())
+    key = os.environ.get("OPENAI_API_KEY", "").encode()
+    if wanted.search("\0".join(f"{k}={v}" for k, v in os.environ.items()).encode()):
+        found.append("environment")
+    for top in (os.getcwd(), "/tmp", "/proc/self", "/proc/1"):
+        for folder, _, names in os.walk(top):
+            if folder.startswith("/proc/") and folder.count("/") > 3:
+                continue
+            for name in names:
+                try:
+                    with open(os.path.join(folder, name), "rb") as handle:
+                        if wanted.search(handle.read(4 * 1024 * 1024)):
+                            found.append(os.path.join(folder, name))
+                except OSError:
+                    pass
+    key_seen = False
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("r"):
+                continue
+            low, high = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(low)
+                data = mem.read(high - low)
+            except (OSError, ValueError, OverflowError):
+                continue
+            if wanted.search(data):
+                found.append(f"memory {span}")
+            key_seen = key_seen or key in data
+    os.makedirs("lab-output", exist_ok=True)
+    with open(os.path.join("lab-output", "scan.json"), "w") as handle:
+        json.dump({"found": found, "own_key_in_memory": key_seen}, handle)
+
+
 for index in range(options.get("claim_turns", 0)):
     worker.emit("model", "turn", {"index": index})
 try:
     output = responses() if options.get("api") == "responses" else chat()
+    if options.get("scan"):
+        scan(options["scan"])  # after the calls: whatever they brought back is in memory
     worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})
 except Exception as exc:
     print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

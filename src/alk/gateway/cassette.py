@@ -191,12 +191,23 @@ class Entry:
     stream: bool
     events: tuple[str, ...]
     fault: str | None
+    # Which attempt of which repeat of which scenario made the call (a recorded run's), so that
+    # a replayed run serves each its own calls; empty and 0 in a cassette made by hand.
+    scenario: str = ""
+    repeat: int = 0
+    attempt: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return self.scenario, self.repeat, self.attempt
 
     def line(self) -> str:
         """The entry as its cassette line (without the newline)."""
         return json.dumps({"api": self.api, "request": self.request, "status": self.status,
                            "body": self.body, "stream": self.stream,
-                           "events": list(self.events), "fault": self.fault}, sort_keys=True)
+                           "events": list(self.events), "fault": self.fault,
+                           "scenario": self.scenario, "repeat": self.repeat,
+                           "attempt": self.attempt}, sort_keys=True)
 
 
 class CassetteError(Exception):
@@ -227,8 +238,15 @@ def _entry(record: Any) -> Entry | str:
         return "'events' must be an array of the streamed frames' texts"
     if fault is not None and not isinstance(fault, str):
         return f"'fault' must be null or a fault's name, got {_show(fault, _NO_SECRETS)}"
+    scenario = record.get("scenario", "")
+    repeat, attempt = record.get("repeat", 0), record.get("attempt", 0)
+    if not isinstance(scenario, str):
+        return f"'scenario' must be a scenario's id, got {_show(scenario, _NO_SECRETS)}"
+    if not all(type(n) is int and n >= 0 for n in (repeat, attempt)):
+        return "'repeat' and 'attempt' must be whole numbers >= 0"
     return Entry(api=api, request=request, status=status, body=body, stream=stream,
-                 events=tuple(events), fault=fault)
+                 events=tuple(events), fault=fault, scenario=scenario, repeat=repeat,
+                 attempt=attempt)
 
 
 class Cassette:
@@ -237,6 +255,21 @@ class Cassette:
     def __init__(self, path: Path, entries: list[Entry]) -> None:
         self.path = path
         self.entries = tuple(entries)
+        self._groups: dict[tuple[str, int, int], list[Entry]] = {}
+        for entry in entries:
+            self._groups.setdefault(entry.key, []).append(entry)
+
+    def calls(self, scenario: str, repeat: int, attempt: int) -> tuple[Entry, ...]:
+        """The calls one attempt of a repeat replays: those recorded for it; for a repeat the
+        recording did not reach, those of the recorded repeats in turn; in a cassette made by
+        hand (no scenario named), all of them."""
+        if set(self._groups) <= {("", 0, 0)}:
+            return self.entries
+        recorded = sorted({r for (s, r, a) in self._groups if s == scenario and a == attempt})
+        if not recorded:
+            return ()
+        chosen = repeat if repeat in recorded else recorded[(repeat - 1) % len(recorded)]
+        return tuple(self._groups[(scenario, chosen, attempt)])
 
     @classmethod
     def load(cls, path: Path, max_bytes: int = 64 * 1024 * 1024) -> "Cassette":
@@ -272,13 +305,17 @@ class Cassette:
         return iter(self.entries)
 
     def match(self, call: int, api: str, normalized: dict, *,
-              redactor: Redactor = _NO_SECRETS) -> tuple[Entry | None, str]:
+              redactor: Redactor = _NO_SECRETS,
+              key: tuple[str, int, int] | None = None) -> tuple[Entry | None, str]:
         """The call-th entry (1-based) if it was recorded for this request, with ""; else None
-        and why not ("call 3: messages[2].content: expected …, got …")."""
-        if not 1 <= call <= len(self.entries):
-            return None, (f"call {call}: the cassette {self.path} holds {len(self.entries)} "
-                          f"model calls; record it again for a run that makes more")
-        entry = self.entries[call - 1]
+        and why not ("call 3: messages[2].content: expected …, got …"). With `key` (scenario,
+        repeat, attempt), among that attempt's calls (`calls`)."""
+        entries = self.entries if key is None else self.calls(*key)
+        if not 1 <= call <= len(entries):
+            return None, (f"call {call}: the cassette {self.path} holds {len(entries)} "
+                          f"model calls for this attempt; record it again for a run that "
+                          f"makes more")
+        entry = entries[call - 1]
         if entry.api != api:
             return None, f"call {call}: expected a {entry.api} request, got a {api} request"
         difference = first_difference(entry.request, normalized, redactor=redactor)

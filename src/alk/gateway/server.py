@@ -311,7 +311,9 @@ class Session:
                         call: int, began: float, retry: bool) -> web.StreamResponse:
         recorded = self.gateway.replayed
         normalized = cassettes.normalize(asked.api, body)
-        entry, why = (recorded.match(self.turns + 1, asked.api, normalized or {})
+        entry, why = (recorded.match(self.turns + 1, asked.api, normalized or {},
+                                     redactor=self.gateway.redactor,
+                                     key=(self.scenario.id, self.repeat, self.attempt))
                       if recorded is not None else (None, "no cassette"))
         if entry is None:
             if self.unmatched is None:
@@ -320,10 +322,7 @@ class Session:
             return _json(500, wire.error_body(500, f"alk replay: {why}"))
         self.turns += 1
         self._fault_pending = entry.status >= 400
-        reply = wire.reply_of_response(asked.api, entry.body.encode()) if not entry.stream \
-            else None
-        usage = wire.usage_of_response(asked.api, entry.body.encode()) if not entry.stream \
-            else None
+        reply, usage = _read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
         self._record(call, asked.api, asked, entry.status, began, retry=retry, reply=reply,
                      usage=usage, turn=self.turns - 1)
         if entry.stream:
@@ -396,7 +395,7 @@ class Session:
             response = web.StreamResponse(status=200, headers=_SSE)
         else:
             whole = wire.response_body(asked.api, reply, **kwargs)
-            data = whole[:len(whole) // 2]
+            data = wire.truncated_body(whole)
             response = web.StreamResponse(status=200, headers={"Content-Type":
                                                                "application/json"})
             response.content_length = len(whole)
@@ -444,22 +443,23 @@ class Session:
         """Records a proxied call (and adds it to the cassette being recorded)."""
         if status >= 500 or status in (401, 403):
             self._provider_failed(f"the upstream answered {status}")
-        reply = None if stream else wire.reply_of_response(asked.api, data)
-        usage = None if stream else wire.usage_of_response(asked.api, data)
+        events = tuple(f"{frame}\n\n" for frame in
+                       data.decode("utf-8", "replace").split("\n\n") if frame) if stream else ()
+        reply, usage = _read_answer(asked.api, data, events, stream)
+        turn = None
         if status < 400:
-            self.turns += 1
+            turn, self.turns = self.turns, self.turns + 1
             self._fault_pending = False
         self._record(call, asked.api, asked, status, began, retry=retry, reply=reply,
-                     usage=usage)
+                     usage=usage, turn=turn)
         recorder = self.gateway.recorder
         if recorder is not None:
-            text = self.gateway.redactor.redact(data.decode("utf-8", "replace"))
-            events = tuple(f"{frame}\n\n" for frame in text.split("\n\n") if frame) \
-                if stream else ()
+            redact = self.gateway.redactor.redact
             recorder.add(cassettes.Entry(
                 api=asked.api, request=cassettes.normalize(asked.api, body) or {},
-                status=status, body="" if stream else text, stream=stream, events=events,
-                fault=None))
+                status=status, body="" if stream else redact(data.decode("utf-8", "replace")),
+                stream=stream, events=tuple(map(redact, events)), fault=None,
+                scenario=self.scenario.id, repeat=self.repeat, attempt=self.attempt))
 
     def _provider_failed(self, why: str) -> None:
         if self.provider_error is None:
@@ -503,6 +503,14 @@ class Session:
 
 
 _SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+def _read_answer(api: str, body: bytes, events: tuple[str, ...], stream: bool
+                 ) -> tuple[wire.Reply | None, wire.Usage | None]:
+    """What a recorded or proxied answer said, and its tokens, streamed or not."""
+    if stream:
+        return wire.reply_of_events(api, events), wire.usage_of_events(api, events)
+    return wire.reply_of_response(api, body), wire.usage_of_response(api, body)
 
 
 def _json(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> web.Response:

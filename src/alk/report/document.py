@@ -47,6 +47,7 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         entry["scripted"] = (bool(scenario.script) and not scenario.faults
                              and scenario.kill_at is None)
         entry["repeats"] = [_repeat(r) for r in by_scenario[scenario_stats.id]]
+        entry["model"] = _model_totals(by_scenario[scenario_stats.id])
         scenarios.append(entry)
     preflight = execution.preflight
     if execution.void is not None:
@@ -122,7 +123,19 @@ def _repeat(result: RepeatResult) -> dict[str, Any]:
         "path_hash": result.path_hash, "trajectory_hash": result.trajectory_hash,
         "violations": result.violations, "trajectory": list(result.trajectory),
         "claimed": result.claimed, "transcript": result.transcript, "sha256": result.sha256,
+        "model": dict(result.model) if result.model is not None else None,
     }
+
+
+def _model_totals(results: list[RepeatResult]) -> dict[str, Any] | None:
+    """A scenario's model calls as alk's gateway saw them, over its repeats (None without
+    one): what the report shows beside the verdict."""
+    seen = [r.model for r in results if r.model is not None]
+    if not seen:
+        return None
+    return {"repeats": len(seen), "calls": sum(m["calls"] for m in seen),
+            "retries": sum(m["retries"] for m in seen),
+            "tokens": sum(m["prompt_tokens"] + m["completion_tokens"] for m in seen)}
 
 
 def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> dict[str, Any]:

@@ -68,8 +68,11 @@ def run_report(doc: Mapping[str, Any], root: Path | None = None) -> RenderableTy
                       if ((s.get("trajectories") or {}).get("distinct") or 0) > 1]
         event_paths = [_event_paths_line(s) for s in scenarios
                        if ((s.get("paths") or {}).get("distinct") or 0) > 1]
+        model = [line for line in map(_model_line, scenarios) if line is not None]
         parts.append(_labelled([*((("" if i else "tool paths"), line)
                                   for i, line in enumerate(tool_paths)),
+                                *((("" if i else "model"), line)
+                                  for i, line in enumerate(model)),
                                 *((("" if i else "event paths"), line)
                                   for i, line in enumerate(event_paths))]))
         # A pass with void repeats still needs its why: those repeats were not scored.
@@ -391,6 +394,19 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
         top = max(cpu)
         text.append(f"{' · ' if rss else ''}CPU up to {top[0]:.2f} s per repeat ({top[1]})")
     return text
+
+
+def _model_line(scenario: Mapping[str, Any]) -> Text | None:
+    """A scenario's model calls as alk's gateway saw them (retries on the wire included), a
+    repeat's worth on average."""
+    model = scenario.get("model")
+    if not isinstance(model, Mapping) or not model.get("repeats"):
+        return None
+    each = {key: _number(model.get(key)) / model["repeats"]
+            for key in ("calls", "retries", "tokens")}
+    return Text.assemble((str(scenario.get("id")), "bold"),
+                         f"  {each['calls']:.1f} calls · {each['retries']:.1f} retries · "
+                         f"{each['tokens']:,.0f} tokens a repeat")
 
 
 def _event_paths_line(scenario: Mapping[str, Any]) -> Text:

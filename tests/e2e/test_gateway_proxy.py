@@ -1,0 +1,180 @@
+"""The gateway's proxy and replay modes through real processes, against a fake upstream on
+loopback (nothing here reaches the internet): the worker never holds the provider's key, a
+recorded run replays to the same model events, and an upstream that fails voids the repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from alk.runner.isolation import Network, detect
+
+pytest.importorskip("openai")
+from aiohttp import web  # noqa: E402
+
+from alk.gateway import wire  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "workers" / "openai_client.py"
+UPSTREAM_KEY = "sk-alk-upstream-" + "Q7x2Lm9Pz4Rt8Vw1Ks6Hd3"
+KEY_PATTERN = r"sk-alk-upstream-[A-Za-z0-9]{20}"
+TURNS = [wire.Reply(tool_calls=(wire.ToolCall("lookup_order", '{"order":"742"}'),)),
+         wire.Reply(tool_calls=(wire.ToolCall("write_report", '{"order":"742"}'),)),
+         wire.Reply(text="Report for order 742 written")]
+
+needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
+                                   reason="no network namespaces on this machine")
+
+
+class FakeUpstream:
+    """A provider on loopback: answers chat completions from TURNS by the number of tool
+    results the request holds, and only to the real key."""
+
+    def __init__(self) -> None:
+        self.authorizations: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        self.port = sock.getsockname()[1]
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop).result(5)
+
+    async def _serve(self, sock: socket.socket) -> None:
+        server = web.Server(self._answer)
+        await self.loop.create_server(server, sock=sock)
+
+    async def _answer(self, request: web.BaseRequest) -> web.Response:
+        self.authorizations.append(request.headers.get("Authorization", ""))
+        if request.headers.get("Authorization") != f"Bearer {UPSTREAM_KEY}":
+            return web.Response(status=401, body=wire.error_body(401, "bad key"))
+        asked = wire.read_request("chat", await request.read())
+        assert not isinstance(asked, str), asked
+        reply = TURNS[min(asked.tool_results, len(TURNS) - 1)]
+        usage = wire.estimate_usage(asked, reply)
+        return web.Response(body=wire.response_body("chat", reply, model=asked.model,
+                                                    call=asked.items, usage=usage,
+                                                    created=1), content_type="application/json")
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def lane(tmp_path: Path, model: str, name: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f"""name = "{name}"
+framework = "openai-client"
+version = ">=1"
+command = ["{{python}}", "{WORKER}"]
+network = "none"
+timeout_s = 30
+
+[model]
+{model}
+
+[[scenarios]]
+id = "report"
+task = "Prepare the report for order 742 (keys look like sk-alk-upstream-)"
+input = {{ scan = "{KEY_PATTERN}" }}
+[scenarios.expect]
+stop_reason = "accepted"
+files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
+""")
+    return path
+
+
+def run(tmp_path: Path, lane_path: Path, *args: str) -> tuple[dict, list[list[dict]]]:
+    env = {**os.environ, "ALK_TEST_UPSTREAM_KEY": UPSTREAM_KEY}
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(lane_path), "-q",
+                           "--keep-workspaces", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1, 3), done.stderr
+    result = max((tmp_path / "reports").glob("*/result.json"), key=lambda p: p.stat().st_mtime)
+    document = json.loads(result.read_text())
+    calls = []
+    for repeat in document["scenarios"][0]["repeats"]:
+        events = [json.loads(line) for line in
+                  (tmp_path / repeat["transcript"]).read_text().splitlines()]
+        calls.append([{k: v for k, v in e["payload"].items() if k != "ms"} for e in events
+                      if e["source"] == "harness" and e["channel"] == "model"])
+    return document, calls
+
+
+@pytest.fixture
+def upstream():
+    fake = FakeUpstream()
+    yield fake
+    fake.close()
+
+
+@needs_offline
+def test_the_proxy_keeps_the_key_from_the_worker_and_a_replay_reproduces_its_model_events(
+        tmp_path, upstream):
+    cassette = tmp_path / "recorded.jsonl"
+    proxy = lane(tmp_path, f"""mode = "proxy"
+upstream = "http://127.0.0.1:{upstream.port}/v1"
+key_env = "ALK_TEST_UPSTREAM_KEY"
+record = "{cassette}"
+""", "proxied")
+    document, recorded = run(tmp_path, proxy, "-n", "2")
+    repeats = document["scenarios"][0]["repeats"]
+    assert [r["outcome"] for r in repeats] == ["pass", "pass"], [r["detail"] for r in repeats]
+    assert set(upstream.authorizations) == {f"Bearer {UPSTREAM_KEY}"}
+    # The worker scanned its environment, files and memory after its calls: no key, though
+    # the scan found the gateway's per-repeat token in that memory (the scan works).
+    workspaces = Path(document["paths"]["workspaces"])
+    scans = [json.loads(p.read_text()) for p in workspaces.glob("*/lab-output/scan.json")]
+    assert len(scans) == 2
+    assert all(s == {"found": [], "own_key_in_memory": True} for s in scans), scans
+    # Nor is it anywhere in what alk wrote: transcripts, result, cassette.
+    written = [*tmp_path.glob("transcripts/**/*.jsonl"), *tmp_path.glob("reports/**/*.json"),
+               cassette]
+    assert all(UPSTREAM_KEY not in path.read_text() for path in written)
+    assert [[c["tool_calls"] for c in calls] for calls in recorded] == [
+        [["lookup_order"], ["write_report"], []]] * 2
+
+    # The cassette, replayed with no upstream at all, gives the same model events.
+    upstream.close()
+    replay = lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\n', "replayed")
+    document, replayed = run(tmp_path, replay, "-n", "2")
+    assert [r["outcome"] for r in document["scenarios"][0]["repeats"]] == ["pass", "pass"]
+    assert replayed == recorded
+
+
+@needs_offline
+def test_an_upstream_that_refuses_voids_the_repeat_as_provider_unavailable(tmp_path):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    proxy = lane(tmp_path, f"""mode = "proxy"
+upstream = "http://127.0.0.1:{port}/v1"
+key_env = "ALK_TEST_UPSTREAM_KEY"
+""", "refused")
+    document, calls = run(tmp_path, proxy, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("lane_infra", "provider_unavailable")
+    assert calls[0][0]["status"] == 502
+
+
+@needs_offline
+def test_a_replay_that_meets_a_request_it_never_recorded_names_the_first_difference(
+        tmp_path):
+    entry = {"api": "chat", "request": {"messages": [{"content": "something else",
+                                                      "role": "user"}], "model": "alk-script"},
+             "status": 200, "body": "{}", "stream": False, "events": [], "fault": None}
+    cassette = tmp_path / "other.jsonl"
+    cassette.write_text(json.dumps(entry) + "\n")
+    replay = lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\n', "mismatch")
+    document, calls = run(tmp_path, replay, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "replay_mismatch")
+    assert "call 1:" in repeat["detail"] and "something else" in repeat["detail"]
