@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench bench-overhead bench-startup mutation clean
+.PHONY: demo test bench bench-overhead bench-startup bench-gateway mutation clean
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
@@ -29,6 +29,9 @@ bench-overhead: $(VENV)/.installed
 
 bench-startup: $(VENV)/.installed
 	$(BIN)/python benchmarks/startup.py --imports
+
+bench-gateway: $(VENV)/.installed
+	$(BIN)/python benchmarks/gateway.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
