@@ -1,0 +1,57 @@
+"""What the tests of framework lanes under alk's model gateway share: run some of a lane's
+scenarios through `python -m alk run --json`, read each scenario's verdict and causes, and the
+verdict a `sampled` scenario must have for the turn its repeat's seed drew."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from alk.gateway.script import sampled_turn
+from alk.runner.isolation import Network, detect
+
+ROOT = Path(__file__).resolve().parents[2]
+
+needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
+                                   reason="no network namespace on this machine: the lanes "
+                                          "say network = \"none\"")
+
+
+def lane(name: str) -> dict:
+    with open(ROOT / "lanes" / f"{name}.toml", "rb") as handle:
+        return tomllib.load(handle)
+
+
+def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:
+    """The result document of one repeat of each of `scenarios` (a failing scenario is a
+    finding, so exit 1 is as good as 0; a void one is not)."""
+    selected = [arg for sid in scenarios for arg in ("-s", sid)]
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
+                           str(ROOT / "lanes" / f"{name}.toml"), "--repeats", "1", "--json",
+                           "-q", "--seed", str(seed), *selected],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "120"})
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def findings(document: dict) -> dict[str, tuple[str, list[str]]]:
+    """scenario → (verdict, the causes of its repeats that did not pass)."""
+    return {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
+            for s in document["scenarios"]}
+
+
+def sampled_finding(document: dict, lane_table: dict, sid: str = "sampled"
+                    ) -> tuple[str, list[str]]:
+    """What `sid` must come to for the first turn its seed drew: the right tool call runs the
+    task (pass), the wrong answer ends the run without the report (fail)."""
+    [scenario] = [s for s in lane_table["scenarios"] if s["id"] == sid]
+    [repeat] = [s for s in document["scenarios"] if s["id"] == sid][0]["repeats"]
+    first = sampled_turn(tuple(scenario["script"]), 0, repeat["seed"])
+    return ("pass", []) if "tool" in first else ("fail", ["wrong_output"])
