@@ -26,13 +26,15 @@ files = [ { path = "lab-output/effects.json", json_length = 1 } ]"""
 pytest.importorskip("openai")
 
 
-def lane_file(tmp_path: Path, scenarios: str, network: str = "none") -> Path:
+def lane_file(tmp_path: Path, scenarios: str, network: str = "none",
+              filesystem: str = "sandbox") -> Path:
     path = tmp_path / "gateway.toml"
     path.write_text(f"""name = "gateway"
 framework = "openai-client"
 version = ">=1"
 command = ["{{python}}", "{WORKER}"]
 network = "{network}"
+filesystem = "{filesystem}"
 timeout_s = 20
 
 [model]
@@ -91,6 +93,24 @@ model_calls = 3
             (1, 200, ["lookup_order"]), (2, 200, ["write_report"]), (3, 200, [])]
         assert calls[0]["stream"] is (sid == "responses-stream")
         assert all(c["tokens"]["prompt"] > 0 for c in calls)
+
+
+@needs_offline
+@pytest.mark.parametrize("network, filesystem", [("none", "workspace"), ("host", "sandbox")])
+def test_the_gateway_is_reached_in_every_isolation(tmp_path, network, filesystem):
+    """Without the sandbox, the namespace's loopback is down until alk's init brings it up;
+    with the host's network, the gateway listens on alk's own loopback."""
+    document = run(tmp_path, lane_file(tmp_path, f"""
+[[scenarios]]
+id = "chat"
+task = "Prepare the report for order 742"
+{SCRIPT}
+{EXPECT}
+model_calls = 3
+""", network=network, filesystem=filesystem), "-n", "1")
+    [repeat] = scenario(document, "chat")["repeats"]
+    assert (repeat["outcome"], repeat["network"], repeat["filesystem"]) == (
+        "pass", network, filesystem), repeat["detail"]
 
 
 # kind (extra fields), the endpoint and streaming, and what the openai client (2 retries, a

@@ -104,12 +104,14 @@ def listen(spec):
     channel = _socket.socket(fileno=channel_fd)
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         try:
-            listener.bind(("127.0.0.1", port))
-        except OSError:
+            # bwrap brings the namespace's loopback up; unshare --net leaves it down (127.0.0.1
+            # binds, but nothing connects). Without the right to (bwrap's init has none), skip.
             loopback_up(_socket)
-            listener.bind(("127.0.0.1", port))
+        except OSError:
+            pass
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
         listener.listen(128)
         fd = listener.fileno().to_bytes(4, sys.byteorder)
         channel.sendmsg([b"L"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd)])
