@@ -40,6 +40,9 @@ from alk.redaction import Redactor
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 # What alk reads of an upstream's answer (proxy), and keeps of a streamed one for a cassette.
 MAX_UPSTREAM_BYTES = 16 * 1024 * 1024
+# Requests a session answers at once: each may hold up to MAX_REQUEST_BYTES in alk, so a worker
+# opening a thousand connections cannot make alk hold gigabytes. Past it: 503, not read.
+MAX_CONCURRENT_CALLS = 16
 # Calls recorded in a session's transcript events and steps; past them, only counted.
 MAX_RECORDED_CALLS = 1000
 # How long the proxy waits on the upstream before it is unavailable.
@@ -238,6 +241,9 @@ class Session:
             await self._web.shutdown(CLOSE_GRACE_S)
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if len(self._handlers) >= MAX_CONCURRENT_CALLS:
+            return _json(503, wire.error_body(503, f"alk's gateway answers at most "
+                                                   f"{MAX_CONCURRENT_CALLS} requests at once"))
         task = asyncio.current_task()
         if task is not None:
             self._handlers.add(task)
