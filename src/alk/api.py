@@ -25,7 +25,7 @@ from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk.plan import build_plan, new_run_id
 from alk.records import ExitCode, Lane, Plan, RepeatResult
 from alk.redaction import Redactor
-from alk.runner.isolation import Filesystem, detect
+from alk.runner.isolation import Filesystem, Network, detect
 from alk.runner.sandbox import worker_uid
 from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
@@ -230,4 +230,10 @@ def doctor() -> list[tuple[str, str, str]]:
          "bounds the worker's whole tree" if pids_cgroup_parent() else
          "no writable pids cgroup: the limit counts the user's processes, and not root's"),
         ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),
+        ("model gateway", "reachable offline" if Network.NONE in isolation.networks and
+         isolation.unshare else "host network only",
+         "a lane's [model] is served by alk; with network none, alk's init makes its "
+         "listener inside the worker's namespace: the worker reaches it and nothing else"
+         if Network.NONE in isolation.networks and isolation.unshare else
+         "no network namespace here: the gateway listens on alk's own loopback"),
     ]
