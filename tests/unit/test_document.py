@@ -20,7 +20,7 @@ from alk.api import read_run, run_lane
 from alk.causes import Cause
 from alk.errors import RunNotFoundError, TranscriptError
 from alk.plan import build_plan
-from alk.records import (
+from alk.records import WireFault, (
     Execution,
     ExitCode,
     Expectations,
@@ -134,6 +134,9 @@ def test_every_field_of_a_repeat_is_recorded(tmp_path, make_lane):
     ({}, False),
     ({"script": ({"say": "hi"},), "faults": (Fault("tool"),)}, False),
     ({"script": ({"say": "hi"},), "kill_at": KillAt("tool", "call", 1), "max_attempts": 2},
+     False),
+    ({"script": ({"say": "hi"},), "wire_faults": (WireFault(1, "http_500"),)}, False),
+    ({"script": ({"choices": [{"weight": 1, "text": "a"}, {"weight": 1, "text": "b"}]},)},
      False),
 ])
 def test_only_a_scenario_scripted_whole_is_marked_scripted(tmp_path, make_lane, fields,

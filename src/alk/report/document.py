@@ -43,9 +43,11 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     for scenario_stats in stats:
         entry = scenario_stats.to_dict()
         scenario = next(s for s in plan.scenarios if s.id == scenario_stats.id)
-        # A fully scripted scenario (a model script, no faults) should take one path.
+        # A fully scripted scenario (a fixed model script, no faults) should take one path;
+        # turns sampled from weighted choices are meant to vary.
         entry["scripted"] = (bool(scenario.script) and not scenario.faults
-                             and scenario.kill_at is None)
+                             and not scenario.wire_faults and scenario.kill_at is None
+                             and not any("choices" in turn for turn in scenario.script))
         entry["repeats"] = [_repeat(r) for r in by_scenario[scenario_stats.id]]
         entry["model"] = _model_totals(by_scenario[scenario_stats.id])
         scenarios.append(entry)
