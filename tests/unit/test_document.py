@@ -20,7 +20,7 @@ from alk.api import read_run, run_lane
 from alk.causes import Cause
 from alk.errors import RunNotFoundError, TranscriptError
 from alk.plan import build_plan
-from alk.records import WireFault, (
+from alk.records import (
     Execution,
     ExitCode,
     Expectations,
@@ -29,6 +29,7 @@ from alk.records import WireFault, (
     Limits,
     Observation,
     Scenario,
+    WireFault,
 )
 from alk.report import document
 from alk.report.document import (
