@@ -228,7 +228,8 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         description=reflow(top.text("description", default="")),
         framework=framework,
         requirement=requirement,
-        command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command))
+        command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command),
+                                   install=top.text("install", default=""))
                       for i, arg in enumerate(command)),
         required_env=tuple(required_env),
         timeout_s=top.positive("timeout_s", default=30),
@@ -459,7 +460,8 @@ def _calls_range(table: _Table) -> tuple[int, int] | None:
     raise AssertionError  # fail raised
 
 
-def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool) -> str:
+def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool,
+                 install: str = "") -> str:
     """An argument naming an existing file under the lane root becomes absolute: the worker's
     cwd is its own fresh workspace, where a relative path would find nothing. The program (the
     script after `{python}`, or the command itself) must exist when it is a relative path: a
@@ -471,9 +473,11 @@ def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool) ->
     if candidate.exists():
         return str(candidate) if ("/" in arg or "." in arg) else arg
     if program and ("/" in arg or arg.endswith(".py")):
+        # A lane whose framework has an interpreter of its own names it here: not made yet.
+        hint = f"; to install it: {install}" if install else ""
         raise LaneError(f"{where}: command[{index}] {arg!r} does not exist under {root} "
                         "(relative paths resolve from the folder that holds the lane's lanes/ "
-                        "folder, or from the lane file's own folder)")
+                        f"folder, or from the lane file's own folder){hint}")
     return arg
 
 

@@ -413,3 +413,12 @@ def test_a_name_that_differs_from_the_file_is_warned_about(root: Path) -> None:
     assert lane_warnings(renamed) == [
         "lanes/demo.toml: name 'other-name' differs from the file's name 'demo': results say "
         "'other-name', `--lane demo` finds it; rename one so they agree"]
+
+
+def test_a_missing_interpreter_of_the_lanes_own_says_how_to_install_it(root: Path) -> None:
+    """A framework with a virtual environment of its own: until it is made, the lane's error
+    says the command that makes it."""
+    message = lane_error(root, lane_toml(command=[".venvs/fw/bin/python", "workers/w.py"],
+                                         install="make .venvs/fw/.installed"))
+    assert message.startswith(f"{WHERE}: command[0] '.venvs/fw/bin/python' does not exist")
+    assert message.endswith("; to install it: make .venvs/fw/.installed")

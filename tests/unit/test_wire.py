@@ -518,3 +518,20 @@ def test_chat_stream_tool_calls_are_read_by_index_and_sse_data_lines_as_sse_join
               chunk([{"index": 2, "function": {"arguments": "{}"}}])]  # never named: dropped
     assert wire.reply_of_events("chat", frames) == Reply(
         tool_calls=(ToolCall("first", "{}"), ToolCall("second", "{}")))
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_malformed_stream_makes_the_client_meet_the_broken_json_while_reading(api):
+    """A stream without a data line would read as an empty answer and test nothing: the
+    broken object comes as an event's data, where the client parses it."""
+    body = wire.malformed_stream(api, 2)
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = _client(handler)
+    with pytest.raises(json.JSONDecodeError):
+        if api == "chat":
+            list(client.chat.completions.create(model="m", messages=MESSAGES, stream=True))
+        else:
+            list(client.responses.create(model="m", input="x", stream=True))

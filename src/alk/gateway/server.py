@@ -379,7 +379,13 @@ class Session:
                                      fault=kind)
         if kind == "malformed_json":
             self._record(call, asked.api, asked, 200, began, retry=retry, fault=kind)
-            return _json(200, wire.malformed_body(asked.api, call))
+            if not asked.stream:
+                return _json(200, wire.malformed_body(asked.api, call))
+            response = web.StreamResponse(status=200, headers=_SSE)
+            await response.prepare(request)
+            await response.write(wire.malformed_stream(asked.api, call))
+            await response.write_eof()
+            return response
         if kind == "stall":
             self._record(call, asked.api, asked, None, began, retry=retry, fault=kind)
             await asyncio.sleep(fault.seconds if fault.seconds is not None else 10**6)

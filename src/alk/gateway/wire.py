@@ -411,6 +411,15 @@ def malformed_body(api: API, call: int) -> bytes:
     return body.replace(key, key.replace(b'"', b""), 1)
 
 
+def malformed_stream(api: API, call: int) -> bytes:
+    """What a streamed request gets instead: a well-formed event stream whose first event's data
+    is that broken object (an event stream without a data line would read as an empty one)."""
+    frame = b"data: " + malformed_body(api, call).replace(b"\n", b"") + b"\n\n"
+    if api == "responses":
+        return b"event: response.created\n" + frame
+    return frame + b"data: [DONE]\n\n"
+
+
 def truncated_body(body: bytes) -> bytes:
     """A non-streamed body cut mid-JSON: its first half."""
     return body[:max(1, len(body) // 2)]
