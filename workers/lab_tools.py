@@ -1,8 +1,10 @@
 """What the framework workers share (standard library and the alk SDK only): the scenario's
-fault injection, the policy outside the model, and the tools' effects in the workspace.
+tool faults, the policy outside the model, and the tools' effects in the workspace.
 
-Each worker plugs these into its framework's own tool and model interfaces; keeping them here
-makes the lanes compare the frameworks, not three versions of the same tools.
+Each worker plugs these into its framework's own tool interface; keeping them here makes the
+lanes compare the frameworks, not three versions of the same tools. The model is alk's gateway,
+reached through each framework's own OpenAI client: it injects the model's faults and records
+its calls, so no worker does either.
 """
 
 import json
@@ -18,6 +20,15 @@ class RateLimited(Exception):
     """What a provider's 429 raises in a model, injected at `before_model`."""
 
 
+def model_endpoint(start):
+    """The model alk serves this attempt, as `(name, base_url, api_key)`: from `start.model`,
+    else from the environment an OpenAI client reads (OPENAI_BASE_URL, OPENAI_API_KEY)."""
+    model = start.model
+    return (model.get("name") or "alk-script",
+            model.get("base_url") or os.environ.get("OPENAI_BASE_URL"),
+            model.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+
+
 def report_run(run):
     """Runs the framework (`run()` returns the final answer) and sends the result. Whatever
     the framework lets through ends the run with stop_reason `error:<ExceptionType>`: what it
@@ -30,9 +41,9 @@ def report_run(run):
 
 
 class Faults:
-    """The scenario's faults, by point and occurrence: `due(point)` counts one pass at the
-    point (every model call, every tool call) and returns the fault declared for it, after
-    reporting it to alk."""
+    """The scenario's worker-side faults, by point and occurrence: `due(point)` counts one pass
+    at the point (the workers pass "tool" at every tool call) and returns the fault declared
+    for it, after reporting it to alk."""
 
     def __init__(self, faults):
         self.faults, self.seen = faults, {}
