@@ -16,10 +16,6 @@ EFFECTS = os.path.join("lab-output", "effects.json")
 ALLOWED_TOOLS = {"lookup_order", "write_report"}  # the policy, outside the model's proposals
 
 
-class RateLimited(Exception):
-    """What a provider's 429 raises in a model, injected at `before_model`."""
-
-
 def model_endpoint(start):
     """The model alk serves this attempt, as `(name, base_url, api_key)`: from `start.model`,
     else from the environment an OpenAI client reads (OPENAI_BASE_URL, OPENAI_API_KEY)."""
