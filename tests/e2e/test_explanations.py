@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from alk.gateway.script import EXHAUSTED_TEXT
+
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 FRAMEWORK = TESTS / "workers" / "tinyagents" / "__init__.py"
@@ -101,7 +103,11 @@ LANE = """\
 framework = "{lane}"
 version = ">=0"
 command = ["{{python}}", "{worker}"]
+network = "none"
 timeout_s = 60
+
+[model]
+mode = "script"
 
 [[scenarios]]
 id = "short-script"
@@ -119,6 +125,9 @@ output_contains = "742"
 ])
 def test_a_real_framework_asking_past_its_script_is_named(tmp_path: Path, lane: str,
                                                            module: str, worker: str) -> None:
+    """The framework's own OpenAI client asks alk's gateway for a second turn: the gateway
+    answers it with a final text and records the exhausted script itself, whatever the worker
+    says."""
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{lane} is not installed: pip install -e '.[{lane}]'")
     path = tmp_path / "lanes" / f"{lane}.toml"
@@ -128,9 +137,9 @@ def test_a_real_framework_asking_past_its_script_is_named(tmp_path: Path, lane: 
     assert done.returncode == 1, done.stdout + done.stderr
     repeat = repeats(tmp_path)["short-script"]
     assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "script_exhausted")
-    assert repeat["detail"].startswith(
+    assert repeat["detail"] == (
         "the framework asked for model turn 2; the script has 1; then wrong_output: "
-        'output_contains: expected "742", got ')
+        f'output_contains: expected "742", got "{EXHAUSTED_TEXT}"')
     assert "framework_runtime/script_exhausted" in done.stdout
 
 
