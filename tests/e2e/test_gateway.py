@@ -212,3 +212,33 @@ input = {{ claim_turns = 5 }}
     [repeat] = scenario(document, "claims")["repeats"]
     assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "protocol_violation")
     assert "unserved_model_turn" in repeat["detail"]
+
+
+@needs_offline
+@pytest.mark.parametrize("durable, kill", [
+    (True, 'channel = "agent", type = "checkpoint", name = "write_report"'),
+    (False, 'channel = "tool", type = "result", name = "write_report"')])
+def test_a_resumed_attempt_is_answered_where_its_conversation_stands(tmp_path, durable, kill):
+    """alk kills the worker after its report is written and checkpointed; a worker that kept
+    the conversation resumes it and the gateway answers its next turn (the final text); one
+    that starts over is answered from the first turn, and writes again."""
+    document = run(tmp_path, lane_file(tmp_path, f"""
+[[scenarios]]
+id = "resume"
+task = "Prepare the report for order 742"
+input = {{ durable = {str(durable).lower()} }}
+{SCRIPT}
+kill_at = {{ {kill} }}
+[scenarios.expect]
+stop_reason = "accepted"
+files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
+"""), "-n", "1")
+    [repeat] = scenario(document, "resume")["repeats"]
+    assert repeat["attempts"] == 2
+    resumed = model_calls(tmp_path, repeat)[2:]  # the killed attempt made two calls
+    if durable:
+        assert repeat["outcome"] == "pass", repeat["detail"]
+        assert [(c["call"], c["turn"]) for c in resumed] == [(1, 2)]
+    else:
+        assert repeat["cause"] == "wrong_files" and "got 2" in repeat["detail"]
+        assert [c["turn"] for c in resumed] == [0, 1, 2]

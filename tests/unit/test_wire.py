@@ -336,7 +336,8 @@ def test_a_chat_request_is_read_with_its_tools_and_tool_results():
         "tools": [{"type": "function", "function": {"name": "read", "parameters": {}}},
                   {"type": "function", "function": {"name": "write"}}]}).encode()
     assert wire.read_request("chat", body) == wire.Asked(
-        "chat", "gpt-x", True, ("read", "write"), items=3, tool_results=1, chars=len(body))
+        "chat", "gpt-x", True, ("read", "write"), items=3, tool_results=1, chars=len(body),
+        answered=1)
 
 
 def test_a_responses_request_is_read_from_a_string_or_items():
@@ -535,3 +536,26 @@ def test_a_malformed_stream_makes_the_client_meet_the_broken_json_while_reading(
             list(client.chat.completions.create(model="m", messages=MESSAGES, stream=True))
         else:
             list(client.responses.create(model="m", input="x", stream=True))
+
+
+@pytest.mark.parametrize("api, items, answered", [
+    ("chat", [{"role": "user", "content": "x"}], 0),
+    ("chat", [{"role": "user", "content": "x"},
+              {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+              {"role": "tool", "tool_call_id": "a", "content": "1"},
+              {"role": "tool", "tool_call_id": "b", "content": "2"},
+              {"role": "assistant", "content": "done"}, {"role": "user", "content": "y"}], 2),
+    ("responses", [{"role": "user", "content": "x"},
+                   {"type": "function_call", "call_id": "a"},
+                   {"type": "function_call", "call_id": "b"},
+                   {"type": "function_call_output", "call_id": "a"},
+                   {"type": "function_call_output", "call_id": "b"},
+                   {"type": "function_call", "call_id": "c"},
+                   {"type": "function_call_output", "call_id": "c"},
+                   {"role": "assistant", "content": "done"}], 3),
+])
+def test_a_request_says_how_many_model_turns_its_conversation_holds(api, items, answered):
+    """A resumed attempt's first request is answered where its conversation stands."""
+    field = "messages" if api == "chat" else "input"
+    asked = wire.read_request(api, json.dumps({"model": "m", field: items}).encode())
+    assert asked.answered == answered

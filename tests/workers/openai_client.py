@@ -5,7 +5,8 @@ max_retries, `timeout_s` its timeout; `claim_turns` makes it report that many mo
 its own (which alk's gateway never served); `scan` (a regular expression) makes it look for a
 match in everything it can read — its environment, the files under its workspace, /tmp and /proc
 it may open, and its own memory — and write what it found to lab-output/scan.json, with, as the
-scan's own control, whether it found its OPENAI_API_KEY in its memory. Tools: `lookup_order` and `write_report` (which appends to
+scan's own control, whether it found its OPENAI_API_KEY in its memory. `durable` keeps the
+conversation in the workspace after each tool result, and a resumed attempt goes on from it. Tools: `lookup_order` and `write_report` (which appends to
 lab-output/effects.json)."""
 
 import json
@@ -42,6 +43,10 @@ def chat():
     tools = [{"type": "function", "function": {"name": n, "parameters": {
         "type": "object", "properties": {"order": {"type": "string"}}}}} for n in TOOLS]
     messages = [{"role": "user", "content": start.task}]
+    saved = os.path.join("lab-output", "conversation.json")
+    if options.get("durable") and start.resume and os.path.exists(saved):
+        with open(saved) as handle:
+            messages = json.load(handle)
     for _ in range(8):
         if options.get("stream"):
             stream = client.chat.completions.create(model=model, messages=messages,
@@ -73,6 +78,11 @@ def chat():
         for call_id, name, arguments in tool_calls:
             messages.append({"role": "tool", "tool_call_id": call_id,
                              "content": run_tool(name, json.loads(arguments))})
+            if options.get("durable"):
+                os.makedirs("lab-output", exist_ok=True)
+                with open(saved, "w") as handle:
+                    json.dump(messages, handle)
+                worker.emit("agent", "checkpoint", {"name": name})  # a kill_at may follow
     return "too many turns"
 
 

@@ -278,6 +278,10 @@ class Session:
         if isinstance(asked, str):
             self._record(call, api, None, 400, began, problem=asked)
             return _json(400, wire.error_body(400, asked))
+        if self.attempt > 1 and call == 1 and self.gateway.setup.mode == "script":
+            # A resumed attempt: a framework that kept its state sends the conversation so far,
+            # and the model answers where it stands; one that starts over gets the first turn.
+            self.turns = min(asked.answered, len(self.scenario.script))
         digest = hashlib.sha256(body).hexdigest()
         retry = self._last is not None and self._last == (digest, True)
         if retry:

@@ -71,6 +71,7 @@ class Asked:
     items: int              # number of messages (chat) / input items (responses)
     tool_results: int       # how many tool-result messages / items the input holds
     chars: int              # size of the body in bytes
+    answered: int = 0       # the model's turns the conversation already holds
 
 
 # --- reading a request -------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def read_request(api: API, body: bytes) -> Asked | str:
     return Asked(api=api, model=model[:MODEL_CHARS], stream=stream,
                  tools=_tool_names(api, request.get("tools")), items=len(items),
                  tool_results=sum(1 for item in items if _is_tool_result(api, item)),
-                 chars=len(body))
+                 chars=len(body), answered=_answered(api, items))
 
 
 def _kind(value: Any) -> str:
@@ -124,6 +125,23 @@ def _tool_names(api: API, tools: Any) -> tuple[str, ...]:
         if isinstance(name, str):
             names.append(name[:TOOL_NAME_CHARS])
     return tuple(names)
+
+
+def _answered(api: API, items: list) -> int:
+    """The model's turns a conversation holds: its assistant messages, and on the Responses API
+    each run of function calls (the calls of one turn come as separate items)."""
+    turns, in_calls = 0, False
+    for item in items:
+        if not isinstance(item, dict):
+            in_calls = False
+            continue
+        call = api == "responses" and item.get("type") == "function_call"
+        if call and not in_calls:
+            turns += 1
+        elif not call and item.get("role") == "assistant":
+            turns += 1
+        in_calls = call
+    return turns
 
 
 def _is_tool_result(api: API, item: Any) -> bool:
