@@ -1,0 +1,513 @@
+"""The README's "Frameworks measured" tables, generated from runs, never written by hand.
+
+How to measure again (one lane at a time: each runs its scenarios 20 times, a fresh worker
+process a repeat; a lane that runs from a venv of its own needs it installed first, as its
+`install` line says):
+
+    .venv/bin/alk run --lane lanes/pydantic-ai.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/langgraph.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/openai-agents.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/smolagents.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/llamaindex.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/strands.toml --repeats 20 -q
+    .venv/bin/alk run --lane lanes/autogen.toml --repeats 20 -q
+    .venv/bin/python scripts/frameworks_table.py measure reports/RUN_ID/result.json ...
+    .venv/bin/python scripts/frameworks_table.py render --write
+
+`alk run` exits 1 when a scenario fails: that is a finding, not an error. `measure` takes the
+seven runs' result.json (reports/RUN_ID/result.json) and writes docs/frameworks.json, a small
+summary that is committed; `render` prints the tables from it and `render --write` replaces
+README.md's block between `<!-- frameworks:start -->` and `<!-- frameworks:end -->` (and
+nothing else). tests/unit/test_frameworks_table.py fails when that block is not what `render`
+makes of docs/frameworks.json.
+
+What the summary holds, per framework: the lane, the framework and version its worker
+reported, the repeats asked for, the run's wall time and a repeat's median wall time. Per
+scenario: the verdict, passed and scored repeats, the causes with their counts, and the model
+calls and retries on the wire a repeat (the mean). For a scenario with a wire fault, what the
+framework's stack did, from the harness's own model/call events in each transcript: in how many
+repeats the fault fired; in how many the next call was a retry (the same request again) or a
+new request (the model asked again, after an error was handed back, for instance); the wait,
+from the faulted call's arrival to the next call's (`t` less `ms`; a stall's wait includes the
+stall), as the median over the repeats; for a 429, the lane's `retry_after_s` and in how many
+repeats the wait was at least that (within 10 ms: alk stamps an event when its loop writes it).
+When repeats failed: the commonest cause, how the worker's run ended (its result's stop reason
+and whether its answer was empty) and a short part of the detail. For a scenario whose script
+has weighted choices: in how many repeats the turn drawn was a tool call, and how many of those
+passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tomllib
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "frameworks.json"
+README = ROOT / "README.md"
+START, END = "<!-- frameworks:start -->", "<!-- frameworks:end -->"
+SCHEMA = "alk.frameworks/1"
+# alk stamps an event when its loop writes it, a few milliseconds after the gateway saw it.
+STAMP_SLACK_S = 0.01
+
+# The columns' order; a lane not named here comes after them, by name.
+FRAMEWORKS = ("pydantic-ai", "langgraph", "openai-agents", "smolagents", "llamaindex",
+              "strands", "autogen")
+# Rows: what a robust run does in each scenario, the fixed text of the second column.
+AGENT_SCENARIOS = {
+    "nominal": "two tool calls, then the answer",
+    "tool-raises": "the tool's error goes to the model, which answers",
+    "denied-tool": "the policy refuses the call; the model answers",
+    "crash-after-effect": "killed after the effect and resumed: the report is not written twice",
+    "malformed-output": "the parse error goes to the model, which calls again",
+    "sampled": "passes the repeats that drew the tool call (7 in 10)",
+}
+WIRE_SCENARIOS = {
+    "wire-429": "waits the Retry-After (0.2 s), retries",
+    "wire-500": "retries after a backoff",
+    "wire-503": "retries after a backoff",
+    "wire-reset": "retries",
+    "wire-stall": "waits out the 2 s stall or times out, retries",
+    "wire-truncated": "takes the cut answer for an error, retries",
+    "wire-malformed": "takes the unparsable body for an error, retries",
+    "wire-bad-args": "the parse error goes to the model, which asks again",
+}
+# The checks a failed repeat is described by, the first that failed in this order.
+CHECK_ORDER = ("stop_reason", "tool_calls", "files", "output", "model_calls", "script_consumed")
+
+
+# ---------------------------------------------------------------------------------------------
+# measure
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """A transcript's events (a line that does not parse is skipped)."""
+    events = []
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("payload"), dict):
+            events.append(event)
+    return events
+
+
+def attempts(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The events of each attempt: a harness `start` begins one."""
+    split: list[list[dict[str, Any]]] = [[]]
+    for event in events:
+        if event.get("source") == "harness" and event.get("type") == "start" and split[-1]:
+            split.append([])
+        split[-1].append(event)
+    return split
+
+
+def is_call(event: dict[str, Any]) -> bool:
+    return (event.get("source"), event.get("channel"), event.get("type")) == (
+        "harness", "model", "call")
+
+
+def arrival(event: dict[str, Any]) -> float:
+    """When the gateway began to answer a call, on the transcript's clock."""
+    return float(event["t"]) - float(event["payload"].get("ms") or 0) / 1000
+
+
+def fault_facts(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first faulted call of the repeat and what came next in its attempt."""
+    for attempt in attempts(events):
+        calls = [e for e in attempt if is_call(e)]
+        for index, event in enumerate(calls):
+            payload = event["payload"]
+            if not payload.get("fault"):
+                continue
+            following = calls[index + 1] if index + 1 < len(calls) else None
+            return {
+                "kind": payload["fault"], "call": payload.get("call"),
+                "api": payload.get("api"), "stream": payload.get("stream"),
+                "next": (None if following is None else
+                         "retry" if following["payload"].get("retry") else "new"),
+                "wait_s": (None if following is None else
+                           round(arrival(following) - arrival(event), 3)),
+            }
+    return None
+
+
+def repeat_facts(repeat: dict[str, Any], base: Path) -> dict[str, Any]:
+    """What a repeat's transcript holds that the table reads."""
+    events = read_events(base / repeat["transcript"])
+    last = attempts(events)[-1]
+    results = [e["payload"] for e in last
+               if (e.get("source"), e.get("channel"), e.get("type")) == ("worker", "agent",
+                                                                          "result")]
+    checks = [e["payload"] for e in last
+              if (e.get("source"), e.get("type")) == ("harness", "check")
+              and e["payload"].get("ok") is False]
+    calls = [e["payload"] for e in events if is_call(e)]
+    model = repeat.get("model") or {"calls": len(calls),
+                                    "retries": sum(bool(c.get("retry")) for c in calls)}
+    script = next((e["payload"].get("scenario", {}).get("script") for e in events
+                   if e.get("source") == "harness" and e.get("type") == "start"), None) or []
+    drawn = None
+    choice_turns = [i for i, turn in enumerate(script)
+                    if isinstance(turn, dict) and "choices" in turn]
+    if choice_turns:
+        served = [c for c in (e["payload"] for e in last if is_call(e))
+                  if c.get("turn") == choice_turns[0]]
+        drawn = None if not served else "tool" if served[0].get("tool_calls") else "text"
+    result = results[-1] if results else None
+    return {
+        "outcome": repeat["outcome"], "cause": repeat["cause"], "detail": repeat["detail"],
+        "duration_s": repeat["duration_s"], "calls": model["calls"],
+        "retries": model["retries"],
+        "stop": None if result is None else str(result.get("stop_reason")),
+        "empty": None if result is None else not str(result.get("output") or "").strip(),
+        "checks": checks, "fault": fault_facts(events), "sampled": bool(choice_turns),
+        "drawn": drawn,
+    }
+
+
+def short_detail(cause: str, detail: str) -> str:
+    """The part of a failure's detail that says what happened, in a line."""
+    if " then " in detail:  # fault_unrecovered: what the fault was followed by
+        detail = detail.split(" then ", 1)[1]
+    detail = detail.split("; ", 1)[0]
+    return detail if len(detail) <= 120 else detail[:119] + "…"
+
+
+def failure_facts(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The commonest way the scored repeats that did not pass failed."""
+    if not failed:
+        return None
+    cause, count = Counter(r["cause"] for r in failed).most_common(1)[0]
+    mine = [r for r in failed if r["cause"] == cause]
+    stop = Counter(r["stop"] for r in mine).most_common(1)[0][0]
+    first = mine[0]
+    check = next((c for name in CHECK_ORDER for c in first["checks"]
+                  if str(c.get("name", "")).startswith(name)), None)
+    return {
+        "cause": cause, "repeats": count, "stop": stop,
+        "empty_answer": first["empty"],
+        "check": None if check is None else {k: check.get(k) for k in
+                                             ("name", "expected", "actual")},
+        "detail": short_detail(cause, first["detail"]),
+    }
+
+
+def retry_after(lane: dict[str, Any] | None, scenario_id: str) -> float | None:
+    """The Retry-After a lane's scenario declared for its 429, if any."""
+    for scenario in (lane or {}).get("scenarios", []):
+        if scenario.get("id") == scenario_id:
+            for fault in scenario.get("wire_faults", []):
+                if fault.get("kind") == "http_429" and "retry_after_s" in fault:
+                    return float(fault["retry_after_s"])
+    return None
+
+
+def wire_summary(facts: list[dict[str, Any]], after: float | None) -> dict[str, Any] | None:
+    fired = [f["fault"] for f in facts if f["fault"] is not None]
+    if not fired:
+        return None
+    waits = [f["wait_s"] for f in fired if f["wait_s"] is not None]
+    first = fired[0]
+    summary = {
+        "fault": f"{first['kind']}@call{first['call']}", "api": first["api"],
+        "stream": first["stream"], "fired": len(fired),
+        "retried": sum(f["next"] == "retry" for f in fired),
+        "asked_again": sum(f["next"] == "new" for f in fired),
+        "wait_s": round(statistics.median(waits), 3) if waits else None,
+    }
+    if first["kind"] == "http_429":
+        summary["retry_after_s"] = after
+        summary["honoured"] = (None if after is None else
+                               sum(w >= after - STAMP_SLACK_S for w in waits))
+    return summary
+
+
+def scenario_summary(scenario: dict[str, Any], base: Path, lane: dict[str, Any] | None
+                     ) -> dict[str, Any]:
+    facts = [repeat_facts(r, base) for r in scenario["repeats"]]
+    scored = [f for f in facts if f["outcome"] != "lane_infra"]
+    counts = scenario["counts"]
+    summary: dict[str, Any] = {
+        "verdict": scenario["verdict"], "passed": counts["passed"], "scored": counts["scored"],
+        "void": counts["void"], "causes": dict(scenario["causes"]),
+        "calls": round(statistics.fmean(f["calls"] for f in facts), 2) if facts else None,
+        "retries": round(statistics.fmean(f["retries"] for f in facts), 2) if facts else None,
+    }
+    voids = Counter(f["cause"] for f in facts if f["outcome"] == "lane_infra")
+    if voids:
+        summary["void_causes"] = dict(voids.most_common())
+    wire = wire_summary(scored, retry_after(lane, scenario["id"]))
+    if wire is not None:
+        summary["wire"] = wire
+    if any(f["sampled"] for f in facts):
+        tools = [f for f in scored if f["drawn"] == "tool"]
+        summary["drawn"] = {"tool": len(tools),
+                            "text": sum(f["drawn"] == "text" for f in scored),
+                            "tool_passed": sum(f["outcome"] == "pass" for f in tools)}
+    failure = failure_facts([f for f in scored if f["outcome"] != "pass"])
+    if failure is not None:
+        summary["failure"] = failure
+    return summary
+
+
+def load_lane(document: dict[str, Any], base: Path) -> dict[str, Any] | None:
+    """The lane file the run read, when it is still there (for what its faults declared)."""
+    given = Path(document["lane"]["path"])
+    for path in ([given] if given.is_absolute() else [base / given, ROOT / given]):
+        try:
+            with open(path, "rb") as handle:
+                return tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+    return None
+
+
+def seconds_between(started: str, finished: str | None) -> float | None:
+    if not finished:
+        return None
+    return (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+
+
+def measure_run(result_path: Path) -> dict[str, Any]:
+    """One run's summary, from its result.json and the transcripts it names."""
+    document = json.loads(result_path.read_text(encoding="utf-8"))
+    depth = len(Path(document["paths"]["result"]).parts)
+    base = result_path.resolve().parents[depth - 1]
+    lane = load_lane(document, base)
+    durations = [r["duration_s"] for s in document["scenarios"] for r in s["repeats"]]
+    return {
+        "lane": document["lane"]["name"],
+        "framework": document["lane"]["reported_framework"] or document["lane"]["framework"],
+        "version": document["lane"]["reported_version"],
+        "run_id": document["run_id"], "alk_version": document["alk_version"],
+        "status": document["status"], "seed": document["settings"]["seed"],
+        "repeats": document["settings"]["repeats"],
+        "run_s": seconds_between(document["started_at"], document["finished_at"]),
+        "repeat_s": round(statistics.median(durations), 2) if durations else None,
+        "scenarios": {s["id"]: scenario_summary(s, base, lane) for s in document["scenarios"]},
+    }
+
+
+def lane_order(name: str) -> tuple[int, str]:
+    return (FRAMEWORKS.index(name) if name in FRAMEWORKS else len(FRAMEWORKS), name)
+
+
+def measure(paths: Iterable[Path]) -> dict[str, Any]:
+    runs = [measure_run(path) for path in paths]
+    for run in runs:
+        if run["status"] != "complete":
+            print(f"warning: run {run['run_id']} ({run['lane']}) is {run['status']}, not "
+                  "complete", file=sys.stderr)
+    names = [run["lane"] for run in runs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise SystemExit(f"more than one run of {', '.join(twice)}: give one run a lane")
+    return {"schema": SCHEMA, "frameworks": sorted(runs, key=lambda r: lane_order(r["lane"]))}
+
+
+# ---------------------------------------------------------------------------------------------
+# render
+
+
+def seconds(value: float) -> str:
+    return f"{value:.2f} s" if value < 10 else f"{value:.0f} s"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def ending(failure: dict[str, Any]) -> str:
+    """How the commonest failure ended, in a few words: the error the run stopped with, an
+    answer left empty, or the first check that failed."""
+    stop, check = failure["stop"], failure["check"]
+    if stop is None:  # no result: the worker crashed or hung
+        found = re.findall(r"\b([A-Z]\w*(?:Error|Exception|Exit))\b", failure["detail"])
+        return failure["cause"] + (f" ({found[-1]})" if found else "")
+    if stop.startswith("error:"):
+        return f"raised {stop.removeprefix('error:')}"
+    if failure["empty_answer"]:
+        return "taken as an empty answer"
+    if check is None:
+        return f"{failure['cause']}: {failure['detail']}"
+    name, expected, actual = check["name"], check["expected"], check["actual"]
+    if name == "stop_reason":
+        return f"stopped {actual}"
+    if name.startswith("tool_calls."):
+        tool = name.split(".", 1)[1]
+        return f"{tool} never called" if actual == 0 else f"{tool} called {actual}×"
+    if name.startswith("files[") and name.endswith(".json_length"):
+        if isinstance(actual, int):
+            return "effect written twice" if actual == 2 else f"effect written {actual}×"
+        return "no effect written"
+    if name.startswith("files[") and name.endswith(".exists"):
+        return "effect written" if expected is False else "no effect written"
+    if name == "script_consumed":
+        return f"stopped with {actual}"
+    if name == "model_calls":
+        return f"{actual} model calls, not {expected}"
+    return f"{name}: expected {expected}, got {actual}"
+
+
+def share(part: int, whole: int) -> str:
+    return "" if part == whole else f" in {part}/{whole}"
+
+
+def wire_phrase(summary: dict[str, Any]) -> str:
+    """What the stack did after the fault, and how the failed repeats ended."""
+    wire, failure = summary["wire"], summary.get("failure")
+    fired = wire["fired"]
+    subject = ""
+    if wire["fault"].startswith("truncated_stream"):
+        subject = "cut stream " if wire["stream"] else "cut body "
+    wait = f" after {seconds(wire['wait_s'])}" if wire["wait_s"] is not None else ""
+    did = []
+    if wire["retried"]:
+        did.append(f"retried{share(wire['retried'], fired)}{wait}")
+        after, honoured = wire.get("retry_after_s"), wire.get("honoured")
+        if after is not None and honoured is not None:
+            did[-1] += (", Retry-After honoured" if honoured == fired else
+                        ", Retry-After ignored" if honoured == 0 else
+                        f", Retry-After honoured in {honoured}/{fired}")
+    if wire["asked_again"]:
+        did.append(f"model asked again{share(wire['asked_again'], fired)}")
+    if not did:
+        did.append("model not asked again" if wire["fault"].startswith("bad_tool_args")
+                   else "not retried")
+    if failure is None:
+        return subject + ", ".join(did)
+    if summary["passed"] == 0:
+        return f"{subject}{ending(failure)}, " + ", ".join(did)
+    return f"{subject}" + ", ".join(did) + f"; {failure['repeats']} {ending(failure)}"
+
+
+def cell(summary: dict[str, Any] | None) -> str:
+    """A framework's result in one scenario: the verdict, passed of scored, and the finding."""
+    if summary is None:
+        return "—"
+    head = f"{summary['verdict']} {summary['passed']}/{summary['scored']}"
+    if summary["void"]:
+        head += f" ({summary['void']} void: {', '.join(summary.get('void_causes', {}))})"
+    drawn, failure = summary.get("drawn"), summary.get("failure")
+    if "wire" in summary:
+        return f"{head}{', ' if failure is None else ': '}{wire_phrase(summary)}"
+    if drawn is not None and drawn["tool_passed"] == drawn["tool"] == summary["passed"]:
+        return f"{head}, as drawn ({plural(drawn['tool'], 'tool-call draw')})"
+    if failure is None:
+        return head
+    if drawn is not None:
+        return (f"{head}: {drawn['tool_passed']} of {plural(drawn['tool'], 'tool-call draw')} "
+                f"passed; {ending(failure)}")
+    return f"{head}: {ending(failure)}"
+
+
+def table(frameworks: list[dict[str, Any]], rows: dict[str, str], title: str) -> list[str]:
+    names = [f["lane"] for f in frameworks]
+    lines = [f"| {title} | a robust run | " + " | ".join(names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    for sid, robust in rows.items():
+        cells = [cell(f["scenarios"].get(sid)) for f in frameworks]
+        lines.append(f"| `{sid}` | {robust} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def rows_of(frameworks: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """The agent and the wire scenarios measured, the known ones first, in a fixed order."""
+    seen = {sid for f in frameworks for sid in f["scenarios"]}
+    agent = {sid: text for sid, text in AGENT_SCENARIOS.items() if sid in seen}
+    wire = {sid: text for sid, text in WIRE_SCENARIOS.items() if sid in seen}
+    for sid in sorted(seen - set(agent) - set(wire)):
+        (wire if sid.startswith("wire-") else agent)[sid] = ""
+    return agent, wire
+
+
+def listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def render(data: dict[str, Any]) -> str:
+    """The Markdown between the README's markers."""
+    frameworks = data["frameworks"]
+    if not frameworks:
+        return "No framework measured yet.\n"
+    agent, wire = rows_of(frameworks)
+    lines = table(frameworks, agent, "scenario") + [""] + table(frameworks, wire, "wire fault")
+    repeats = sorted({f["repeats"] for f in frameworks})
+    versions = listing([f"{f['framework']} {f['version']}" for f in frameworks])
+    costs = listing([f"{f['lane']} {seconds(f['repeat_s'])}" for f in frameworks
+                     if f["repeat_s"] is not None])
+    runs = listing([f"{f['lane']} {f['run_s'] / 60:.0f} min" for f in frameworks
+                    if f["run_s"] is not None])
+    lines += ["", (
+        f"Measured: {versions}; {'/'.join(map(str, repeats))} repeats of each scenario, "
+        f"alk {listing(sorted({f['alk_version'] for f in frameworks}))}. A cell is the "
+        "verdict and the repeats passed of those scored, then what the transcripts show: on "
+        "the wire, whether the next call repeated the faulted request (retried) or was a new "
+        "one (the model asked again) and the median wait from the faulted call to it; when "
+        "repeats failed, how the commonest failure ended. A repeat's median wall time, a "
+        f"fresh worker process each: {costs}; a lane's whole run: {runs}. The runs' ids and "
+        "seeds, the causes and the calls a repeat are in `docs/frameworks.json`.")]
+    return "\n".join(lines) + "\n"
+
+
+def replace_block(text: str, block: str) -> str:
+    """README's text with the block between the markers replaced, and nothing else."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"README.md has no {START} … {END} block")
+    head = text[:start + len(START)]
+    return f"{head}\n{block}{text[end:]}"
+
+
+def block_of(text: str) -> str:
+    """What README's text holds between the markers."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"no {START} … {END} block")
+    return text[start + len(START):end].removeprefix("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    measuring = commands.add_parser("measure", help="summarize runs into docs/frameworks.json")
+    measuring.add_argument("results", nargs="+", type=Path, metavar="RESULT_JSON")
+    measuring.add_argument("--out", type=Path, default=DATA)
+    rendering = commands.add_parser("render", help="print the README's tables")
+    rendering.add_argument("--data", type=Path, default=DATA)
+    rendering.add_argument("--write", action="store_true",
+                           help="replace README.md's block between the markers")
+    rendering.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args(argv)
+    if args.command == "measure":
+        data = measure(args.results)
+        args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+        print(f"wrote {args.out} ({len(data['frameworks'])} frameworks)")
+        return 0
+    block = render(json.loads(args.data.read_text(encoding="utf-8")))
+    if not args.write:
+        sys.stdout.write(block)
+        return 0
+    text = args.readme.read_text(encoding="utf-8")  # read just now: others edit the rest
+    args.readme.write_text(replace_block(text, block), encoding="utf-8")
+    print(f"replaced the block in {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""scripts/frameworks_table.py: the README's "Frameworks measured" block is exactly what `render`
+makes of the committed docs/frameworks.json (so it cannot be edited by hand), and `measure`
+reads from a run's transcripts what the framework's stack did under a wire fault."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("frameworks_table",
+                                               ROOT / "scripts" / "frameworks_table.py")
+assert _spec is not None and _spec.loader is not None
+table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(table)
+
+
+def test_the_readme_block_is_the_render_of_the_committed_summary():
+    data = json.loads((ROOT / "docs" / "frameworks.json").read_text(encoding="utf-8"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert table.block_of(readme) == table.render(data), (
+        "README.md's frameworks block is not generated from docs/frameworks.json: run "
+        "`python scripts/frameworks_table.py render --write`")
+
+
+def test_render_write_replaces_the_block_between_the_markers_and_nothing_else(tmp_path):
+    data = tmp_path / "frameworks.json"
+    data.write_text(json.dumps({"schema": table.SCHEMA, "frameworks": []}))
+    readme = tmp_path / "README.md"
+    before, after = "# Title\n\ntext above\n", "\ntext below\n"
+    readme.write_text(f"{before}{table.START}\nan old table\n{table.END}{after}")
+    assert table.main(["render", "--data", str(data), "--write", "--readme", str(readme)]) == 0
+    assert readme.read_text() == (f"{before}{table.START}\nNo framework measured yet.\n"
+                                  f"{table.END}{after}")
+
+
+# A run made by hand: one repeat of a 429 whose retry came 0.25 s after the fault (the events'
+# `t` less their `ms`), and one of a cut stream that ended the run with an error.
+def call(seq: int, t: float, number: int, status: int | None, ms: float, *, retry: bool = False,
+         fault: str | None = None, stream: bool = False) -> dict:
+    return {"seq": seq, "t": t, "source": "harness", "channel": "model", "type": "call",
+            "payload": {"call": number, "api": "chat", "stream": stream, "status": status,
+                        "ms": ms, "turn": None if fault else number - 1, "retry": retry,
+                        "fault": fault, "tool_calls": [], "text_chars": 0, "tokens": None}}
+
+
+def made_run(tmp_path: Path) -> Path:
+    # A stand-in, not alk's: kept two folders down, where the check of the result documents
+    # alk writes in a test (tests/conftest.py) does not look.
+    tmp_path = tmp_path / "stand-in" / "out"
+    start = {"seq": 1, "t": 0.1, "source": "harness", "channel": "harness", "type": "start",
+             "payload": {"scenario": {"id": "x", "script": []}}}
+
+    def result(stop: str, output: str) -> dict:
+        return {"seq": 9, "t": 2.0, "source": "worker", "channel": "agent", "type": "result",
+                "payload": {"output": output, "stop_reason": stop}}
+
+    transcripts = {
+        "wire-429": [start, call(2, 1.0003, 1, 429, 0.3, fault="http_429"),
+                     call(3, 1.28, 2, 200, 30.0, retry=True), call(4, 1.3, 3, 200, 0.2),
+                     result("accepted", "Report for order 742 written")],
+        "wire-truncated": [start, call(2, 1.0, 1, 200, 0.2, stream=True),
+                           call(3, 1.1, 2, 200, 0.2, fault="truncated_stream", stream=True),
+                           result("error:APIConnectionError", ""),
+                           {"seq": 10, "t": 2.1, "source": "harness", "channel": "harness",
+                            "type": "check", "payload": {"name": "stop_reason", "ok": False,
+                                                         "expected": "accepted",
+                                                         "actual": "error:APIConnectionError"}}],
+    }
+    scenarios = []
+    for sid, events in transcripts.items():
+        path = tmp_path / "transcripts" / "RUN" / sid / "repeat-01.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
+        ok = sid == "wire-429"
+        scenarios.append({
+            "id": sid, "verdict": "pass" if ok else "fail",
+            "counts": {"requested": 1, "completed": 1, "void": 0, "scored": 1,
+                       "passed": int(ok)},
+            "causes": {"passed" if ok else "fault_unrecovered": 1},
+            "repeats": [{"outcome": "pass" if ok else "framework_runtime",
+                         "cause": "passed" if ok else "fault_unrecovered",
+                         "detail": "3 checks held" if ok else
+                         "the gateway injected truncated_stream@call2 and no model call after "
+                         "it was answered in full; then wrong_stop_reason: stop_reason: "
+                         "expected \"accepted\", got \"error:APIConnectionError\"",
+                         "duration_s": 2.5, "transcript": f"transcripts/RUN/{sid}/repeat-01.jsonl",
+                         "model": None}]})
+    (tmp_path / "lanes").mkdir(parents=True)
+    (tmp_path / "lanes" / "made.toml").write_text(
+        '[[scenarios]]\nid = "wire-429"\n'
+        'wire_faults = [ { call = 1, kind = "http_429", retry_after_s = 0.2 } ]\n')
+    document = {
+        "run_id": "RUN", "alk_version": "0.1.0", "status": "complete",
+        "started_at": "2026-11-30T12:00:00+00:00", "finished_at": "2026-11-30T12:01:30+00:00",
+        "lane": {"name": "made", "path": "lanes/made.toml", "framework": "made",
+                 "reported_framework": "made-agents", "reported_version": "1.2.3"},
+        "settings": {"seed": 7, "repeats": 1},
+        "paths": {"result": "reports/RUN/result.json"}, "scenarios": scenarios}
+    result_path = tmp_path / "reports" / "RUN" / "result.json"
+    result_path.parent.mkdir(parents=True)
+    result_path.write_text(json.dumps(document))
+    return result_path
+
+
+def test_measure_reads_the_wait_from_the_calls_arrivals_and_the_ending_from_the_result(
+        tmp_path):
+    [framework] = table.measure([made_run(tmp_path)])["frameworks"]
+    assert (framework["framework"], framework["version"], framework["run_s"]) == (
+        "made-agents", "1.2.3", 90.0)
+    limit = framework["scenarios"]["wire-429"]
+    # From the 429's arrival (1.0003 - 0.0003) to the retry's (1.28 - 0.03): 0.25 s.
+    assert limit["wire"] == {"fault": "http_429@call1", "api": "chat", "stream": False,
+                             "fired": 1, "retried": 1, "asked_again": 0, "wait_s": 0.25,
+                             "retry_after_s": 0.2, "honoured": 1}
+    assert (limit["calls"], limit["retries"]) == (3, 1)
+    assert table.cell(limit) == "pass 1/1, retried after 0.25 s, Retry-After honoured"
+    cut = framework["scenarios"]["wire-truncated"]
+    assert cut["wire"]["retried"] == cut["wire"]["asked_again"] == 0
+    assert cut["failure"]["stop"] == "error:APIConnectionError"
+    assert cut["failure"]["detail"].startswith("wrong_stop_reason: stop_reason: expected")
+    assert table.cell(cut) == "fail 0/1: cut stream raised APIConnectionError, not retried"
+
+
+def test_a_wait_shorter_than_retry_after_is_not_honoured(tmp_path):
+    result_path = made_run(tmp_path)
+    lane = result_path.parents[2] / "lanes" / "made.toml"
+    lane.write_text(lane.read_text().replace("0.2", "0.3"))
+    [framework] = table.measure([result_path])["frameworks"]
+    assert framework["scenarios"]["wire-429"]["wire"]["honoured"] == 0
+    assert table.cell(framework["scenarios"]["wire-429"]).endswith("Retry-After ignored")
+
+
+def gateway_lane(tmp_path: Path) -> Path:
+    """tests/lanes/gateway.toml (the openai package's client, no network), its scenario replaced
+    by a 429 with Retry-After and a streamed answer cut mid-message."""
+    text = (ROOT / "tests" / "lanes" / "gateway.toml").read_text(encoding="utf-8")
+    head = text[:text.index("[[scenarios]]")].replace(
+        '"workers/openai_client.py"', json.dumps(str(ROOT / "tests" / "workers" /
+                                                      "openai_client.py")))
+    script = """script = [ { tool = "lookup_order", args = { order = "742" } },
+           { tool = "write_report", args = { order = "742" } },
+           { text = "Report for order 742 written" } ]
+[scenarios.expect]
+stop_reason = "accepted"
+files = [ { path = "lab-output/effects.json", json_length = 1 } ]
+"""
+    path = tmp_path / "gateway.toml"
+    path.write_text(head + f"""[[scenarios]]
+id = "wire-429"
+task = "Prepare the report for order 742"
+input = {{ api = "chat", stream = false }}
+wire_faults = [ {{ call = 1, kind = "http_429", retry_after_s = 0.2 }} ]
+{script}
+[[scenarios]]
+id = "wire-truncated"
+task = "Prepare the report for order 742"
+input = {{ api = "chat", stream = true }}
+wire_faults = [ {{ call = 2, kind = "truncated_stream" }} ]
+{script}""")
+    return path
+
+
+def test_measure_of_a_real_run_finds_a_retried_429_and_a_cut_stream_not_retried(tmp_path):
+    pytest.importorskip("openai")
+    from alk.runner.isolation import Network, detect
+
+    if Network.NONE not in detect().networks:
+        pytest.skip("no network namespaces on this machine")
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
+                           str(gateway_lane(tmp_path)), "-n", "1", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "120"})
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    [result_path] = (tmp_path / "reports").glob("*/result.json")
+    out = tmp_path / "frameworks.json"
+    assert table.main(["measure", str(result_path), "--out", str(out)]) == 0
+    [framework] = json.loads(out.read_text())["frameworks"]
+    assert (framework["lane"], framework["framework"], framework["repeats"]) == (
+        "gateway", "openai-client", 1)
+    limit, cut = framework["scenarios"]["wire-429"], framework["scenarios"]["wire-truncated"]
+    assert (limit["verdict"], limit["passed"], limit["scored"]) == ("pass", 1, 1)
+    wire = limit["wire"]
+    assert (wire["fault"], wire["fired"], wire["retried"], wire["honoured"]) == (
+        "http_429@call1", 1, 1, 1)
+    # The openai client waits retry-after-ms (200 ms), not its own backoff.
+    assert 0.2 - table.STAMP_SLACK_S <= wire["wait_s"] < 0.45, wire
+    assert (limit["calls"], limit["retries"]) == (4, 1)
+    assert (cut["verdict"], cut["causes"]) == ("fail", {"fault_unrecovered": 1})
+    assert (cut["wire"]["fault"], cut["wire"]["stream"], cut["wire"]["retried"],
+            cut["wire"]["asked_again"]) == ("truncated_stream@call2", True, 0, 0)
+    assert cut["failure"]["stop"] == "error:APIConnectionError"
+    assert table.cell(cut) == "fail 0/1: cut stream raised APIConnectionError, not retried"
