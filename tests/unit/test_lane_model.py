@@ -10,7 +10,7 @@ import pytest
 
 from alk.gateway.script import FAULT_KINDS
 from alk.lane import load_lane
-from alk.records import ModelSetup, WireFault
+from alk.records import ModelSetup, Scenario, WireFault
 from test_lane import WHERE, lane_error, lane_toml, root, scenario, write  # noqa: F401
 
 SCRIPT_MODEL = '[model]\nmode = "script"'
@@ -21,6 +21,12 @@ def model_lane(model: str = SCRIPT_MODEL, extra: str = "", expect: str = "") -> 
     """A lane whose `[model]` table is `model` (TOML lines, "" for none) and whose one scenario
     has `extra` fields and an `[scenarios.expect]` of `expect`."""
     return lane_toml(scenario(extra=extra, expect=expect), raw=model)
+
+
+def read_scenario(root: Path, **lane: str) -> Scenario:
+    """The one scenario of `model_lane(**lane)`, loaded."""
+    [read] = load_lane(write(root, model_lane(**lane))).scenarios
+    return read
 
 
 def model_table(**fields: str) -> str:
@@ -177,26 +183,20 @@ TURN_PROBLEMS = [
 
 
 @pytest.mark.parametrize("turn, problem", TURN_PROBLEMS)
-def test_a_turn_the_gateway_cannot_serve_is_a_lane_error(root: Path, turn: str,
-                                                         problem: str) -> None:
+def test_a_turn_the_gateway_cannot_serve_is_a_lane_error_only_under_model(
+        root: Path, turn: str, problem: str) -> None:
     extra = f'script = [ {{ text = "first" }}, {turn} ]'
     assert lane_error(root, model_lane(extra=extra)) == (
         f"{WHERE}: scenarios[0].script[1] {problem}")
-
-
-@pytest.mark.parametrize("turn, problem", TURN_PROBLEMS)
-def test_without_model_the_worker_reads_its_own_script(root: Path, turn: str,
-                                                       problem: str) -> None:
     # A worker that scripts its own model may give its turns any shape.
-    [read] = load_lane(write(root, model_lane(model="", extra=f"script = [ {turn} ]"))).scenarios
-    assert len(read.script) == 1
+    assert len(read_scenario(root, model="", extra=extra).script) == 2
 
 
 def test_turns_the_gateway_can_serve_load_as_written(root: Path) -> None:
     extra = ('script = [ { tool = "lookup", args = { order = 742 } }, { tool = "t", raw = "{" },'
              ' { tool = "t" }, { choices = [ { weight = 0.8, text = "yes" },'
              ' { weight = 1, tool = "t", args = {} } ] }, { text = "done" } ]')
-    [read] = load_lane(write(root, model_lane(extra=extra))).scenarios
+    read = read_scenario(root, extra=extra)
     assert read.script[3] == {"choices": [{"weight": 0.8, "text": "yes"},
                                           {"weight": 1, "tool": "t", "args": {}}]}
     assert len(read.script) == 5
@@ -209,7 +209,7 @@ def test_wire_faults_are_read_with_their_defaults(root: Path) -> None:
     extra = ('wire_faults = [ { kind = "http_500" }, { call = 2, kind = "http_429", '
              'retry_after_s = 0.5 }, { call = 3, kind = "stall", seconds = 2 }, '
              '{ call = 4, kind = "stall" } ]')
-    [read] = load_lane(write(root, model_lane(extra=extra))).scenarios
+    read = read_scenario(root, extra=extra)
     assert read.wire_faults == (WireFault(1, "http_500"),
                                 WireFault(2, "http_429", retry_after_s=0.5),
                                 WireFault(3, "stall", seconds=2.0),
@@ -219,8 +219,8 @@ def test_wire_faults_are_read_with_their_defaults(root: Path) -> None:
 def test_every_fault_kind_is_accepted(root: Path) -> None:
     faults = ", ".join(f'{{ call = {i}, kind = "{kind}" }}'
                        for i, kind in enumerate(FAULT_KINDS, 1))
-    [read] = load_lane(write(root, model_lane(extra=f"wire_faults = [ {faults} ]"))).scenarios
-    assert tuple(f.kind for f in read.wire_faults) == FAULT_KINDS
+    read = read_scenario(root, extra=f"wire_faults = [ {faults} ]")
+    assert tuple(fault.kind for fault in read.wire_faults) == FAULT_KINDS
 
 
 KINDS_QUOTED = ", ".join(map(repr, FAULT_KINDS))
@@ -275,13 +275,11 @@ def test_wire_faults_need_the_model_table(root: Path) -> None:
     ("{ min = 2, max = 2 }", (2, 2)),
 ])
 def test_model_calls_forms(root: Path, value: str, expected: tuple[int, int]) -> None:
-    [read] = load_lane(write(root, model_lane(expect=f"model_calls = {value}"))).scenarios
-    assert read.expect.model_calls == expected
+    assert read_scenario(root, expect=f"model_calls = {value}").expect.model_calls == expected
 
 
 def test_model_calls_are_unchecked_unless_given(root: Path) -> None:
-    [read] = load_lane(write(root, model_lane())).scenarios
-    assert read.expect.model_calls is None
+    assert read_scenario(root).expect.model_calls is None
 
 
 @pytest.mark.parametrize("value, shown", [
