@@ -64,9 +64,6 @@ class Client:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
-@pytest.mark.xfail(strict=True, reason="Gateway.close() stops its event loop but never closes "
-                   "it: every gateway leaves the loop's selector and wake-up pipe (3 open "
-                   "files) behind; closing the loop once its thread has ended fixes it")
 def test_a_closed_gateway_leaves_no_file_open() -> None:
     def open_files() -> int:
         return len(os.listdir("/proc/self/fd"))

@@ -108,6 +108,8 @@ class Gateway:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(THREAD_WAIT_S)
+        if not self._thread.is_alive():
+            self._loop.close()  # its selector and wake-up pipe: three files a gateway
         if self.recorder is not None:
             self.recorder.close()
 
