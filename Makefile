@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(FRAMEWORK_VENVS)
 	$(BIN)/python -m pytest
 
 # Mutation testing of the verdict path (minutes; not part of `make test`): a fresh mutmut run
@@ -42,12 +42,29 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents]'
+	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents,autogen,smolagents]'
 	touch $@ $(VENV)/.installed
+
+# Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
+# the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
+# lanes' command names its interpreter. alk hands every worker its SDK, so only the framework
+# is installed there.
+FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
+
+.venvs/strands/.installed:
+	$(PYTHON) -m venv .venvs/strands
+	.venvs/strands/bin/python -m pip install --quiet 'strands-agents[openai]>=1.62,<2'
+	touch $@
+
+.venvs/llamaindex/.installed:
+	$(PYTHON) -m venv .venvs/llamaindex
+	.venvs/llamaindex/bin/python -m pip install --quiet 'llama-index-core>=0.14.25,<0.15' \
+		'llama-index-llms-openai-like>=0.8.1,<0.9'
+	touch $@
 
 $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info mutants
+	rm -rf $(VENV) .venvs build *.egg-info src/*.egg-info mutants
