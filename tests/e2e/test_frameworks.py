@@ -62,6 +62,10 @@ OPENAI_AGENTS = {
 }
 
 
+PINNED = ("nominal", "tool-raises", "wire-429", "wire-malformed", "wire-bad-args",
+          "crash-after-effect")
+
+
 @pytest.mark.parametrize("lane, module, findings", [
     ("pydantic-ai", "pydantic_ai", PYDANTIC_AI),
     ("langgraph", "langgraph", LANGGRAPH),
@@ -70,8 +74,13 @@ OPENAI_AGENTS = {
 def test_framework_lane_findings(tmp_path, lane, module, findings):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{lane} is not installed: pip install -e '.[{lane}]'")
+    # The scenarios where the three frameworks differ, and one fault every client retries:
+    # the rest (the other faults the openai client retries, the sampled draw) is the same for
+    # all three and measured in the README's runs; one repeat of each would double this test.
+    selected = [arg for sid in PINNED for arg in ("-s", sid)]
     done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
-                           str(ROOT / "lanes" / f"{lane}.toml"), "-n", "1", "--seed", str(SEED)],
+                           str(ROOT / "lanes" / f"{lane}.toml"), "-n", "1", "--seed", str(SEED),
+                           *selected],
                           cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "160"}, capture_output=True, text=True,
                           timeout=300)
@@ -82,5 +91,5 @@ def test_framework_lane_findings(tmp_path, lane, module, findings):
     found = {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
              for s in document["scenarios"]}
     expected = {sid: (verdict, [cause] if cause else []) for sid, (verdict, cause)
-                in findings.items()}
+                in findings.items() if sid in PINNED}
     assert found == expected
