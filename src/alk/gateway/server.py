@@ -513,6 +513,8 @@ class Session:
         if problem:
             payload["problem"] = redact.cut(problem, 300)
         self._events.append(("call", payload))
+        if self._closed:
+            return  # the write end is closed, and its number may name another file by now
         try:
             os.write(self._wake_write, b"!")
         except OSError:
