@@ -235,11 +235,13 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.SCRIPT_EXHAUSTED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The framework asked its scripted model for a turn past the scenario's `script` (the "
-        "worker reported `script_exhausted`), and the repeat then failed: the failure that "
+        "The framework asked its scripted model for a turn past the scenario's `script` (alk's "
+        "gateway answered a call past it, or the worker reported `script_exhausted`), and the "
+        "repeat then failed: the failure that "
         "followed, which the detail names, came from a run that had left the scripted path. "
         "A scored failure, never void.",
-        "Compare the transcript's model/turn events with the scenario's `script`: the "
+        "Compare the transcript's model/call (or model/turn) events with the scenario's "
+        "`script`: the "
         "framework called the model again where the script ends (a retry, a loop, a final "
         "answer it did not take); script what it asks for, or fix what made it ask.",
     ),
