@@ -26,15 +26,16 @@ reported, the repeats asked for, the run's wall time and a repeat's median wall 
 scenario: the verdict, passed and scored repeats, the causes with their counts, and the model
 calls and retries on the wire a repeat (the mean). For a scenario with a wire fault, what the
 framework's stack did, from the harness's own model/call events in each transcript: in how many
-repeats the fault fired; in how many the next call was a retry (the same request again) or a
-new request (the model asked again, after an error was handed back, for instance); the wait,
-from the faulted call's arrival to the next call's (`t` less `ms`; a stall's wait includes the
+repeats the fault fired; in how many the tool a faulted answer named (bad arguments) was run
+anyway, and with what; in how many the next call was a retry (the same request again) or a new
+request (the model asked again, after an error was handed back, for instance); the wait, from
+the faulted call's arrival to the next call's (`t` less `ms`; a stall's wait includes the
 stall), as the median over the repeats; for a 429, the lane's `retry_after_s` and in how many
 repeats the wait was at least that (within 10 ms: alk stamps an event when its loop writes it).
 When repeats failed: the commonest cause, how the worker's run ended (its result's stop reason
-and whether its answer was empty) and a short part of the detail. For a scenario whose script
-has weighted choices: in how many repeats the turn drawn was a tool call, and how many of those
-passed.
+and whether its answer was empty), its first failed check and a short part of the detail. For a
+scenario whose script has weighted choices (the likeliest does the work, in every lane): in how
+many repeats the turn served was the likeliest choice, and how many of those passed.
 """
 
 from __future__ import annotations
@@ -126,23 +127,51 @@ def arrival(event: dict[str, Any]) -> float:
 
 
 def fault_facts(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first faulted call of the repeat and what came next in its attempt."""
+    """The first faulted call of the repeat, the next call in its attempt, and the tools run on
+    the faulted answer: the worker's calls of the tool that answer named before a later answer
+    named it again (a worker's events reach the transcript a little after the gateway's)."""
     for attempt in attempts(events):
-        calls = [e for e in attempt if is_call(e)]
-        for index, event in enumerate(calls):
-            payload = event["payload"]
-            if not payload.get("fault"):
-                continue
-            following = calls[index + 1] if index + 1 < len(calls) else None
-            return {
-                "kind": payload["fault"], "call": payload.get("call"),
-                "api": payload.get("api"), "stream": payload.get("stream"),
-                "next": (None if following is None else
-                         "retry" if following["payload"].get("retry") else "new"),
-                "wait_s": (None if following is None else
-                           round(arrival(following) - arrival(event), 3)),
-            }
+        calls = [i for i, event in enumerate(attempt) if is_call(event)]
+        faulted = next((i for i in calls if attempt[i]["payload"].get("fault")), None)
+        if faulted is None:
+            continue
+        payload = attempt[faulted]["payload"]
+        following = next((attempt[i] for i in calls if i > faulted), None)
+        named = set(payload.get("tool_calls") or [])
+        ran = []
+        for event in attempt[faulted + 1:]:
+            if is_call(event) and named & set(event["payload"].get("tool_calls") or []):
+                break
+            if ((event.get("source"), event.get("channel"), event.get("type")) ==
+                    ("worker", "tool", "call") and event["payload"].get("name") in named):
+                ran.append({"name": event["payload"]["name"],
+                            "args": event["payload"].get("args")})
+        return {
+            "kind": payload["fault"], "call": payload.get("call"), "api": payload.get("api"),
+            "stream": payload.get("stream"), "ran": ran[:1],
+            "next": (None if following is None else
+                     "retry" if following["payload"].get("retry") else "new"),
+            "wait_s": (None if following is None else
+                       round(arrival(following) - arrival(attempt[faulted]), 3)),
+        }
     return None
+
+
+def drawn_choice(script: list[Any], calls: list[dict[str, Any]]) -> tuple[float, bool] | None:
+    """For a script with weighted choices: the likeliest choice's weight, and whether the
+    repeat drew it (the turn the gateway served, matched to a choice by its tool or its text);
+    None when that turn was never served."""
+    index = next((i for i, turn in enumerate(script)
+                  if isinstance(turn, dict) and isinstance(turn.get("choices"), list)), None)
+    served = [c for c in calls if index is not None and c.get("turn") == index]
+    if not served:
+        return None
+    choices = [c for c in script[index]["choices"] if isinstance(c, dict)]
+    tools = served[0].get("tool_calls") or []
+    drawn = next((c for c in choices if (c.get("tool") == tools[0] if tools else "text" in c)),
+                 None)
+    likeliest = max(choices, key=lambda c: c.get("weight", 0))
+    return (likeliest.get("weight", 0), drawn is likeliest)
 
 
 def repeat_facts(repeat: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -160,13 +189,7 @@ def repeat_facts(repeat: dict[str, Any], base: Path) -> dict[str, Any]:
                                     "retries": sum(bool(c.get("retry")) for c in calls)}
     script = next((e["payload"].get("scenario", {}).get("script") for e in events
                    if e.get("source") == "harness" and e.get("type") == "start"), None) or []
-    drawn = None
-    choice_turns = [i for i, turn in enumerate(script)
-                    if isinstance(turn, dict) and "choices" in turn]
-    if choice_turns:
-        served = [c for c in (e["payload"] for e in last if is_call(e))
-                  if c.get("turn") == choice_turns[0]]
-        drawn = None if not served else "tool" if served[0].get("tool_calls") else "text"
+    sampled = any(isinstance(turn, dict) and "choices" in turn for turn in script)
     result = results[-1] if results else None
     return {
         "outcome": repeat["outcome"], "cause": repeat["cause"], "detail": repeat["detail"],
@@ -174,12 +197,12 @@ def repeat_facts(repeat: dict[str, Any], base: Path) -> dict[str, Any]:
         "retries": model["retries"],
         "stop": None if result is None else str(result.get("stop_reason")),
         "empty": None if result is None else not str(result.get("output") or "").strip(),
-        "checks": checks, "fault": fault_facts(events), "sampled": bool(choice_turns),
-        "drawn": drawn,
+        "checks": checks, "fault": fault_facts(events), "sampled": sampled,
+        "drawn": drawn_choice(script, [e["payload"] for e in last if is_call(e)]),
     }
 
 
-def short_detail(cause: str, detail: str) -> str:
+def short_detail(detail: str) -> str:
     """The part of a failure's detail that says what happened, in a line."""
     if " then " in detail:  # fault_unrecovered: what the fault was followed by
         detail = detail.split(" then ", 1)[1]
@@ -202,7 +225,7 @@ def failure_facts(failed: list[dict[str, Any]]) -> dict[str, Any] | None:
         "empty_answer": first["empty"],
         "check": None if check is None else {k: check.get(k) for k in
                                              ("name", "expected", "actual")},
-        "detail": short_detail(cause, first["detail"]),
+        "detail": short_detail(first["detail"]),
     }
 
 
@@ -225,6 +248,8 @@ def wire_summary(facts: list[dict[str, Any]], after: float | None) -> dict[str, 
     summary = {
         "fault": f"{first['kind']}@call{first['call']}", "api": first["api"],
         "stream": first["stream"], "fired": len(fired),
+        "ran_tool": sum(bool(f["ran"]) for f in fired),
+        "ran": next((f["ran"][0] for f in fired if f["ran"]), None),
         "retried": sum(f["next"] == "retry" for f in fired),
         "asked_again": sum(f["next"] == "new" for f in fired),
         "wait_s": round(statistics.median(waits), 3) if waits else None,
@@ -254,10 +279,12 @@ def scenario_summary(scenario: dict[str, Any], base: Path, lane: dict[str, Any] 
     if wire is not None:
         summary["wire"] = wire
     if any(f["sampled"] for f in facts):
-        tools = [f for f in scored if f["drawn"] == "tool"]
-        summary["drawn"] = {"tool": len(tools),
-                            "text": sum(f["drawn"] == "text" for f in scored),
-                            "tool_passed": sum(f["outcome"] == "pass" for f in tools)}
+        likeliest = [f for f in scored if f["drawn"] is not None and f["drawn"][1]]
+        summary["drawn"] = {
+            "weight": next((f["drawn"][0] for f in scored if f["drawn"] is not None), None),
+            "likeliest": len(likeliest),
+            "other": sum(f["drawn"] is not None and not f["drawn"][1] for f in scored),
+            "likeliest_passed": sum(f["outcome"] == "pass" for f in likeliest)}
     failure = failure_facts([f for f in scored if f["outcome"] != "pass"])
     if failure is not None:
         summary["failure"] = failure
@@ -368,7 +395,7 @@ def share(part: int, whole: int) -> str:
 
 
 def wire_phrase(summary: dict[str, Any]) -> str:
-    """What the stack did after the fault, and how the failed repeats ended."""
+    """What the stack did with the faulted answer and after it, and how failed repeats ended."""
     wire, failure = summary["wire"], summary.get("failure")
     fired = wire["fired"]
     subject = ""
@@ -376,6 +403,11 @@ def wire_phrase(summary: dict[str, Any]) -> str:
         subject = "cut stream " if wire["stream"] else "cut body "
     wait = f" after {seconds(wire['wait_s'])}" if wire["wait_s"] is not None else ""
     did = []
+    if wire.get("ran_tool"):
+        ran = wire["ran"]
+        args = json.dumps(ran["args"], ensure_ascii=False)
+        args = args if len(args) <= 40 else args[:39] + "…"
+        did.append(f"ran {ran['name']}{share(wire['ran_tool'], fired)} with `{args}`")
     if wire["retried"]:
         did.append(f"retried{share(wire['retried'], fired)}{wait}")
         after, honoured = wire.get("retry_after_s"), wire.get("honoured")
@@ -385,14 +417,17 @@ def wire_phrase(summary: dict[str, Any]) -> str:
                         f", Retry-After honoured in {honoured}/{fired}")
     if wire["asked_again"]:
         did.append(f"model asked again{share(wire['asked_again'], fired)}")
-    if not did:
+    if not wire["retried"] and not wire["asked_again"]:
         did.append("model not asked again" if wire["fault"].startswith("bad_tool_args")
                    else "not retried")
-    if failure is None:
+    # A tool run on the faulted answer says why its checks failed; an error or an empty
+    # answer says more than a check.
+    if failure is None or (wire.get("ran_tool") and failure["stop"] == "accepted"
+                           and not failure["empty_answer"]):
         return subject + ", ".join(did)
     if summary["passed"] == 0:
         return f"{subject}{ending(failure)}, " + ", ".join(did)
-    return f"{subject}" + ", ".join(did) + f"; {failure['repeats']} {ending(failure)}"
+    return subject + ", ".join(did) + f"; {failure['repeats']} {ending(failure)}"
 
 
 def cell(summary: dict[str, Any] | None) -> str:
@@ -404,15 +439,16 @@ def cell(summary: dict[str, Any] | None) -> str:
         head += f" ({summary['void']} void: {', '.join(summary.get('void_causes', {}))})"
     drawn, failure = summary.get("drawn"), summary.get("failure")
     if "wire" in summary:
-        return f"{head}{', ' if failure is None else ': '}{wire_phrase(summary)}"
-    if drawn is not None and drawn["tool_passed"] == drawn["tool"] == summary["passed"]:
-        return f"{head}, as drawn ({plural(drawn['tool'], 'tool-call draw')})"
-    if failure is None:
-        return head
-    if drawn is not None:
-        return (f"{head}: {drawn['tool_passed']} of {plural(drawn['tool'], 'tool-call draw')} "
-                f"passed; {ending(failure)}")
-    return f"{head}: {ending(failure)}"
+        text = f"{head}{', ' if failure is None else ': '}{wire_phrase(summary)}"
+    elif drawn is not None and drawn["likeliest_passed"] == drawn["likeliest"] == summary[
+            "passed"]:
+        text = f"{head}, as drawn ({drawn['likeliest']} drew the {drawn['weight']:g} turn)"
+    elif drawn is not None and failure is not None:
+        text = (f"{head}: {drawn['likeliest_passed']} of the {drawn['likeliest']} that drew "
+                f"the {drawn['weight']:g} turn passed; {ending(failure)}")
+    else:
+        text = head if failure is None else f"{head}: {ending(failure)}"
+    return text.replace("|", "\\|")
 
 
 def table(frameworks: list[dict[str, Any]], rows: dict[str, str], title: str) -> list[str]:
@@ -457,8 +493,9 @@ def render(data: dict[str, Any]) -> str:
         f"alk {listing(sorted({f['alk_version'] for f in frameworks}))}. A cell is the "
         "verdict and the repeats passed of those scored, then what the transcripts show: on "
         "the wire, whether the next call repeated the faulted request (retried) or was a new "
-        "one (the model asked again) and the median wait from the faulted call to it; when "
-        "repeats failed, how the commonest failure ended. A repeat's median wall time, a "
+        "one (the model asked again) and the median wait from the faulted call to it, and a "
+        "tool run on a faulted answer; when repeats failed, how the commonest failure ended; "
+        "for `sampled`, how many repeats drew the likelier turn. A repeat's median wall time, a "
         f"fresh worker process each: {costs}; a lane's whole run: {runs}. The runs' ids and "
         "seeds, the causes and the calls a repeat are in `docs/frameworks.json`.")]
     return "\n".join(lines) + "\n"
@@ -481,6 +518,22 @@ def block_of(text: str) -> str:
     return text[start + len(START):end].removeprefix("\n")
 
 
+def dump(data: dict[str, Any]) -> str:
+    """The summary as JSON, a line per scenario of each framework: short, and easy to diff."""
+    def line(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    frameworks = []
+    for framework in data["frameworks"]:
+        head = ", ".join(f"{line(key)}: {line(value)}" for key, value in framework.items()
+                         if key != "scenarios")
+        scenarios = ",\n".join(f"    {line(sid)}: {line(summary)}"
+                                for sid, summary in framework["scenarios"].items())
+        frameworks.append(f"  {{{head},\n   \"scenarios\": {{\n{scenarios}\n   }}}}")
+    return (f"{{\"schema\": {line(data['schema'])}, \"frameworks\": [\n"
+            + ",\n".join(frameworks) + "\n]}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -495,8 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "measure":
         data = measure(args.results)
-        args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+        args.out.write_text(dump(data), encoding="utf-8")
         print(f"wrote {args.out} ({len(data['frameworks'])} frameworks)")
         return 0
     block = render(json.loads(args.data.read_text(encoding="utf-8")))

@@ -40,58 +40,92 @@ def test_render_write_replaces_the_block_between_the_markers_and_nothing_else(tm
                                   f"{table.END}{after}")
 
 
-# A run made by hand: one repeat of a 429 whose retry came 0.25 s after the fault (the events'
-# `t` less their `ms`), and one of a cut stream that ended the run with an error.
-def call(seq: int, t: float, number: int, status: int | None, ms: float, *, retry: bool = False,
-         fault: str | None = None, stream: bool = False) -> dict:
-    return {"seq": seq, "t": t, "source": "harness", "channel": "model", "type": "call",
+# A run made by hand, a repeat a scenario: a 429 whose retry came 0.25 s after it (the events'
+# `t` less their `ms`); a cut stream that ended the run with an error; bad tool arguments the
+# tool was run with anyway (after a late event of the tool before), or handed back to the
+# model; and a sampled turn that drew the unlikelier choice.
+def call(t: float, number: int, status: int | None, ms: float, *, retry: bool = False,
+         fault: str | None = None, stream: bool = False, tools: tuple[str, ...] = (),
+         turn: int | None = None) -> dict:
+    return {"t": t, "source": "harness", "channel": "model", "type": "call",
             "payload": {"call": number, "api": "chat", "stream": stream, "status": status,
-                        "ms": ms, "turn": None if fault else number - 1, "retry": retry,
-                        "fault": fault, "tool_calls": [], "text_chars": 0, "tokens": None}}
+                        "ms": ms, "turn": turn, "retry": retry, "fault": fault,
+                        "tool_calls": list(tools), "text_chars": 0, "tokens": None}}
+
+
+def event(source: str, channel: str, kind: str, **payload) -> dict:
+    return {"t": 2.0, "source": source, "channel": channel, "type": kind, "payload": payload}
+
+
+def tool(name: str, **args) -> dict:
+    return event("worker", "tool", "call", name=name, args=args)
+
+
+def result(stop: str, output: str = "") -> dict:
+    return event("worker", "agent", "result", output=output, stop_reason=stop)
+
+
+def failed(name: str, expected, actual) -> dict:
+    return event("harness", "harness", "check", name=name, ok=False, expected=expected,
+                 actual=actual)
+
+
+SAMPLED = [{"tool": "lookup_order"},
+           {"choices": [{"weight": 0.7, "tool": "write_report"},
+                        {"weight": 0.3, "text": "There is no report to write"}]}]
+MADE = {  # scenario → (script, events, cause, detail)
+    "wire-429": ([], [call(1.0003, 1, 429, 0.3, fault="http_429"),
+                      call(1.28, 2, 200, 30.0, retry=True, turn=0), call(1.3, 3, 200, 0.2),
+                      result("accepted", "Report for order 742 written")], "passed", ""),
+    "wire-truncated": ([], [call(1.0, 1, 200, 0.2, stream=True, turn=0),
+                            call(1.1, 2, 200, 0.2, fault="truncated_stream", stream=True),
+                            result("error:APIConnectionError"),
+                            failed("stop_reason", "accepted", "error:APIConnectionError")],
+                       "fault_unrecovered",
+                       "the gateway injected truncated_stream@call2 and no model call after "
+                       "it was answered in full; then wrong_stop_reason: stop_reason: expected "
+                       "\"accepted\", got \"error:APIConnectionError\"; files: missing"),
+    "wire-bad-args": ([], [call(1.0, 1, 200, 0.2, tools=("lookup_order",), turn=0),
+                           call(1.1, 2, 200, 0.2, fault="bad_tool_args",
+                                tools=("write_report",)),
+                           tool("lookup_order", order="742"), tool("write_report", order=None),
+                           call(1.2, 3, 200, 0.2, tools=("write_report",), turn=1),
+                           tool("write_report", order="742"), result("accepted", "written"),
+                           failed("tool_calls.write_report", 1, 2)],
+                      "wrong_tool_calls", "tool_calls.write_report: expected 1, got 2"),
+    "wire-bad-args-handed-back": ([], [
+        call(1.0, 1, 200, 0.2, tools=("lookup_order",), turn=0),
+        tool("lookup_order", order="742"),
+        call(1.1, 2, 200, 0.2, fault="bad_tool_args", tools=("write_report",)),
+        call(1.2, 3, 200, 0.2, tools=("write_report",), turn=1),
+        tool("write_report", order="742"), result("accepted", "written")], "passed", ""),
+    "sampled": (SAMPLED, [call(1.0, 1, 200, 0.2, tools=("lookup_order",), turn=0),
+                          call(1.1, 2, 200, 0.2, turn=1), result("accepted", "no report"),
+                          failed("files[lab-output/effects.json].json_length", 1, "missing")],
+                "wrong_files", "files[lab-output/effects.json].json_length: expected 1"),
+}
 
 
 def made_run(tmp_path: Path) -> Path:
     # A stand-in, not alk's: kept two folders down, where the check of the result documents
     # alk writes in a test (tests/conftest.py) does not look.
     tmp_path = tmp_path / "stand-in" / "out"
-    start = {"seq": 1, "t": 0.1, "source": "harness", "channel": "harness", "type": "start",
-             "payload": {"scenario": {"id": "x", "script": []}}}
-
-    def result(stop: str, output: str) -> dict:
-        return {"seq": 9, "t": 2.0, "source": "worker", "channel": "agent", "type": "result",
-                "payload": {"output": output, "stop_reason": stop}}
-
-    transcripts = {
-        "wire-429": [start, call(2, 1.0003, 1, 429, 0.3, fault="http_429"),
-                     call(3, 1.28, 2, 200, 30.0, retry=True), call(4, 1.3, 3, 200, 0.2),
-                     result("accepted", "Report for order 742 written")],
-        "wire-truncated": [start, call(2, 1.0, 1, 200, 0.2, stream=True),
-                           call(3, 1.1, 2, 200, 0.2, fault="truncated_stream", stream=True),
-                           result("error:APIConnectionError", ""),
-                           {"seq": 10, "t": 2.1, "source": "harness", "channel": "harness",
-                            "type": "check", "payload": {"name": "stop_reason", "ok": False,
-                                                         "expected": "accepted",
-                                                         "actual": "error:APIConnectionError"}}],
-    }
     scenarios = []
-    for sid, events in transcripts.items():
+    for sid, (script, events, cause, detail) in MADE.items():
         path = tmp_path / "transcripts" / "RUN" / sid / "repeat-01.jsonl"
         path.parent.mkdir(parents=True)
-        path.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
-        ok = sid == "wire-429"
+        start = event("harness", "harness", "start", scenario={"id": sid, "script": script})
+        path.write_text("".join(json.dumps({"seq": seq, **e}) + "\n"
+                                for seq, e in enumerate([start, *events], 1)) + "not json\n")
+        ok = cause == "passed"
         scenarios.append({
             "id": sid, "verdict": "pass" if ok else "fail",
             "counts": {"requested": 1, "completed": 1, "void": 0, "scored": 1,
                        "passed": int(ok)},
-            "causes": {"passed" if ok else "fault_unrecovered": 1},
-            "repeats": [{"outcome": "pass" if ok else "framework_runtime",
-                         "cause": "passed" if ok else "fault_unrecovered",
-                         "detail": "3 checks held" if ok else
-                         "the gateway injected truncated_stream@call2 and no model call after "
-                         "it was answered in full; then wrong_stop_reason: stop_reason: "
-                         "expected \"accepted\", got \"error:APIConnectionError\"",
-                         "duration_s": 2.5, "transcript": f"transcripts/RUN/{sid}/repeat-01.jsonl",
-                         "model": None}]})
+            "causes": {cause: 1},
+            "repeats": [{"outcome": "pass" if ok else "framework_runtime", "cause": cause,
+                         "detail": detail, "duration_s": 2.5, "model": None,
+                         "transcript": f"transcripts/RUN/{sid}/repeat-01.jsonl"}]})
     (tmp_path / "lanes").mkdir(parents=True)
     (tmp_path / "lanes" / "made.toml").write_text(
         '[[scenarios]]\nid = "wire-429"\n'
@@ -109,23 +143,42 @@ def made_run(tmp_path: Path) -> Path:
     return result_path
 
 
-def test_measure_reads_the_wait_from_the_calls_arrivals_and_the_ending_from_the_result(
-        tmp_path):
+def test_measure_reads_what_the_stack_did_from_the_calls_and_the_tools_it_ran(tmp_path):
     [framework] = table.measure([made_run(tmp_path)])["frameworks"]
     assert (framework["framework"], framework["version"], framework["run_s"]) == (
         "made-agents", "1.2.3", 90.0)
     limit = framework["scenarios"]["wire-429"]
     # From the 429's arrival (1.0003 - 0.0003) to the retry's (1.28 - 0.03): 0.25 s.
     assert limit["wire"] == {"fault": "http_429@call1", "api": "chat", "stream": False,
-                             "fired": 1, "retried": 1, "asked_again": 0, "wait_s": 0.25,
-                             "retry_after_s": 0.2, "honoured": 1}
+                             "fired": 1, "ran_tool": 0, "ran": None, "retried": 1,
+                             "asked_again": 0, "wait_s": 0.25, "retry_after_s": 0.2,
+                             "honoured": 1}
     assert (limit["calls"], limit["retries"]) == (3, 1)
     assert table.cell(limit) == "pass 1/1, retried after 0.25 s, Retry-After honoured"
+
     cut = framework["scenarios"]["wire-truncated"]
     assert cut["wire"]["retried"] == cut["wire"]["asked_again"] == 0
     assert cut["failure"]["stop"] == "error:APIConnectionError"
-    assert cut["failure"]["detail"].startswith("wrong_stop_reason: stop_reason: expected")
+    assert cut["failure"]["detail"] == ('wrong_stop_reason: stop_reason: expected "accepted", '
+                                        'got "error:APIConnectionError"')
     assert table.cell(cut) == "fail 0/1: cut stream raised APIConnectionError, not retried"
+
+    # The tool the bad answer named ran with what the framework made of its arguments; the
+    # lookup reported late, and the write the next answer asked for, are not counted.
+    bad = framework["scenarios"]["wire-bad-args"]
+    assert (bad["wire"]["ran_tool"], bad["wire"]["ran"], bad["wire"]["asked_again"]) == (
+        1, {"name": "write_report", "args": {"order": None}}, 1)
+    assert table.cell(bad) == ('fail 0/1: ran write_report with `{"order": null}`, '
+                               "model asked again")
+
+    handed_back = framework["scenarios"]["wire-bad-args-handed-back"]
+    assert (handed_back["wire"]["ran_tool"], handed_back["wire"]["asked_again"]) == (0, 1)
+    assert table.cell(handed_back) == "pass 1/1, model asked again"
+
+    sampled = framework["scenarios"]["sampled"]
+    assert sampled["drawn"] == {"weight": 0.7, "likeliest": 0, "other": 1,
+                                "likeliest_passed": 0}
+    assert table.cell(sampled) == "fail 0/1, as drawn (0 drew the 0.7 turn)"
 
 
 def test_a_wait_shorter_than_retry_after_is_not_honoured(tmp_path):
