@@ -5,6 +5,13 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test bench bench-overhead bench-startup bench-gateway mutation clean
 
+# Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
+# the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
+# lanes' command names its interpreter. alk hands every worker its SDK, so only the framework
+# is installed there.
+# (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
+FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
+
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
@@ -44,12 +51,6 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents,autogen,smolagents]'
 	touch $@ $(VENV)/.installed
-
-# Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
-# the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
-# lanes' command names its interpreter. alk hands every worker its SDK, so only the framework
-# is installed there.
-FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
 
 .venvs/strands/.installed:
 	$(PYTHON) -m venv .venvs/strands

@@ -394,7 +394,10 @@ def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
     for obs in attempts:
         for name, count in obs.tool_calls.items():
             tool_calls[name] = tool_calls.get(name, 0) + count
-    fired = frozenset().union(*(obs.faults_fired for obs in attempts))
+    # Only the faults the scenario declared: a worker that reports others cannot make its
+    # failure the framework's handling of a fault (fault_unrecovered).
+    declared = {(fault.point, fault.occurrence) for fault in scenario.faults}
+    fired = frozenset().union(*(obs.faults_fired for obs in attempts)) & declared
     missing = tuple(f"{fault.point}#{fault.occurrence}" for fault in scenario.faults
                     if (fault.point, fault.occurrence) not in fired)
     model = _combined_model([obs.model for obs in attempts if obs.model is not None])
