@@ -355,3 +355,24 @@ def test_a_stall_without_seconds_is_ended_by_close(connect) -> None:
     assert not isinstance(error, TimeoutError)
     assert seen.faults_fired == ("stall@call1",) and not seen.recovered
     assert (seen.calls, seen.turns) == (1, 0)
+
+
+def test_past_the_concurrent_bound_a_request_is_refused_unread(connect, monkeypatch) -> None:
+    """Every call stalls (a fault at each): with two allowed at once, the third is answered
+    503 at once, unread and uncounted, while the two are held."""
+    monkeypatch.setattr(server, "MAX_CONCURRENT_CALLS", 2)
+    client = connect(wire_faults=(WireFault(1, "stall"), WireFault(2, "stall")))
+    held: list[threading.Thread] = []
+    for _ in range(2):
+        caller = threading.Thread(target=lambda: pytest.raises(Exception, client.chat))
+        caller.start()
+        held.append(caller)
+        readable, _, _ = select.select([client.session.wake_fd], [], [], CLIENT_TIMEOUT_S)
+        assert readable
+        calls(client)  # drained, so that the next one's record wakes the wait again
+    status, _, data = client.send("POST", CHAT, request_body())
+    assert status == 503 and b"at most 2 requests at once" in data
+    seen = client.session.close()
+    for caller in held:
+        caller.join(CLIENT_TIMEOUT_S)
+    assert seen.calls == 2
