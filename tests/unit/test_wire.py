@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +14,7 @@ from alk.gateway import wire
 from alk.gateway.wire import Reply, ToolCall, Usage
 
 openai = pytest.importorskip("openai")
+httpx = pytest.importorskip("httpx")  # the openai client's own
 
 USAGE = Usage(prompt_tokens=12, completion_tokens=5)
 TEXT = Reply(text="The report is written to report.md.")
