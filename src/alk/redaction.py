@@ -135,11 +135,14 @@ class Redactor:
             return value
         return self.redact(str(value))
 
-    def cut(self, text: str, limit: int, *, truncated: bool = False) -> str:
+    def cut(self, text: str, limit: int, *, truncated: bool = False,
+            redacted: bool = False) -> str:
         """Redact, then keep at most `limit` characters, dropping a trailing partial secret.
         `truncated` says the caller already cut the text's end: it may end inside a secret
-        even when it is short."""
-        text = self.redact(text)
+        even when it is short. `redacted` says the caller already redacted `text` whole (a
+        megabyte's redaction costs a millisecond: a flood must not pay it twice an event)."""
+        if not redacted:
+            text = self.redact(text)
         if len(text) <= limit and not truncated:
             return text
         kept = text[:limit]
@@ -188,5 +191,5 @@ class Redactor:
         if len(name) <= limit:
             return name
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
-        head = self.cut(name, limit - DIGEST_CHARS - 1, truncated=True)
+        head = self.cut(name, limit - DIGEST_CHARS - 1, truncated=True, redacted=True)
         return f"{head}{digest}"

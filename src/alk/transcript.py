@@ -286,7 +286,9 @@ class TranscriptWriter:
         line = text.encode("ascii") + b"\n"
         if len(line) > self._max_event:
             # JSON escapes can multiply an excerpt's size; keep it well inside the event bound.
-            cut = self._redactor.cut(text, min(EXCERPT_CHARS, self._max_event // 8))
+            # The event's text is of redacted values already (escaped forms included).
+            cut = self._redactor.cut(text, min(EXCERPT_CHARS, self._max_event // 8),
+                                     redacted=True)
             event["payload"] = {"cut": True, "bytes": len(line), "excerpt": cut}
             line = self._encoder.encode(event).encode("ascii") + b"\n"
         return line
