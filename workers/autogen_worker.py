@@ -18,7 +18,7 @@ import os
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, report_run, run_tool
+from lab_tools import Faults, model_endpoint, report_run, run_tool
 
 worker.hello()
 os.environ["AUTOGEN_DISABLE_RUNTIME_TRACING"] = "true"
@@ -52,9 +52,8 @@ def build_agent(start, faults):
         """Delete the order's records."""
         return run_tool("delete_records", {"order": order}, faults)
 
-    client = OpenAIChatCompletionClient(model=start.model.get("name", "alk-script"),
-                                        base_url=os.environ.get("OPENAI_BASE_URL"),
-                                        api_key=os.environ.get("OPENAI_API_KEY"),
+    name, base_url, api_key = model_endpoint(start)
+    client = OpenAIChatCompletionClient(model=name, base_url=base_url, api_key=api_key,
                                         model_info=MODEL_INFO)
     return AssistantAgent("alk", model_client=client, system_message="Follow the task.",
                           tools=[lookup_order, write_report, delete_records],

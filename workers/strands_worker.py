@@ -19,7 +19,7 @@ import os
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, report_run, run_tool
+from lab_tools import Faults, model_endpoint, report_run, run_tool
 
 worker.hello()
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -77,9 +77,8 @@ def build_agent(start, faults, limit):
         """
         return run_tool("delete_records", {"order": order}, faults)
 
-    model = OpenAIModel(client_args={"base_url": os.environ.get("OPENAI_BASE_URL"),
-                                     "api_key": os.environ.get("OPENAI_API_KEY")},
-                        model_id=start.model.get("name", "alk-script"))
+    name, base_url, api_key = model_endpoint(start)
+    model = OpenAIModel(client_args={"base_url": base_url, "api_key": api_key}, model_id=name)
     return Agent(model=model, tools=[lookup_order, write_report, delete_records],
                  system_prompt="Follow the task.", callback_handler=None, hooks=[limit])
 
