@@ -1,0 +1,211 @@
+"""The executor with alk's model gateway: what a lane's [model] adds to a repeat's request, what
+every attempt's view of the model adds up to, the model_calls check, wire faults never fired,
+and what the result document keeps. A real gateway serves (on the host's loopback); the runner
+is scripted and answers with what the gateway would have seen."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from alk.causes import Cause
+from alk.executor import execute
+from alk.plan import build_plan
+from alk.records import (
+    Expectations,
+    Fault,
+    KillAt,
+    ModelSeen,
+    ModelSetup,
+    Outcome,
+    Scenario,
+    WireFault,
+)
+from alk.redaction import Redactor
+from alk.report.document import build_document
+from scripted import PASSING, ScriptedRunner
+
+pytestmark = pytest.mark.usefixtures("private_temp")
+
+SCRIPT = ({"tool": "lookup_order", "args": {"order": "742"}}, {"text": "done"})
+SEEN = ModelSeen(calls=3, turns=2, retries=1, prompt_tokens=30, completion_tokens=4,
+                 faults_fired=("http_429@call1",), recovered=True,
+                 steps=("429:http_429", "200:lookup_order", "200:text"))
+
+
+def lane_of(make_lane, *scenarios: Scenario, setup: ModelSetup = ModelSetup("script")):
+    return make_lane(scenarios=scenarios, model=setup)
+
+
+def run(make_lane, tmp_path, *answers, scenario: Scenario | None = None, repeats: int = 1):
+    scenario = scenario or Scenario("a", "t", expect=Expectations(output_equals="hi"),
+                                    script=SCRIPT)
+    plan = build_plan(lane_of(make_lane, scenario), "run-1", repeats=repeats, seed=5)
+    runner = ScriptedRunner(PASSING, *answers)
+    execution = execute(plan, tmp_path, Redactor(), runner=runner, environ={"PATH": "/bin"})
+    return plan, runner, execution
+
+
+def checks(tmp_path, result) -> list[dict]:
+    lines = (tmp_path / result.transcript).read_text().splitlines()
+    return [e["payload"] for e in map(json.loads, lines)
+            if e["channel"] == "harness" and e["type"] == "check"]
+
+
+def test_a_repeat_reaches_the_gateway_through_its_environment_and_start(make_lane, tmp_path):
+    _, runner, _ = run(make_lane, tmp_path, dataclasses.replace(PASSING, model=SEEN))
+    probe, repeat = runner.requests
+    assert probe.gateway is None and "OPENAI_API_KEY" not in probe.env
+    model = repeat.start["model"]
+    assert set(model) == {"base_url", "api_key", "mode", "name"}
+    assert (model["mode"], model["name"]) == ("script", "alk-script")
+    assert model["api_key"].startswith("alk-") and len(model["api_key"]) > 20
+    # No network namespace here: the gateway listens on alk's own loopback.
+    assert model["base_url"].startswith("http://127.0.0.1:") and model["base_url"].endswith("/v1")
+    assert repeat.env["OPENAI_BASE_URL"] == repeat.env["OPENAI_API_BASE"] == model["base_url"]
+    assert repeat.env["OPENAI_API_KEY"] == model["api_key"]
+    assert repeat.gateway is not None and repeat.gateway_port is None
+
+
+def test_each_attempt_has_its_own_token(make_lane, tmp_path):
+    resuming = Scenario("a", "t", expect=Expectations(output_equals="hi"), script=SCRIPT,
+                        kill_at=KillAt("tool", "call"), max_attempts=2)
+    killed = dataclasses.replace(PASSING, kill_fired=True, model=SEEN)
+    _, runner, _ = run(make_lane, tmp_path, killed, dataclasses.replace(PASSING, model=SEEN),
+                       scenario=resuming)
+    first, second = (r.start["model"]["api_key"] for r in runner.requests[1:])
+    assert first != second
+
+
+def test_what_the_gateway_saw_of_every_attempt_adds_up(make_lane, tmp_path):
+    resuming = Scenario("a", "t", expect=Expectations(output_equals="hi"), script=SCRIPT,
+                        kill_at=KillAt("tool", "call"), max_attempts=2,
+                        wire_faults=(WireFault(1, "http_429"),))
+    killed = dataclasses.replace(PASSING, kill_fired=True, model=SEEN)
+    resumed = dataclasses.replace(PASSING, model=ModelSeen(
+        calls=2, turns=1, retries=0, prompt_tokens=5, completion_tokens=1, recovered=True,
+        steps=("200:text",)))
+    _, _, execution = run(make_lane, tmp_path, killed, resumed, scenario=resuming)
+    [result] = execution.repeats
+    assert (result.outcome, result.cause) == (Outcome.PASS, Cause.PASSED), result.detail
+    # Calls, retries, tokens and faults add up; turns are the last attempt's.
+    assert result.model == {"calls": 5, "turns": 1, "retries": 1, "prompt_tokens": 35,
+                            "completion_tokens": 5, "faults": ["http_429@call1"]}
+
+
+@pytest.mark.parametrize("first, second, cause", [
+    # The upstream failed in the killed attempt: the repeat that then failed is void.
+    ({"provider_error": "refused"}, {}, Cause.PROVIDER_UNAVAILABLE),
+    ({}, {"provider_error": "refused"}, Cause.PROVIDER_UNAVAILABLE),
+    ({"unmatched": "call 1: differs"}, {}, Cause.REPLAY_MISMATCH),
+    # Recovery is the last attempt's: the fault fired in the killed one, and the resumed
+    # one's calls were answered.
+    ({"recovered": False}, {}, Cause.WRONG_STOP_REASON),
+    ({}, {"recovered": False}, Cause.FAULT_UNRECOVERED),
+])
+def test_which_attempts_view_decides(make_lane, tmp_path, first, second, cause):
+    resuming = Scenario("a", "t", expect=Expectations(stop_reason="accepted"), script=SCRIPT,
+                        kill_at=KillAt("tool", "call"), max_attempts=2,
+                        wire_faults=(WireFault(1, "http_500"),))
+    killed = dataclasses.replace(PASSING, kill_fired=True, model=dataclasses.replace(
+        SEEN, **{"faults_fired": ("http_500@call1",), **first}))
+    resumed = dataclasses.replace(PASSING, model=dataclasses.replace(
+        SEEN, **{"faults_fired": (), **second}))
+    _, _, execution = run(make_lane, tmp_path, killed, resumed, scenario=resuming)
+    [result] = execution.repeats
+    assert result.cause == cause, result.detail
+
+
+@pytest.mark.parametrize("calls, bounds, expected, ok", [
+    (3, (3, 3), "3", True), (2, (3, 3), "3", False), (4, (3, 3), "3", False),
+    (2, (2, 4), "2 to 4", True), (4, (2, 4), "2 to 4", True), (5, (2, 4), "2 to 4", False),
+    (1, (2, 4), "2 to 4", False),
+])
+def test_model_calls_is_checked_against_what_the_gateway_served(make_lane, tmp_path, calls,
+                                                                 bounds, expected, ok):
+    scenario = Scenario("a", "t", expect=Expectations(model_calls=bounds), script=SCRIPT)
+    answer = dataclasses.replace(PASSING, model=dataclasses.replace(SEEN, calls=calls))
+    _, _, execution = run(make_lane, tmp_path, answer, scenario=scenario)
+    [result] = execution.repeats
+    assert checks(tmp_path, result) == [{"name": "model_calls", "ok": ok, "expected": expected,
+                                         "actual": calls}]
+    assert result.cause == (Cause.PASSED if ok else Cause.WRONG_MODEL_CALLS)
+    assert result.outcome == (Outcome.PASS if ok else Outcome.AGENT)
+
+
+def test_with_no_view_of_the_model_no_call_was_served(make_lane, tmp_path):
+    scenario = Scenario("a", "t", expect=Expectations(model_calls=(1, 1)), script=SCRIPT)
+    _, _, execution = run(make_lane, tmp_path, PASSING, scenario=scenario)
+    [result] = execution.repeats
+    assert checks(tmp_path, result)[0]["actual"] == 0 and result.model is None
+
+
+@pytest.mark.parametrize("fired, cause", [
+    (("http_500@call2",), Cause.PASSED),
+    ((), Cause.FAULT_NOT_FIRED),
+    (("http_500@call3",), Cause.FAULT_NOT_FIRED),
+])
+def test_a_wire_fault_never_fired_voids_a_repeat_whose_checks_held(make_lane, tmp_path, fired,
+                                                                   cause):
+    scenario = Scenario("a", "t", expect=Expectations(output_equals="hi"), script=SCRIPT,
+                        wire_faults=(WireFault(2, "http_500"),))
+    answer = dataclasses.replace(PASSING, model=dataclasses.replace(SEEN, faults_fired=fired))
+    _, _, execution = run(make_lane, tmp_path, answer, scenario=scenario)
+    [result] = execution.repeats
+    assert result.cause == cause, result.detail
+    if cause is Cause.FAULT_NOT_FIRED:
+        assert "http_500@call2" in result.detail
+
+
+@pytest.mark.parametrize("reported, cause", [
+    ({("tool", 1)}, Cause.FAULT_UNRECOVERED),       # declared: its failure is the fault's
+    ({("tool", 2)}, Cause.WRONG_STOP_REASON),       # not declared: the worker's word only
+    ({("tool", 1), ("db", 1)}, Cause.FAULT_UNRECOVERED),
+])
+def test_only_a_declared_fault_makes_a_failure_the_faults(make_lane, tmp_path, reported,
+                                                          cause):
+    scenario = Scenario("a", "t", expect=Expectations(stop_reason="accepted"),
+                        faults=(Fault("tool", 1),))
+    answer = dataclasses.replace(PASSING, faults_fired=frozenset(reported))
+    _, _, execution = run(make_lane, tmp_path, answer, scenario=scenario)
+    [result] = execution.repeats
+    assert result.cause == cause, result.detail
+    if cause is Cause.FAULT_UNRECOVERED:
+        assert "the worker injected tool#1;" in result.detail and "db#1" not in result.detail
+
+
+def test_the_document_keeps_each_repeats_view_and_the_scenarios_totals(make_lane, tmp_path):
+    other = ModelSeen(calls=1, turns=1, retries=0, prompt_tokens=7, completion_tokens=2)
+    plan, _, execution = run(make_lane, tmp_path, dataclasses.replace(PASSING, model=SEEN),
+                             dataclasses.replace(PASSING, model=other), repeats=2)
+    document = build_document(plan, execution, status="complete",
+                              started_at=datetime.now(timezone.utc), finished_at=None)
+    [scenario] = document["scenarios"]
+    assert scenario["model"] == {"repeats": 2, "calls": 4, "retries": 1, "tokens": 43}
+    assert sorted(r["model"]["calls"] for r in scenario["repeats"]) == [1, 3]
+    assert {tuple(r["model"]) for r in scenario["repeats"]} == {
+        ("calls", "turns", "retries", "prompt_tokens", "completion_tokens", "faults")}
+
+
+def test_a_lane_without_model_keeps_no_view(make_lane, tmp_path):
+    plan = build_plan(make_lane(scenarios=(Scenario("a", "t"),)), "run-1", repeats=1, seed=5)
+    execution = execute(plan, tmp_path, Redactor(), runner=ScriptedRunner(PASSING, PASSING),
+                        environ={"PATH": "/bin"})
+    document = build_document(plan, execution, status="complete",
+                              started_at=datetime.now(timezone.utc), finished_at=None)
+    [scenario] = document["scenarios"]
+    assert scenario["model"] is None and scenario["repeats"][0]["model"] is None
+
+
+def test_a_proxy_without_alks_key_voids_the_run_before_anything_starts(make_lane, tmp_path):
+    setup = ModelSetup("proxy", upstream="http://127.0.0.1:9/v1", key_env="ALK_UPSTREAM_KEY")
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1", repeats=1,
+                      seed=5)
+    runner = ScriptedRunner()
+    execution = execute(plan, tmp_path, Redactor(), runner=runner, environ={"PATH": "/bin"})
+    assert execution.void is not None and execution.void.cause == Cause.ENV_MISSING
+    assert "model.key_env names ALK_UPSTREAM_KEY" in execution.void.detail
+    assert runner.requests == []
