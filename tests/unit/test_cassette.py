@@ -56,6 +56,24 @@ def test_responses_call_ids_item_ids_and_the_previous_response_normalize():
     assert one != normalize("responses", request("call_z", "call_z", "resp_z"))
 
 
+def test_the_previous_response_is_renamed_as_an_id_in_the_responses_api_only():
+    one = normalize("responses", json.dumps({"previous_response_id": "resp_1", "input": [
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1"}]}).encode())
+    assert one["previous_response_id"] == "id-3"
+    assert normalize("responses", b'{"model": "m", "input": []}') == {"input": [],
+                                                                      "model": "m"}
+    # Chat has no such field: one sent there is a value like any other, kept as it is.
+    assert normalize("chat", b'{"previous_response_id": "resp_1", "messages": []}') == {
+        "messages": [], "previous_response_id": "resp_1"}
+
+
+def test_tool_calls_without_an_id_are_kept_as_they_are():
+    calls = [{"type": "function", "function": {"name": "a"}}, "odd", {"id": "call_7"}]
+    normalized = normalize("chat", json.dumps({"messages": [
+        {"role": "assistant", "tool_calls": calls}]}).encode())
+    assert normalized["messages"][0]["tool_calls"] == [calls[0], "odd", {"id": "id-1"}]
+
+
 @pytest.mark.parametrize("body", [b"", b"{", b"[1]", b'"text"', b"[" * 10_000])
 def test_a_body_that_is_not_a_json_object_normalizes_to_none(body):
     assert normalize("chat", body) is None
@@ -84,10 +102,38 @@ def test_first_difference_names_the_path_and_both_values():
     ({"a": True}, {"a": 1}, "a: expected true, got 1"),
     ({"a": "x"}, {"a": None}, "a: expected 'x', got null"),
     ([1], {"a": 1}, "request: expected [1], got {\"a\": 1}"),
+    ({"a": [1]}, {"a": [1, 2]}, "a[1]: expected nothing, got 2"),
+    ({"a": True}, {"a": False}, "a: expected true, got false"),
+    ({"a": {"b": 1}}, {"a": 5}, "a: expected {\"b\": 1}, got 5"),
+    ({"a": [1]}, {"a": 5}, "a: expected [1], got 5"),
+    ({"a": 5}, {"a": "5"}, "a: expected 5, got '5'"),
+    # Of several differences, the first key in sorted order is named.
+    ({"b": 1, "a": 1, "c": 1}, {"c": 2, "b": 2, "a": 2}, "a: expected 1, got 2"),
+    # A value that is not a text is quoted as JSON, keys sorted, other scripts as they are.
+    ({"k": {"z": "é", "a": 1}}, {"k": 3}, "k: expected {\"a\": 1, \"z\": \"é\"}, got 3"),
 ])
 def test_first_difference_tells_missing_extra_and_differently_typed_values(expected, actual,
                                                                           said):
     assert first_difference(expected, actual) == said
+
+
+@pytest.mark.parametrize("value", [True, False, None, 0, 1.5, "x", [True, [None]],
+                                   {"a": {"b": False}}])
+def test_equal_values_of_every_kind_have_no_difference(value):
+    assert first_difference({"v": value}, json.loads(json.dumps({"v": value}))) is None
+
+
+def test_one_and_one_point_zero_are_one_number_but_true_is_not_one():
+    assert first_difference({"a": 1}, {"a": 1.0}) is None
+    assert first_difference({"a": 1}, {"a": True}) == "a: expected 1, got true"
+
+
+def test_a_long_path_is_quoted_by_its_end():
+    # PATH_CHARS (80) characters are quoted whole; a longer path keeps its last 79 after "…".
+    whole = first_difference({"head": {"x" * 75: 1}}, {"head": {"x" * 75: 2}})
+    assert whole == "head." + "x" * 75 + ": expected 1, got 2"
+    cut = first_difference({"head": {"x" * 76: 1}}, {"head": {"x" * 76: 2}})
+    assert cut == "…ad." + "x" * 76 + ": expected 1, got 2"
 
 
 def test_first_difference_in_deeply_nested_values_does_not_recurse():
@@ -179,25 +225,53 @@ def test_a_writer_that_fails_leaves_the_previous_cassette_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
 
 
+_GOOD = '"api": "chat", "request": {}, "status": 200, "body": ""'
+_WHOLE_NUMBERS = "'repeat' and 'attempt' must be whole numbers >= 0"
+
+
 @pytest.mark.parametrize(("line", "said"), [
-    ("{not json", "expected one JSON object"),
-    ("[1, 2]", "expected a JSON object"),
-    ('{"api": "completions"}', "'api'"),
-    ('{"api": "chat", "request": [], "status": 200, "body": ""}', "'request'"),
-    ('{"api": "chat", "request": {}, "status": true, "body": ""}', "'status'"),
-    ('{"api": "chat", "request": {}, "status": 200, "body": 3}', "'body'"),
-    ('{"api": "chat", "request": {}, "status": 200, "body": "", "stream": 1}', "'stream'"),
-    ('{"api": "chat", "request": {}, "status": 200, "body": "", "events": [1]}', "'events'"),
-    ('{"api": "chat", "request": {}, "status": 200, "body": "", "fault": 5}', "'fault'"),
+    ("{not json", "expected one JSON object, not valid JSON"),
+    ("[1, 2]", "expected a JSON object with api, request, status, body, stream, events, fault"),
+    ('{"api": "completions"}', "'api' must be \"chat\" or \"responses\", got 'completions'"),
+    ('{"api": "chat", "request": [], "status": 200, "body": ""}',
+     "'request' must be an object, got []"),
+    ('{"api": "chat", "request": {}, "status": true, "body": ""}',
+     "'status' must be an HTTP status (100 to 599), got true"),
+    ('{"api": "chat", "request": {}, "status": 99, "body": ""}',
+     "'status' must be an HTTP status (100 to 599), got 99"),
+    ('{"api": "chat", "request": {}, "status": 600, "body": ""}',
+     "'status' must be an HTTP status (100 to 599), got 600"),
+    ('{"api": "chat", "request": {}, "status": "200", "body": ""}',
+     "'status' must be an HTTP status (100 to 599), got '200'"),
+    ('{"api": "chat", "request": {}, "status": 200, "body": 3}',
+     "'body' must be the response body's text, got 3"),
+    ("{" + _GOOD + ', "stream": 1}', "'stream' must be true or false, got 1"),
+    ("{" + _GOOD + ', "events": [1]}', "'events' must be an array of the streamed frames' texts"),
+    ("{" + _GOOD + ', "events": "e"}', "'events' must be an array of the streamed frames' texts"),
+    ("{" + _GOOD + ', "fault": 5}', "'fault' must be null or a fault's name, got 5"),
+    ("{" + _GOOD + ', "scenario": 7}', "'scenario' must be a scenario's id, got 7"),
+    ("{" + _GOOD + ', "scenario": null}', "'scenario' must be a scenario's id, got null"),
+    ("{" + _GOOD + ', "repeat": -1}', _WHOLE_NUMBERS),
+    ("{" + _GOOD + ', "attempt": -1}', _WHOLE_NUMBERS),
+    ("{" + _GOOD + ', "repeat": 1.0}', _WHOLE_NUMBERS),
+    ("{" + _GOOD + ', "attempt": true}', _WHOLE_NUMBERS),
+    ("{" + _GOOD + ', "repeat": "1"}', _WHOLE_NUMBERS),
 ])
-def test_a_bad_line_is_refused_with_the_file_and_its_line_number(tmp_path, line, said):
+def test_a_bad_line_is_refused_with_the_file_its_line_number_and_what_is_wrong(tmp_path, line,
+                                                                              said):
     path = tmp_path / "bad.jsonl"
     path.write_text(_entry(1, {"a": 1}).line() + "\n\n" + line + "\n")
     with pytest.raises(CassetteError) as raised:
         Cassette.load(path)
-    message = str(raised.value)
-    assert message.startswith(f"{path} line 3: ") and said in message
-    assert message.endswith("record the cassette again")
+    assert str(raised.value) == (f"{path} line 3: {said}; "
+                                 f"fix the line, or record the cassette again")
+
+
+@pytest.mark.parametrize("status", [100, 599])
+def test_the_statuses_at_either_bound_load(tmp_path, status):
+    path = tmp_path / "edge.jsonl"
+    path.write_text('{"api": "chat", "request": {}, "status": %d, "body": ""}' % status)
+    assert [entry.status for entry in Cassette.load(path)] == [status]
 
 
 def test_a_missing_or_oversized_cassette_is_refused(tmp_path):
@@ -215,3 +289,108 @@ def test_an_entry_without_events_or_fault_loads_as_not_streamed(tmp_path):
     path.write_text('{"api": "responses", "request": {"b": 1}, "status": 429, "body": "x"}')
     (entry,) = Cassette.load(path)
     assert entry == Entry("responses", {"b": 1}, 429, "x", False, (), None)
+
+
+def test_an_entry_is_written_as_one_json_line_with_sorted_keys_and_loads_back_equal(tmp_path):
+    entry = Entry(api="responses", request={"z": 1, "a": [2]}, status=201, body="café ☕",
+                  stream=False, events=("e1", "e2"), fault="timeout", scenario="s1", repeat=2,
+                  attempt=1)
+    assert entry.line() == (
+        '{"api": "responses", "attempt": 1, "body": "caf\\u00e9 \\u2615", "events": ["e1", '
+        '"e2"], "fault": "timeout", "repeat": 2, "request": {"a": [2], "z": 1}, '
+        '"scenario": "s1", "status": 201, "stream": false}')
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path) as writer:
+        writer.add(entry)
+    assert path.read_bytes() == entry.line().encode() + b"\n"
+    (loaded,) = Cassette.load(path)
+    assert loaded == entry and loaded.key == ("s1", 2, 1)
+
+
+def test_the_temporary_file_is_hidden_beside_the_cassette(tmp_path):
+    path = tmp_path / "run.jsonl"
+    writer = CassetteWriter(path)
+    (temporary,) = tmp_path.iterdir()
+    assert temporary.name.startswith(".run.jsonl.") and temporary.name.endswith(".tmp")
+    writer.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_discarding_after_the_temporary_file_is_gone_does_not_fail(tmp_path):
+    # discard runs on the way out of a failed run: it must not hide that run's error because a
+    # cleanup of the folder got to the temporary file first.
+    path = tmp_path / "run.jsonl"
+    path.write_text("previous\n")
+    writer = CassetteWriter(path)
+    for stray in tmp_path.glob(".run.jsonl.*.tmp"):
+        stray.unlink()
+    writer.discard()
+    writer.discard()
+    assert path.read_text() == "previous\n"
+
+
+# --- replaying the calls of one attempt --------------------------------------------------------
+
+
+def _call(name: str, scenario: str = "", repeat: int = 0, attempt: int = 0) -> Entry:
+    return Entry(api="chat", request={"ask": name}, status=200, body=name, stream=False,
+                 events=(), fault=None, scenario=scenario, repeat=repeat, attempt=attempt)
+
+
+@pytest.fixture
+def recorded(tmp_path) -> Cassette:
+    """A recorded run: scenario s in two repeats, the second retried once; scenario t once."""
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path) as writer:
+        for entry in (_call("a1", "s", 1), _call("t1", "t", 1), _call("a2", "s", 1),
+                      _call("b1", "s", 2), _call("c1", "s", 2, 1)):
+            writer.add(entry)
+    return Cassette.load(path)
+
+
+def test_each_attempt_replays_its_own_calls_in_order(recorded):
+    assert [e.body for e in recorded.calls("s", 1, 0)] == ["a1", "a2"]
+    assert [e.body for e in recorded.calls("s", 2, 0)] == ["b1"]
+    assert [e.body for e in recorded.calls("s", 2, 1)] == ["c1"]
+    assert [e.body for e in recorded.calls("t", 1, 0)] == ["t1"]
+
+
+def test_a_repeat_the_recording_did_not_reach_replays_the_recorded_ones_in_turn(recorded):
+    assert [e.body for e in recorded.calls("s", 3, 0)] == ["a1", "a2"]
+    assert [e.body for e in recorded.calls("s", 4, 0)] == ["b1"]
+    assert [e.body for e in recorded.calls("s", 5, 0)] == ["a1", "a2"]
+    # Only repeat 2 was retried: its retry stands in for every repeat's.
+    assert [e.body for e in recorded.calls("s", 1, 1)] == ["c1"]
+
+
+def test_a_scenario_or_attempt_the_recording_does_not_hold_replays_nothing(recorded):
+    assert recorded.calls("u", 1, 0) == ()
+    assert recorded.calls("t", 1, 1) == ()
+
+
+def test_a_cassette_made_by_hand_replays_whole_for_every_attempt(tmp_path):
+    calls = [_call("one"), _call("two")]
+    cassette = Cassette(tmp_path / "hand.jsonl", calls)
+    assert cassette.calls("s", 3, 1) == tuple(calls)
+    assert cassette.match(2, "chat", {"ask": "two"}, key=("s", 3, 1)) == (calls[1], "")
+
+
+def test_match_with_a_key_looks_among_that_attempts_calls(recorded, tmp_path):
+    assert recorded.match(2, "chat", {"ask": "a2"}, key=("s", 1, 0)) == (_call("a2", "s", 1),
+                                                                          "")
+    assert recorded.match(1, "chat", {"ask": "b1"}, key=("s", 2, 0)) == (_call("b1", "s", 2),
+                                                                          "")
+    entry, why = recorded.match(2, "chat", {"ask": "b1"}, key=("s", 2, 0))
+    assert entry is None and why == (f"call 2: the cassette {tmp_path / 'run.jsonl'} holds 1 "
+                                     f"model calls for this attempt; record it again for a run "
+                                     f"that makes more")
+    entry, why = recorded.match(1, "chat", {"ask": "a1"}, key=("s", 2, 0))
+    assert entry is None and why == "call 1: ask: expected 'b1', got 'a1'"
+
+
+def test_a_mismatch_is_reported_with_the_runs_secrets_redacted(tmp_path):
+    secret = "sk-live-0123456789"
+    cassette = Cassette(tmp_path / "run.jsonl", [_call("token " + secret)])
+    entry, why = cassette.match(1, "chat", {"ask": "token " + secret + "!"},
+                                redactor=Redactor([secret]))
+    assert entry is None and secret not in why and MASK in why
