@@ -209,3 +209,17 @@ def test_a_proxy_without_alks_key_voids_the_run_before_anything_starts(make_lane
     assert execution.void is not None and execution.void.cause == Cause.ENV_MISSING
     assert "model.key_env names ALK_UPSTREAM_KEY" in execution.void.detail
     assert runner.requests == []
+
+
+def test_a_cassette_that_cannot_be_read_voids_the_run_saying_where(make_lane, tmp_path):
+    cassette = tmp_path / "broken.jsonl"
+    cassette.write_text('{"api": "chat"}\n')
+    setup = ModelSetup("replay", cassette=cassette)
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1", repeats=1,
+                      seed=5)
+    runner = ScriptedRunner()
+    execution = execute(plan, tmp_path, Redactor(), runner=runner, environ={"PATH": "/bin"})
+    assert execution.void is not None and execution.void.cause == Cause.HARNESS_ERROR
+    assert execution.void.detail.startswith(
+        f"the model gateway could not start: {cassette} line 1: 'request' must be an object")
+    assert runner.requests == []
