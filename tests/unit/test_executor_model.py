@@ -78,6 +78,13 @@ def test_each_attempt_has_its_own_token(make_lane, tmp_path):
                        scenario=resuming)
     first, second = (r.start["model"]["api_key"] for r in runner.requests[1:])
     assert first != second
+    # Each session serves its attempt of its repeat: the scenario's script, the repeat's seed
+    # (what sampled turns are drawn from), and where a resumed attempt starts.
+    seed = runner.requests[1].start["seed"]
+    for attempt, request in enumerate(runner.requests[1:], start=1):
+        session = request.gateway
+        assert (session.scenario, session.seed, session.attempt, session.repeat) == (
+            resuming, seed, attempt, 1)
 
 
 def test_what_the_gateway_saw_of_every_attempt_adds_up(make_lane, tmp_path):
