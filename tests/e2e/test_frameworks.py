@@ -46,7 +46,10 @@ LANGGRAPH = {
     "tool-raises": ("fail", "fault_unrecovered"),       # ToolNode re-raises by default
     "wire-bad-args": ("fail", "fault_unrecovered"),     # an invalid tool call ends the graph
     "malformed-output": ("fail", "wrong_files"),        # the same, from the script's raw text
-    "crash-after-effect": ("fail", "wrong_files"),      # the interrupted step runs again
+    # The interrupted step runs again (19 of 20 repeats); when LangGraph's checkpoint, written
+    # in the background by default, landed before alk's SIGKILL, the resumed graph goes on
+    # and passes (1 of 20). Either is the framework's behaviour: not pinned to one repeat.
+    "crash-after-effect": (None, None),
     "denied-tool": ("pass", None),
 }
 
@@ -88,8 +91,9 @@ def test_framework_lane_findings(tmp_path, lane, module, findings):
     [result] = (tmp_path / "reports").glob("*/result.json")
     document = json.loads(result.read_text())
     assert document["lane"]["reported_framework"] == lane
+    unpinned = {sid for sid, (verdict, _) in findings.items() if verdict is None}
     found = {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
-             for s in document["scenarios"]}
+             for s in document["scenarios"] if s["id"] not in unpinned}
     expected = {sid: (verdict, [cause] if cause else []) for sid, (verdict, cause)
-                in findings.items() if sid in PINNED}
+                in findings.items() if sid in PINNED and sid not in unpinned}
     assert found == expected
