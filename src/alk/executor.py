@@ -438,7 +438,8 @@ def _model_summary(seen: ModelSeen | None) -> dict[str, Any] | None:
 
 def _combined_model(seen: list[ModelSeen]) -> ModelSeen | None:
     """The gateway's view of every attempt: calls, retries, tokens and faults add up; the last
-    attempt's turns, recovery and exhausted script are what is judged."""
+    attempt's turns, recovery and exhausted script are what is judged. (Its steps are each
+    attempt's trajectory already, which `_combined` joins.)"""
     if not seen:
         return None
     last = seen[-1]
@@ -448,8 +449,7 @@ def _combined_model(seen: list[ModelSeen]) -> ModelSeen | None:
         completion_tokens=sum(s.completion_tokens for s in seen),
         faults_fired=tuple(f for s in seen for f in s.faults_fired),
         provider_error=next((s.provider_error for s in seen if s.provider_error), None),
-        unmatched=next((s.unmatched for s in seen if s.unmatched), None),
-        steps=tuple(step for s in seen for step in s.steps))
+        unmatched=next((s.unmatched for s in seen if s.unmatched), None))
 
 
 def _joined_hash(hashes: list[str]) -> str:

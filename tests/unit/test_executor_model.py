@@ -230,3 +230,38 @@ def test_a_cassette_that_cannot_be_read_voids_the_run_saying_where(make_lane, tm
     assert execution.void.detail.startswith(
         f"the model gateway could not start: {cassette} line 1: 'request' must be an object")
     assert runner.requests == []
+
+
+def test_the_gateway_holds_alks_key_and_the_runs_redactor(make_lane, tmp_path):
+    """In proxy mode the gateway reads the key from alk's own environment, and redacts with
+    the run's redactor (which holds that key)."""
+    key = "sk-upstream-0123456789abcdef"
+    setup = ModelSetup("proxy", upstream="http://127.0.0.1:9/v1", key_env="ALK_UPSTREAM_KEY")
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1", repeats=1,
+                      seed=5)
+    runner = ScriptedRunner(PASSING, PASSING)
+    execute(plan, tmp_path, Redactor([key]), runner=runner,
+            environ={"PATH": "/bin", "ALK_UPSTREAM_KEY": key})
+    gateway = runner.requests[1].gateway.gateway
+    assert gateway.upstream_key == key
+    assert key not in gateway.redactor.redact(f"Bearer {key}")
+    assert key not in json.dumps(runner.requests[1].start)
+
+
+def test_model_calls_is_checked_beside_the_other_expectations(make_lane, tmp_path):
+    scenario = Scenario("a", "t", expect=Expectations(output_equals="hi", model_calls=(3, 3)),
+                        script=SCRIPT)
+    answer = dataclasses.replace(PASSING, model=SEEN)
+    _, _, execution = run(make_lane, tmp_path, answer, scenario=scenario)
+    [result] = execution.repeats
+    assert [c["name"] for c in checks(tmp_path, result)] == ["output_equals", "model_calls"]
+
+
+def test_worker_and_wire_faults_never_fired_are_named_together(make_lane, tmp_path):
+    scenario = Scenario("a", "t", expect=Expectations(output_equals="hi"), script=SCRIPT,
+                        faults=(Fault("tool", 1),), wire_faults=(WireFault(2, "http_500"),))
+    answer = dataclasses.replace(PASSING, model=dataclasses.replace(SEEN, faults_fired=()))
+    _, _, execution = run(make_lane, tmp_path, answer, scenario=scenario)
+    [result] = execution.repeats
+    assert result.cause == Cause.FAULT_NOT_FIRED
+    assert "tool#1, http_500@call2" in result.detail
