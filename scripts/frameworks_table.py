@@ -69,7 +69,7 @@ AGENT_SCENARIOS = {
     "denied-tool": "the policy refuses the call; the model answers",
     "crash-after-effect": "killed after the effect and resumed: the report is not written twice",
     "malformed-output": "the parse error goes to the model, which calls again",
-    "sampled": "passes the repeats that drew the tool call (7 in 10)",
+    "sampled": "passes the repeats that drew the turn doing the work (7 in 10)",
 }
 WIRE_SCENARIOS = {
     "wire-429": "waits the Retry-After (0.2 s), retries",
@@ -496,7 +496,8 @@ def render(data: dict[str, Any]) -> str:
         "one (the model asked again) and the median wait from the faulted call to it, and a "
         "tool run on a faulted answer; when repeats failed, how the commonest failure ended; "
         "for `sampled`, how many repeats drew the likelier turn. A repeat's median wall time, a "
-        f"fresh worker process each: {costs}; a lane's whole run: {runs}. The runs' ids and "
+        f"fresh worker process each, on 2 cores shared with other work: {costs}; a lane's "
+        f"whole run: {runs}. The runs' ids and "
         "seeds, the causes and the calls a repeat are in `docs/frameworks.json`.")]
     return "\n".join(lines) + "\n"
 
