@@ -17,7 +17,6 @@ import asyncio
 import collections
 import hashlib
 import hmac
-import json
 import logging
 import math
 import os
@@ -264,7 +263,7 @@ class Session:
             return _json(401, wire.error_body(401, "alk's gateway: the API key is not this "
                                                    "repeat's OPENAI_API_KEY"))
         if request.method == "GET" and path == "/models":
-            return _json(200, _models(self.gateway.setup.name))
+            return _json(200, wire.models_body([self.gateway.setup.name], created=0))
         api = _PATHS.get(path.lstrip("/"))
         if request.method != "POST" or api is None:
             return _json(404, wire.error_body(404, "alk's gateway serves POST /v1/chat/"
@@ -537,10 +536,6 @@ def _json(status: int, body: bytes, headers: Mapping[str, str] | None = None) ->
     return web.Response(status=status, body=body, content_type="application/json",
                         headers=headers)
 
-
-def _models(name: str) -> bytes:
-    return json.dumps({"object": "list", "data": [
-        {"id": name, "object": "model", "created": 0, "owned_by": "alk"}]}).encode()
 
 
 async def _read_bounded(request: web.BaseRequest) -> bytes | None:
