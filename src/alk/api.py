@@ -9,9 +9,12 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import json
 import os
 import platform
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,11 +22,14 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
-from alk.errors import LaneError, RunNotFoundError
+from alk.engine import Engine
+from alk.engine.threads import ThreadEngine
+from alk.errors import LaneError, ResumeError, RunNotFoundError, TranscriptError, UsageError
 from alk.executor import Execution, Runner, execute
+from alk.journal import JournalWriter, journal_path, plan_settings, read_journal
 from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk.plan import build_plan, new_run_id
-from alk.records import ExitCode, Lane, Plan, RepeatResult
+from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Network, detect
 from alk.runner.sandbox import worker_uid
@@ -41,7 +47,7 @@ from alk.report.document import (
 )
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
-__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "read_run", "repeat_entry",
+__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "resume_run", "read_run", "repeat_entry",
            "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
@@ -82,30 +88,112 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
              limits: Mapping[str, int] | None = None,
              out_dir: Path = Path("."), runner: Runner | None = None,
              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
+             jobs: int = 1, engine: Engine | None = None, run_id: str | None = None,
              on_plan: Callable[[Plan], None] | None = None,
+             on_start: Callable[[RepeatSpec], None] | None = None,
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
+    """Runs a lane: `jobs` repeats at once (each its own worker process), on `engine` when
+    given (a Dask cluster, say), else in this process's threads. The run is journaled as it
+    goes (`alk.journal`): `resume_run` continues it if it is killed."""
     environ = os.environ if environ is None else environ
-    plan = build_plan(lane, new_run_id(), repeats=repeats, scenario_ids=scenarios, seed=seed,
-                      timeout_s=timeout_s, limits=limits)
+    plan = build_plan(lane, run_id or new_run_id(), repeats=repeats, scenario_ids=scenarios,
+                      seed=seed, timeout_s=timeout_s, limits=limits)
+    started_at = datetime.now(timezone.utc)
+    with JournalWriter(journal_path(out_dir, plan.run_id), create=True) as journal:
+        journal.settings(plan_settings(plan, timeout_s=timeout_s, limits=limits or {},
+                                       started_at=started_at))
+        return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
+                         keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
+                         started_at=started_at, on_plan=on_plan, on_start=on_start,
+                         on_repeat=on_repeat)
+
+
+def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
+               environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
+               jobs: int = 1, engine: Engine | None = None,
+               on_plan: Callable[[Plan], None] | None = None,
+               on_start: Callable[[RepeatSpec], None] | None = None,
+               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
+    """Continues a run that was interrupted or killed (`kill -9` of alk included): the
+    repeats its journal holds are kept as they are, the others run with the seeds they would
+    have had. Raises ResumeError when the run is complete, when its lane file changed, or when
+    its worker now reports another framework or version; the run is then left as it was."""
+    environ = os.environ if environ is None else environ
+    path = journal_path(out_dir, run_id)
+    with JournalWriter(path, create=False) as journal:
+        # Read under the lock: no other alk is appending now.
+        past = read_journal(path)
+        settings = past.settings
+        if past.ended == "complete":
+            raise ResumeError(f"run {run_id} is complete: nothing to resume (`alk report "
+                              f"{run_id}` shows it)")
+        lane = load_lane(settings.lane_path)
+        if lane.sha256 != settings.lane_sha256:
+            raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began "
+                              "(its sha256 differs); resuming would mix two lanes in one "
+                              "result: start a new run, or restore the file")
+        plan = build_plan(lane, run_id, repeats=settings.repeats,
+                          scenario_ids=settings.scenarios, seed=settings.seed,
+                          timeout_s=settings.timeout_s, limits=settings.limits)
+        now = datetime.now(timezone.utc)
+        journal.resumed(now, len(past.repeats))
+        resumed = (*past.resumed, {"at": now.isoformat(timespec="seconds"),
+                                   "done": len(past.repeats)})
+        return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
+                         keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
+                         started_at=datetime.fromisoformat(settings.started_at),
+                         done=past.repeats, identity=past.identity, resumed=resumed,
+                         on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+
+
+def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runner | None,
+              environ: Mapping[str, str], keep_workspaces: bool, jobs: int,
+              engine: Engine | None, started_at: datetime,
+              done: Sequence[RepeatResult] = (),
+              identity: tuple[str | None, str | None] | None = None,
+              resumed: Sequence[Mapping[str, Any]] = (),
+              on_plan: Callable[[Plan], None] | None = None,
+              on_start: Callable[[RepeatSpec], None] | None = None,
+              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     if on_plan:
         on_plan(plan)
-    started_at = datetime.now(timezone.utc)
     path = result_path(out_dir, plan.run_id)
+    lane = plan.lane
     # The proxy's upstream key is alk's own secret: redacted wherever it might surface.
     secret_names = (*lane.required_env, *((lane.model.key_env,) if lane.model and
                                           lane.model.key_env else ()))
     redactor = Redactor(environ[name] for name in secret_names if name in environ)
+    engine = engine or ThreadEngine(runner, jobs)
+    settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
+
+    def document(execution: Execution, status: str, finished_at: datetime | None = None
+                 ) -> dict[str, Any]:
+        return build_document(plan, execution, status=status, started_at=started_at,
+                              finished_at=finished_at, resumed=resumed, run_settings=settings)
 
     def checkpoint(execution: Execution) -> None:
-        write_document(path, build_document(plan, execution, status="running",
-                                            started_at=started_at, finished_at=None), redactor)
+        write_document(path, document(execution, "running"), redactor)
 
-    # A run is on disk from its start: `alk report RUN_ID` works while it goes on.
-    checkpoint(Execution())
+    def on_preflight(preflight: Preflight) -> None:
+        reported = (preflight.framework, preflight.version)
+        if identity is None:
+            journal.preflight(preflight)
+        elif reported != tuple(identity):
+            raise ResumeError(
+                f"run {plan.run_id} ran {identity[0]} {identity[1]}; its worker now reports "
+                f"{reported[0]} {reported[1]}: resuming would mix two versions in one result; "
+                "start a new run, or reinstall the version it began with")
+        if done:  # a resumed run is rewritten only once it is sure to go on
+            checkpoint(Execution(preflight=preflight, repeats=list(done)))
+
+    if not done:
+        # A run is on disk from its start: `alk report RUN_ID` works while it goes on.
+        checkpoint(Execution())
     next_checkpoint = time.monotonic() + CHECKPOINT_INTERVAL_S
 
     def after_repeat(result: RepeatResult, execution: Execution) -> None:
         nonlocal next_checkpoint
+        journal.repeat(result)  # from here the repeat is finished, whatever happens to alk
         if on_repeat:
             on_repeat(result)
         began = time.monotonic()
@@ -114,18 +202,184 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
             # A document grows with the run (about a second to write at 10,000 repeats): the
             # next waits at least 20 times as long as this one took, so that checkpoints never
             # take more than a twentieth of the run.
-            done = time.monotonic()
-            next_checkpoint = done + max(CHECKPOINT_INTERVAL_S, CHECKPOINT_SHARE * (done - began))
+            finished = time.monotonic()
+            next_checkpoint = finished + max(CHECKPOINT_INTERVAL_S,
+                                             CHECKPOINT_SHARE * (finished - began))
 
-    execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
-                        keep_workspaces=keep_workspaces, on_repeat=after_repeat)
+    execution = execute(plan, out_dir, redactor, environ=environ,
+                        keep_workspaces=keep_workspaces, engine=engine, done=done,
+                        on_preflight=on_preflight, on_start=on_start, on_repeat=after_repeat)
     status = "interrupted" if execution.interrupted else "complete"
-    document = build_document(plan, execution, status=status, started_at=started_at,
-                              finished_at=datetime.now(timezone.utc))
+    final = document(execution, status, datetime.now(timezone.utc))
     # The verdict is taken before redaction: what is masked for people never changes it.
-    code = exit_code(document)
-    return RunResult(write_document(path, document, redactor), path, code,
-                     execution.interrupted)
+    code = exit_code(final)
+    written = write_document(path, final, redactor)
+    journal.end(status)
+    return RunResult(written, path, code, execution.interrupted)
+
+
+@dataclass(frozen=True)
+class RunsResult:
+    """A run of one lane or several (`run_lanes`, `resume`): each lane's result, in order.
+    `exit_code` is the worst of theirs: a failure, else a void, else a pass."""
+
+    run_id: str
+    runs: tuple[RunResult, ...]
+
+    @property
+    def interrupted(self) -> bool:
+        return any(run.interrupted for run in self.runs)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        codes = {run.exit_code for run in self.runs}
+        for code in (ExitCode.FAIL, ExitCode.VOID):
+            if code in codes:
+                return code
+        return ExitCode.PASS
+
+
+GROUP_NAME = "group.json"
+GROUP_SCHEMA = "alk.group/1"
+
+
+def load_lanes(names: Sequence[str], lanes_dir: Path = Path(LANES_DIR)) -> list[Lane]:
+    """The lanes `--lane` names, in order: names, paths, and patterns such as 'lanes/*.toml'
+    (a shell that did not expand one hands it over quoted). Each lane once."""
+    paths: list[str | Path] = []
+    for name in names:
+        if any(char in name for char in "*?["):
+            matched = sorted(glob.glob(name))
+            if not matched:
+                raise LaneError(f"--lane {name!r} matches no file")
+            paths += [Path(match) for match in matched]
+        else:
+            paths.append(name)
+    lanes = [load_lane(path, lanes_dir) for path in paths]
+    unique = {lane.path.resolve(): lane for lane in lanes}
+    names_seen: dict[str, Path] = {}
+    for lane in unique.values():
+        if lane.name in names_seen:
+            raise UsageError(f"{lane.path} and {names_seen[lane.name]} are both lane "
+                             f"'{lane.name}': lanes of one run need names of their own")
+        names_seen[lane.name] = lane.path
+    return list(unique.values())
+
+
+def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
+              scenarios: Sequence[str] = (), seed: int | None = None,
+              timeout_s: float | None = None, limits: Mapping[str, int] | None = None,
+              out_dir: Path = Path("."), runner: Runner | None = None,
+              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
+              jobs: int = 1, engine: Engine | None = None,
+              on_plan: Callable[[Plan], None] | None = None,
+              on_start: Callable[[RepeatSpec], None] | None = None,
+              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
+    """One lane as `run_lane` runs it; several in one run folder, one after another, each with
+    its own preflight, the same seed and the same scenarios: lane L of run R is run `R/L`."""
+    if len(lanes) == 1:
+        result = run_lane(lanes[0], repeats=repeats, scenarios=scenarios, seed=seed,
+                          timeout_s=timeout_s, limits=limits, out_dir=out_dir, runner=runner,
+                          environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
+                          engine=engine, on_plan=on_plan, on_start=on_start,
+                          on_repeat=on_repeat)
+        return RunsResult(result.document["run_id"], (result,))
+    run_id = new_run_id()
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    for lane in lanes:  # a scenario or option no lane can run stops the run before it starts
+        build_plan(lane, run_id, repeats=repeats, scenario_ids=scenarios, seed=seed,
+                   timeout_s=timeout_s, limits=limits)
+    group = {"schema": GROUP_SCHEMA, "run_id": run_id,
+             "lanes": [{"name": lane.name, "path": str(lane.path.resolve())} for lane in lanes],
+             "repeats": repeats, "scenarios": list(scenarios), "seed": seed,
+             "timeout_s": timeout_s, "limits": dict(limits or {})}
+    _write_json(out_dir / "reports" / run_id / GROUP_NAME, group)
+    return _run_group(group, out_dir=out_dir, runner=runner, environ=environ,
+                      keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
+                      on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+
+
+def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
+           environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
+           jobs: int = 1, engine: Engine | None = None,
+           on_plan: Callable[[Plan], None] | None = None,
+           on_start: Callable[[RepeatSpec], None] | None = None,
+           on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
+    """Continues a run of one lane (`resume_run`) or of several: their lanes that finished
+    are kept, the one cut short resumes, and those that never began begin."""
+    group_file = out_dir / "reports" / run_id / GROUP_NAME
+    hooks = dict(runner=runner, environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
+                 engine=engine, on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+    if not group_file.is_file():
+        result = resume_run(run_id, out_dir=out_dir, **hooks)
+        return RunsResult(run_id, (result,))
+    group = _read_group(group_file)
+    members = [journal_path(out_dir, f"{run_id}/{lane['name']}") for lane in group["lanes"]]
+    if all(path.is_file() and read_journal(path).ended == "complete" for path in members):
+        raise ResumeError(f"run {run_id} is complete: nothing to resume (`alk report "
+                          f"{run_id}` shows it)")
+    return _run_group(group, out_dir=out_dir, **hooks)
+
+
+def _run_group(group: Mapping[str, Any], *, out_dir: Path, **options: Any) -> RunsResult:
+    results: list[RunResult] = []
+    for entry in group["lanes"]:
+        member = f"{group['run_id']}/{entry['name']}"
+        path = journal_path(out_dir, member)
+        if path.is_file() and read_journal(path).ended == "complete":
+            document = read_document(out_dir, member)
+            results.append(RunResult(document, result_path(out_dir, member),
+                                     exit_code(document), False))
+            continue
+        if path.is_file():
+            result = resume_run(member, out_dir=out_dir, **options)
+        else:
+            result = run_lane(load_lane(Path(entry["path"])), repeats=group["repeats"],
+                              scenarios=group["scenarios"], seed=group["seed"],
+                              timeout_s=group["timeout_s"], limits=group["limits"],
+                              out_dir=out_dir, run_id=member, **options)
+        results.append(result)
+        if result.interrupted:
+            break  # the lanes after it begin when the run is resumed
+    return RunsResult(group["run_id"], tuple(results))
+
+
+def _read_group(path: Path) -> dict[str, Any]:
+    try:
+        group = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TranscriptError(f"{path}: not a readable run of several lanes: {exc}") from None
+    if not isinstance(group, dict) or group.get("schema") != GROUP_SCHEMA:
+        raise TranscriptError(f"{path}: schema is not {GROUP_SCHEMA!r}; this alk cannot read it")
+    return group
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[dict[str, Any]]:
+    """The result documents of a run: one, or one a lane for a run of several lanes (in the
+    order they ran; a lane that never began has none)."""
+    if run_id in (None, "latest"):
+        run_id = latest_run_id(out_dir)
+    group_file = out_dir / "reports" / run_id / GROUP_NAME
+    if not group_file.is_file():
+        return [read_document(out_dir, run_id)]
+    group = _read_group(group_file)
+    documents = [read_document(out_dir, f"{run_id}/{lane['name']}") for lane in group["lanes"]
+                 if result_path(out_dir, f"{run_id}/{lane['name']}").is_file()]
+    if not documents:
+        raise RunNotFoundError(f"run {run_id} has no lane with a result yet")
+    return documents
+
+
+def group_document(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What `--json` prints for a run of several lanes: its id and each lane's document."""
+    return {"run_id": str(documents[0]["run_id"]).split("/")[0], "runs": list(documents)}
 
 
 def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:

@@ -81,13 +81,26 @@ def _echo_json(document: dict, source: str) -> None:
     typer.echo(text)
 
 
-@app.command(short_help="Run a lane: N fresh worker processes a scenario; report.")
+@app.command(short_help="Run lanes: N fresh worker processes a scenario; report.")
 def run(
-    lane: str = LaneOpt,
+    lane: List[str] = typer.Option([], "--lane", "-l", help="A lane name in ./lanes/ or a path "
+                                   "to a .toml; repeatable, and a quoted pattern such as "
+                                   "'lanes/*.toml' names every lane it matches."),
     repeats: Optional[int] = typer.Option(None, "--repeats", "-n", help="Repeats per scenario "
                                           "(default: the lane's `repeats`)."),
     scenario: List[str] = typer.Option([], "--scenario", "-s", help="Run only this scenario "
                                        "(repeatable)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Repeats at once, each "
+                                       "its own worker process (default: the number of cores; "
+                                       "a lane's max_parallel caps it)."),
+    resume: Optional[str] = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an "
+                                         "interrupted or killed run: its finished repeats are "
+                                         "kept, the rest run with the same seeds."),
+    executor: str = typer.Option("local", "--executor", help="Where repeats run: local, or "
+                                 "dask (a Dask distributed cluster; needs alk[dask] and "
+                                 "--scheduler)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                            help="The Dask scheduler, e.g. tcp://HOST:8786."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per repeat "
                                             "(default: the lane's `timeout_s`)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Run seed; each repeat's seed "
@@ -102,32 +115,79 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     out: Path = OutOpt,
 ) -> None:
-    """Run a lane: every scenario, N fresh worker processes each; report and exit by verdict."""
+    """Run lanes: every scenario, N fresh worker processes each; report and exit by verdict.
+    With several lanes, one run holds them all and the report adds a lane x scenario matrix."""
     from rich.console import Console
 
     from alk import api
+    from alk.engine.threads import default_jobs
     from alk.lane import lane_warnings
     from alk.records import ExitCode
     from alk.report import progress, terminal
 
     try:
-        loaded = api.load_lane(lane)
-        _warn(lane_warnings(loaded))
-        limits = _parse_limits(limit)
+        engine = _engine(executor, scheduler)
+        jobs = jobs or default_jobs()
         shown = progress.run_progress(Console(stderr=True), enabled=not quiet)
-        with shown or contextlib.nullcontext():
-            result = api.run_lane(loaded, repeats=repeats, scenarios=scenario, seed=seed,
-                                  timeout_s=timeout, limits=limits, out_dir=out,
-                                  keep_workspaces=keep_workspaces,
-                                  on_plan=shown.plan if shown else None,
-                                  on_repeat=shown.advance if shown else None)
+        hooks = dict(on_plan=shown.plan if shown else None,
+                     on_start=shown.start if shown else None,
+                     on_repeat=shown.advance if shown else None)
+        if resume is not None:
+            if lane or scenario or repeats or seed is not None or timeout or limit:
+                raise UsageError("--resume RUN_ID continues a run as it began: leave out "
+                                 "--lane, --scenario, --repeats, --seed, --timeout and --limit")
+            with shown or contextlib.nullcontext():
+                results = api.resume(resume, out_dir=out, jobs=jobs, engine=engine,
+                                     keep_workspaces=keep_workspaces, **hooks)
+        else:
+            if not lane:
+                raise UsageError("name a lane: --lane NAME (repeatable), or --resume RUN_ID")
+            loaded = api.load_lanes(lane)
+            for one in loaded:
+                _warn(lane_warnings(one))
+            with shown or contextlib.nullcontext():
+                results = api.run_lanes(loaded, repeats=repeats, scenarios=scenario, seed=seed,
+                                        timeout_s=timeout, limits=_parse_limits(limit),
+                                        out_dir=out, keep_workspaces=keep_workspaces,
+                                        jobs=jobs, engine=engine, **hooks)
     except AlkError as exc:
         _fail(str(exc))
+    documents = [result.document for result in results.runs]
     if as_json:
-        _echo_json(result.document, str(result.path))
+        _echo_json(documents[0] if len(documents) == 1 else api.group_document(documents),
+                   f"run {results.run_id}")
     else:
-        Console().print(terminal.run_report(result.document, out.resolve()))
-    raise typer.Exit(ExitCode.INTERRUPTED if result.interrupted else result.exit_code)
+        _print_runs(documents, out)
+    raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)
+
+
+def _engine(executor: str, scheduler: Optional[str]):  # -> alk.engine.Engine | None
+    """The engine --executor names (None: this machine's threads)."""
+    if executor == "local":
+        if scheduler:
+            raise UsageError("--scheduler is for --executor dask")
+        return None
+    if executor != "dask":
+        raise UsageError(f"--executor {executor!r}: expected local or dask")
+    if not scheduler:
+        raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT, the address of a "
+                         "running Dask scheduler")
+    from alk.engine.dask import DaskEngine
+
+    return DaskEngine(scheduler)
+
+
+def _print_runs(documents: List[dict], out: Path) -> None:
+    """Each lane's report; with several lanes, the lane x scenario matrix after them."""
+    from rich.console import Console
+
+    from alk.report import matrix, terminal
+
+    console = Console()
+    for document in documents:
+        console.print(terminal.run_report(document, out.resolve()))
+    if len(documents) > 1:
+        console.print(matrix.lane_matrix(documents))
 
 
 @app.command()
@@ -143,13 +203,14 @@ def report(
     from alk.report import terminal
 
     try:
-        document = api.read_run(run_id, out)
+        documents = api.read_runs(run_id, out)
     except AlkError as exc:
         _fail(str(exc))
     if as_json:
-        _echo_json(document, f"run {document.get('run_id')}")
+        _echo_json(documents[0] if len(documents) == 1 else api.group_document(documents),
+                   f"run {run_id or 'latest'}")
     else:
-        Console().print(terminal.run_report(document, out.resolve()))
+        _print_runs(documents, out)
 
 
 @app.command(short_help="Print a page of one repeat's transcript.")

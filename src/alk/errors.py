@@ -8,6 +8,7 @@ mean alk itself cannot go on. The CLI prints them without a traceback.
     ├── UsageError       command-line values that cannot work together (exit 2)
     ├── RunNotFoundError a run id, scenario or repeat with no saved files
     ├── TranscriptError  a transcript or result file that cannot be read
+    ├── ResumeError      a run that cannot be resumed (changed lane or version, no journal)
     └── CheckError       one of a lane's checks could not be carried out (voids the repeat)
 """
 
@@ -30,6 +31,12 @@ class RunNotFoundError(AlkError):
 
 class TranscriptError(AlkError):
     """Raised when a saved transcript or result document is unreadable or of an unknown schema."""
+
+
+class ResumeError(AlkError):
+    """Raised when `alk run --resume` cannot go on with a run as it began: its journal is
+    missing or unreadable, its lane file or its worker's framework version changed, or another
+    alk holds it. The run is left as it was."""
 
 
 class CheckError(AlkError):

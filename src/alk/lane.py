@@ -6,9 +6,11 @@ author can fix it without reading this code.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import os
+import hashlib
 import re
 import tomllib
 
@@ -51,7 +53,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
-    "model",
+    "model", "max_parallel",
 }
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
                     "max_attempts", "wire_faults"}
@@ -95,14 +97,17 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
     path = name_or_path if isinstance(name_or_path, Path) else find_lane(name_or_path, lanes_dir)
     where = _display(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise LaneError(f"{where}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise LaneError(f"{where}: is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise LaneError(f"{where}: is not valid TOML: {exc}") from None
-    return _parse_lane(data, path, where)
+    # The digest of the bytes parsed: a resumed run checks it ran the same lane.
+    return dataclasses.replace(_parse_lane(data, path, where),
+                               sha256=hashlib.sha256(raw).hexdigest())
 
 
 def lane_warnings(lane: Lane) -> list[str]:
@@ -211,6 +216,11 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
     if repeats < 1:
         top.fail("repeats", f"must be at least 1, got {repeats}")
 
+    max_parallel = top.get("max_parallel", int)
+    if max_parallel is not None and max_parallel < 1:
+        top.fail("max_parallel", f"must be at least 1 (repeats at once), got {max_parallel}; "
+                                 "leave it out to let --jobs decide")
+
     model = _parse_model(top.get("model", dict), where, root)
     raw_scenarios = top.get("scenarios", list, required=True)
     if not raw_scenarios:
@@ -244,6 +254,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         filesystem=_choice(top, "filesystem", FILESYSTEMS),
         install=top.text("install", default=""),
         model=model,
+        max_parallel=max_parallel,
     )
 
 

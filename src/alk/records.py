@@ -166,6 +166,10 @@ class Lane:
     filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
     install: str = ""  # the command that installs the framework, quoted when it is missing
     model: ModelSetup | None = None  # alk serves the model (None: the worker brings its own)
+    # At most this many repeats at once, whatever --jobs says: for a framework that shares a
+    # resource between processes (a port, a cache, a rate-limited account). None: no cap.
+    max_parallel: int | None = None
+    sha256: str = ""  # of the lane file's bytes as loaded ("" for a lane built in code)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -147,6 +148,9 @@ class TranscriptWriter:
             self._write(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
         for piece in tail:
             self._write(piece)
+        # Durable before the repeat's journal record says it is finished (alk.journal).
+        self._file.flush()
+        os.fsync(self._file.fileno())
         self._file.close()
         self.sha256 = self._hash.hexdigest()
         return self.sha256

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from alk import executor
+from alk import executor, repeat
 from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.executor import execute
@@ -177,7 +177,7 @@ def test_the_probes_workspace_is_removed_at_once(plan, tmp_path):
 
 
 def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, tmp_path):
-    from alk.executor import _Context
+    from alk.repeat import LaneContext as _Context
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -194,7 +194,7 @@ def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, t
 
 def test_a_run_keeps_trajectories_up_to_its_budget_then_digests_only(plan, tmp_path,
                                                                      monkeypatch):
-    monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", 2_000)
+    monkeypatch.setattr(repeat, "STEPS_BUDGET_CHARS", 2_000)
     steps = tuple(f"tool-{i:04d}:ok" for i in range(100))  # 1,200 characters a repeat
     heavy = dataclasses.replace(PASSING, trajectory=steps, trajectory_hash="h" * 64)
     runner = ScriptedRunner(PASSING, heavy, heavy, heavy)
@@ -599,7 +599,7 @@ def test_the_largest_peak_of_any_attempt_is_the_repeats(make_lane, tmp_path):
 ])
 def test_the_steps_budget_counts_trajectory_and_path(plan, tmp_path, monkeypatch, trajectory,
                                                      path, budget, kept):
-    monkeypatch.setattr(executor, "STEPS_BUDGET_CHARS", budget)
+    monkeypatch.setattr(repeat, "STEPS_BUDGET_CHARS", budget)
     heavy = dataclasses.replace(PASSING, trajectory=trajectory, path=path)
     result = run(plan, tmp_path, ScriptedRunner(PASSING, heavy, PASSING, PASSING)).repeats[0]
     assert (result.trajectory, result.path) == ((trajectory, path) if kept else ((), ()))
@@ -657,7 +657,7 @@ def test_a_secret_cut_in_two_by_a_checks_excerpt_is_still_redacted(plan, tmp_pat
 
 
 def test_a_worker_running_as_alks_user_reads_what_alk_reads(make_lane, tmp_path, monkeypatch):
-    monkeypatch.setattr(executor, "worker_uid", lambda: None)
+    monkeypatch.setattr(repeat, "worker_uid", lambda: None)
     program = tmp_path / "w.py"
     program.write_text("")
     program.chmod(0o600)

@@ -20,7 +20,8 @@ class Clock:
 
 
 def plan(scenarios: tuple[str, ...], repeats: int) -> SimpleNamespace:
-    return SimpleNamespace(repeats=repeats, scenarios=[SimpleNamespace(id=s) for s in scenarios])
+    return SimpleNamespace(repeats=repeats, scenarios=[SimpleNamespace(id=s) for s in scenarios],
+                           lane=SimpleNamespace(name="demo"))
 
 
 def finished(scenario: str, outcome: Outcome) -> SimpleNamespace:
@@ -36,12 +37,12 @@ def test_a_line_after_the_first_repeat_every_interval_and_at_the_end():
         clock.now += 1.25
         progress.advance(finished("a", outcome))
     assert out.getvalue().splitlines() == [
-        "alk: 1/100 repeats · pass 1 fail 0 void 0 · 1 s, ~2 min 04 s left",  # alive
-        "alk: 25/100 repeats · pass 22 fail 2 void 1 · 31 s, ~1 min 34 s left",
-        "alk: 49/100 repeats · pass 46 fail 2 void 1 · 1 min 01 s, ~1 min 04 s left",
-        "alk: 73/100 repeats · pass 70 fail 2 void 1 · 1 min 31 s, ~34 s left",
-        "alk: 97/100 repeats · pass 94 fail 2 void 1 · 2 min 01 s, ~4 s left",
-        "alk: 100/100 repeats · pass 97 fail 2 void 1 · 2 min 05 s",  # done
+        "alk demo: 1/100 · pass 1 fail 0 void 0 · 1 s, ~2 min 04 s left",  # alive
+        "alk demo: 25/100 · pass 22 fail 2 void 1 · 31 s, ~1 min 34 s left",
+        "alk demo: 49/100 · pass 46 fail 2 void 1 · 1 min 01 s, ~1 min 04 s left",
+        "alk demo: 73/100 · pass 70 fail 2 void 1 · 1 min 31 s, ~34 s left",
+        "alk demo: 97/100 · pass 94 fail 2 void 1 · 2 min 01 s, ~4 s left",
+        "alk demo: 100/100 · pass 97 fail 2 void 1 · 2 min 05 s",  # done
     ]
 
 
@@ -53,7 +54,7 @@ def test_a_slow_repeat_does_not_hold_back_the_next_line():
     progress.advance(finished("slow", Outcome.PASS))
     clock.now += 1
     progress.advance(finished("slow", Outcome.PASS))
-    assert out.getvalue() == "alk: 1/3 repeats · pass 1 fail 0 void 0 · 1 h 06 min, ~2 h 13 min left\n"
+    assert out.getvalue() == "alk demo: 1/3 · pass 1 fail 0 void 0 · 1 h 06 min, ~2 h 13 min left\n"
 
 
 def test_the_bar_on_a_terminal_and_lines_elsewhere():
@@ -62,3 +63,14 @@ def test_the_bar_on_a_terminal_and_lines_elsewhere():
     assert isinstance(run_progress(terminal), LiveProgress)
     assert isinstance(run_progress(pipe), LineProgress)
     assert run_progress(pipe, enabled=False) is None
+
+
+def test_a_line_counts_the_repeats_running_at_once():
+    clock, out = Clock(), io.StringIO()
+    progress = LineProgress(out, every_s=10, clock=clock)
+    progress.plan(plan(("a",), 4))
+    for _ in range(3):
+        progress.start(SimpleNamespace(scenario=SimpleNamespace(id="a")))
+    clock.now += 2
+    progress.advance(finished("a", Outcome.PASS))
+    assert out.getvalue() == "alk demo: 1/4 · pass 1 fail 0 void 0 · 2 running · 2 s, ~6 s left\n"

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from alk import __version__
 from alk.errors import RunNotFoundError, TranscriptError
@@ -32,10 +32,14 @@ def result_path(out_dir: Path, run_id: str) -> Path:
 
 
 def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,
-                   finished_at: datetime | None) -> dict[str, Any]:
+                   finished_at: datetime | None, resumed: Sequence[Mapping[str, Any]] = (),
+                   run_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`resumed`: when and after how many finished repeats the run was resumed; `run_settings`:
+    how it ran (`jobs`, `executor`), which never changes what it measured."""
     lane = plan.lane
     by_scenario: dict[str, list[RepeatResult]] = {s.id: [] for s in plan.scenarios}
-    for result in execution.repeats:
+    # In repeat order, however the repeats finished (at once, or some before a resume).
+    for result in sorted(execution.repeats, key=lambda r: r.repeat):
         by_scenario[result.scenario].append(result)
     stats = [summarize_scenario(sid, results, plan.repeats)
              for sid, results in by_scenario.items()]
@@ -74,7 +78,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         },
         "settings": {"repeats": plan.repeats, "timeout_s": plan.timeout_s, "seed": plan.seed,
                      "scenarios": [s.id for s in plan.scenarios],
-                     "limits": plan.limits.applied()},
+                     "limits": plan.limits.applied(), **(run_settings or {})},
+        "resumed": [dict(entry) for entry in resumed],
         "preflight": gate,
         # Every framework and version a worker reported: the probe's and each attempt's.
         "identities": _identities(preflight, execution.repeats),
@@ -182,6 +187,10 @@ def _redacted(value: Any, redactor: Redactor, field: str = "") -> Any:
 
 def read_document(out_dir: Path, run_id: str) -> dict[str, Any]:
     path = result_path(out_dir, run_id)
+    if not path.is_file() and (path.parent / "group.json").is_file():
+        lanes = sorted(p.parent.name for p in path.parent.glob(f"*/{RESULT_NAME}"))
+        raise RunNotFoundError(f"run '{run_id}' holds several lanes: name one as "
+                               f"{run_id}/LANE (its lanes: {', '.join(lanes) or 'none yet'})")
     if not path.is_file():
         raise RunNotFoundError(f"no result for run '{run_id}': {path} does not exist "
                                "(run ids are the folder names under reports/)")
@@ -198,8 +207,9 @@ def read_document(out_dir: Path, run_id: str) -> dict[str, Any]:
 
 def latest_run_id(out_dir: Path) -> str:
     reports = out_dir / "reports"
-    runs = sorted(p.parent.name for p in reports.glob(f"*/{RESULT_NAME}")) if reports.is_dir() \
-        else []
+    # A run of several lanes is a folder of lanes with a group.json (alk.api.run_lanes).
+    runs = sorted({p.parent.name for name in (RESULT_NAME, "group.json")
+                   for p in reports.glob(f"*/{name}")}) if reports.is_dir() else []
     if not runs:
         raise RunNotFoundError(f"no runs in {reports}/; start one with `alk run --lane NAME`")
     return runs[-1]

@@ -10,7 +10,7 @@ from typing import Callable, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from alk.records import Outcome, Plan, RepeatResult
+from alk.records import Outcome, Plan, RepeatResult, RepeatSpec
 
 # Without a terminal: a line this often (and after the first repeat and the last).
 LINE_EVERY_S = 10.0
@@ -26,10 +26,13 @@ class LiveProgress:
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
             TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
-            TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
+            TextColumn("{task.fields[tally]}"), TextColumn("{task.fields[running]}"),
+            TimeElapsedColumn(),
             console=console, transient=True)
         self.tasks: dict[str, int] = {}
         self.tallies: dict[str, dict[str, int]] = {}
+        self.running = 0
+        self.overall = 0
 
     def __enter__(self) -> LiveProgress:
         self.progress.__enter__()
@@ -39,12 +42,25 @@ class LiveProgress:
         self.progress.__exit__(*exc)
 
     def plan(self, plan: Plan) -> None:
+        # A lane of a run of several starts afresh: the bars of the one before go.
+        for task in self.progress.task_ids:
+            self.progress.remove_task(task)
+        self.running, self.tasks, self.tallies = 0, {}, {}
+        self.overall = self.progress.add_task(
+            plan.lane.name[:24], total=plan.repeats * len(plan.scenarios), tally="",
+            running="running 0")
         for scenario in plan.scenarios:
             self.tasks[scenario.id] = self.progress.add_task(
-                scenario.id[:24], total=plan.repeats, tally="")
+                "  " + scenario.id[:22], total=plan.repeats, tally="", running="")
             self.tallies[scenario.id] = {}
 
+    def start(self, item: RepeatSpec) -> None:
+        self.running += 1
+        self.progress.update(self.overall, running=f"running {self.running}")
+
     def advance(self, result: RepeatResult) -> None:
+        self.running = max(0, self.running - 1)
+        self.progress.update(self.overall, advance=1, running=f"running {self.running}")
         tally = self.tallies[result.scenario]
         name = _tally_name(result.outcome)
         tally[name] = tally.get(name, 0) + 1
@@ -62,7 +78,8 @@ class LineProgress:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.stream, self.every_s, self.clock = stream, every_s, clock
         self.started = self.last_line = clock()
-        self.total = self.done = 0
+        self.total = self.done = self.running = 0
+        self.lane = ""
         self.tally = {label: 0 for label, _ in _TALLY}
 
     def __enter__(self) -> LineProgress:
@@ -74,8 +91,15 @@ class LineProgress:
     def plan(self, plan: Plan) -> None:
         self.started = self.last_line = self.clock()
         self.total = plan.repeats * len(plan.scenarios)
+        self.done = self.running = 0
+        self.lane = plan.lane.name
+        self.tally = {label: 0 for label, _ in _TALLY}
+
+    def start(self, item: RepeatSpec) -> None:
+        self.running += 1
 
     def advance(self, result: RepeatResult) -> None:
+        self.running = max(0, self.running - 1)
         self.done += 1
         self.tally[_tally_name(result.outcome)] += 1
         now = self.clock()
@@ -87,7 +111,9 @@ class LineProgress:
     def line(self, now: float) -> str:
         elapsed = now - self.started
         counts = " ".join(f"{label} {n}" for label, n in self.tally.items())
-        text = f"alk: {self.done}/{self.total} repeats · {counts} · {_clock(elapsed)}"
+        running = f"{self.running} running · " if self.running else ""
+        text = (f"alk {self.lane}: {self.done}/{self.total} · {counts} · {running}"
+                f"{_clock(elapsed)}")
         left = self.total - self.done
         return text + (f", ~{_clock(elapsed / self.done * left)} left" if left else "")
 

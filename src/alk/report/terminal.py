@@ -98,9 +98,16 @@ def _header(doc: Mapping[str, Any]) -> Text:
         text.append(f" reported as {reported}", style="red")
     # The run on a line of its own: beside the lane it would not fit 80 columns.
     repeats = (doc.get("settings") or {}).get("repeats")
+    jobs = (doc.get("settings") or {}).get("jobs")
     text.append(f"\nrun {doc.get('run_id') or DASH} · "
-                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario",
+                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario"
+                + (f" · {jobs} at once" if isinstance(jobs, int) and jobs > 1 else ""),
                 style="dim")
+    for resumed in (doc.get("resumed") or [])[:3]:
+        # When, and on what: a reviewer weighs a run that stopped and went on again.
+        text.append(f"\nresumed {str(resumed.get('at'))[:19].replace('T', ' ')} UTC after "
+                    f"{plural(_number(resumed.get('done')), 'finished repeat')}",
+                    style="yellow")
     if (doc.get("status") or "complete") != "complete":
         text.append(f"\n{str(doc['status']).upper()}", style="bold yellow")
         counts = (doc.get("aggregate") or {}).get("counts") or {}

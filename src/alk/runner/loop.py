@@ -21,6 +21,7 @@ from alk.runner.driver import Action, Driver, GiveUp, Record, Sample, Send, Sign
 from alk.runner.lines import LineSplitter
 from alk.runner.spawn import Spawned
 from alk.runner.stderr import SPLIT_BYTES, StderrSink
+from alk.runner.stop import Stopped
 from alk.transcript import TranscriptWriter
 
 READ_CHUNK_BYTES = 1024 * 1024
@@ -76,6 +77,9 @@ class Loop:
         gateway = self.driver.request.gateway
         if gateway is not None:
             selector.register(gateway.wake_fd, selectors.EVENT_READ, "model")
+        stop = self.driver.request.stop
+        if stop is not None:
+            selector.register(stop.fd, selectors.EVENT_READ, "stop")
         try:
             self.carry_out(self.driver.opening())
             if not self._until_exit(selector):
@@ -119,6 +123,8 @@ class Loop:
             if self.spawned.exit_fd is None:
                 timeout = min(timeout, EXIT_POLL_S)
             for key, _ in selector.select(timeout):
+                if key.data == "stop":
+                    raise Stopped  # the caller ends the worker's group, as on Ctrl-C
                 if key.data == "model":
                     self.model_events()
                 elif key.data == "write":

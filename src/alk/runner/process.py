@@ -41,6 +41,8 @@ class LocalRunner:
         return self._isolation
 
     def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+        if request.stop is not None:
+            request.stop.check()  # the run is stopping: start nothing more
         isolation = self.isolation
         started = time.monotonic()
         parent_hwm_kb = peak_rss_kb("self")

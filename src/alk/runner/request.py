@@ -57,6 +57,8 @@ class RunRequest:
     # network namespace (None: the session listens on alk's own loopback already).
     gateway: ModelLink | None = None
     gateway_port: int | None = None
+    # The run's stop (alk.runner.stop): set, it ends this worker at once, from any thread.
+    stop: Any = None
 
 
 # Judges a worker's framework_ready payload.

@@ -1,0 +1,154 @@
+"""Repeats at once in threads of alk's own process: `alk run -j N`.
+
+A repeat is mostly waiting (on its worker's pipes, on a model), so threads are enough: each
+drives its own worker process through the runner's selector loop, and what alk holds per repeat
+is bounded, so alk's memory grows by little more than a thread's stack with N. Results come back
+through a queue to the calling thread, which alone calls the callbacks.
+
+Ctrl-C reaches only the main thread: it sets the run's `Stop`, which every repeat's loop watches,
+so that each running worker's whole group ends at once, as it did with one repeat at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.redaction import Redactor
+from alk.repeat import LaneContext, Runner, open_lane
+from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+from alk.runner.stop import Stop
+
+
+def default_jobs() -> int:
+    """The number of cores alk may use (its CPU affinity, where the OS says)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def parallelism(jobs: int, plan: Plan) -> int:
+    """How many repeats run at once: --jobs, capped by the lane's `max_parallel`, by the
+    number of repeats, and to one when `max_processes` can only be set as RLIMIT_NPROC (no
+    writable pids cgroup): that limit counts every process of the user the workers run as, so
+    repeats at once would use up each other's share and fail for it."""
+    cap = min(jobs, plan.lane.max_parallel or jobs, max(1, len(plan.items)))
+    if plan.limits.max_processes is not None and not pids_cgroup_parent():
+        return 1
+    return max(1, cap)
+
+
+class ThreadEngine:
+    def __init__(self, runner: Runner | None = None, jobs: int = 1) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {jobs}")
+        self.runner = runner
+        self.jobs = jobs
+
+    @contextmanager
+    def open(self, plan: Plan, out_dir: Path, redactor: Redactor, environ: Mapping[str, str],
+             keep_workspaces: bool) -> Iterator[ThreadLane]:
+        if self.runner is None:
+            from alk.runner.process import LocalRunner
+
+            self.runner = LocalRunner()
+        stop = Stop()
+        try:
+            context = open_lane(plan, out_dir, redactor, runner=self.runner, environ=environ,
+                                keep_workspaces=keep_workspaces, stop=stop)
+            try:
+                yield ThreadLane(context, parallelism(self.jobs, plan), stop)
+            finally:
+                context.close()
+        finally:
+            stop.close()
+
+
+_FINISHED = object()  # a thread's last message: it takes no more repeats
+
+
+class ThreadLane:
+    def __init__(self, context: LaneContext, jobs: int, stop: Stop) -> None:
+        self.context, self.jobs, self.stop = context, jobs, stop
+
+    @property
+    def workspaces(self) -> Path | None:
+        return self.context.workspaces
+
+    def probe(self) -> Observation:
+        return self.context.probe()
+
+    def identify(self, preflight: Preflight) -> None:
+        self.context.identify(preflight)
+
+    def run(self, items: Sequence[RepeatSpec], *,
+            on_start: Callable[[RepeatSpec], None] | None,
+            on_result: Callable[[RepeatResult], None]) -> None:
+        todo = iter(items)
+        take = threading.Lock()
+        messages: queue.SimpleQueue = queue.SimpleQueue()
+
+        def work() -> None:
+            try:
+                while not self.stop.is_set():
+                    with take:
+                        item = next(todo, None)
+                    if item is None:
+                        return
+                    messages.put(("start", item))
+                    try:
+                        messages.put(("result", self.context.repeat(item)))
+                    except KeyboardInterrupt:
+                        if self.stop.is_set():
+                            return  # the run stopped: this repeat is discarded (its transcript says)
+                        raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+                messages.put(("error", exc))
+            finally:
+                messages.put(_FINISHED)
+
+        threads = [threading.Thread(target=work, name=f"alk-repeat-{n + 1}", daemon=True)
+                   for n in range(min(self.jobs, len(items)))]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
+        error: BaseException | None = None
+        try:
+            while running:
+                message = messages.get()
+                if message is _FINISHED:
+                    running -= 1
+                    continue
+                kind, value = message
+                if kind == "error":
+                    raise value
+                if kind == "start" and on_start:
+                    on_start(value)
+                elif kind == "result":
+                    on_result(value)
+        except BaseException as exc:
+            error = exc
+        if error is None:
+            return
+        # Stopping (Ctrl-C, or a callback or a thread failed): every worker ends now; what
+        # finished meanwhile is still handed over, then the error goes on.
+        self.stop.set()
+        while running:
+            try:
+                message = messages.get()
+            except KeyboardInterrupt:
+                continue  # a second Ctrl-C: the workers are ending already, in bounded time
+            if message is _FINISHED:
+                running -= 1
+            elif message[0] == "result":
+                try:
+                    on_result(message[1])
+                except Exception:  # noqa: BLE001 - the first error is the one raised
+                    pass
+        raise error

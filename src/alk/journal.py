@@ -1,0 +1,191 @@
+"""A run's journal, `reports/RUN_ID/journal.jsonl`: what makes a run survive a kill.
+
+One JSON object a line, appended and fsynced as things happen: the run's settings (`run`: the
+lane file's path and sha256, the seed, the repeats, the chosen scenarios, the overrides), the
+preflight's identity (`preflight`), every finished repeat whole (`repeat`), each resumption
+(`resumed`), and the end (`end`). A repeat's transcript is fsynced before its record is
+written: a repeat is finished exactly when its record is in the journal, so a run killed at any
+moment (`kill -9` included) resumes without running a finished repeat again or losing one.
+`result.json` is rebuilt from the journal alone: resuming 1,000 finished repeats reads one file.
+
+While a run goes on, alk holds an exclusive lock on its journal: a second `alk run --resume`
+of the same run is refused instead of running its repeats twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Mapping
+
+from alk import __version__
+from alk.errors import ResumeError
+from alk.records import Outcome, Plan, Preflight, RepeatResult
+
+SCHEMA = "alk.journal/1"
+JOURNAL_NAME = "journal.jsonl"
+
+
+def journal_path(out_dir: Path, run_id: str) -> Path:
+    return out_dir / "reports" / run_id / JOURNAL_NAME
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run was asked for: enough to build the same plan again."""
+
+    run_id: str
+    lane_path: str
+    lane_sha256: str
+    lane_name: str
+    repeats: int
+    scenarios: tuple[str, ...]
+    seed: int
+    timeout_s: float | None  # the --timeout given, None for the lane's own
+    limits: Mapping[str, int]  # the --limit overrides given
+    started_at: str
+
+
+@dataclass(frozen=True)
+class Journal:
+    """A journal as read back: settings, preflight identity, finished repeats, resumptions."""
+
+    settings: Settings
+    identity: tuple[str | None, str | None] | None
+    repeats: tuple[RepeatResult, ...]
+    resumed: tuple[dict[str, Any], ...]
+    ended: str | None  # the status of its `end` record: "complete", "interrupted"; None if none
+
+
+class JournalWriter:
+    """Appends records to a run's journal, each durable when the call returns."""
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if create
+                                                           else 0)
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            raise ResumeError(f"{path}: no journal; only a run started by this alk can be "
+                              "resumed") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise ResumeError(f"{path}: another alk is running this run now; wait for it to "
+                              "end (or stop it) before resuming") from None
+        self.path = path
+
+    def settings(self, settings: Settings) -> None:
+        self._append({"type": "run", "schema": SCHEMA, "alk_version": __version__,
+                      **dataclasses.asdict(settings)})
+
+    def preflight(self, preflight: Preflight) -> None:
+        self._append({"type": "preflight", "framework": preflight.framework,
+                      "version": preflight.version})
+
+    def repeat(self, result: RepeatResult) -> None:
+        self._append({"type": "repeat", "result": result_to_json(result)})
+
+    def resumed(self, at: datetime, done: int) -> None:
+        self._append({"type": "resumed", "at": at.isoformat(timespec="seconds"), "done": done})
+
+    def end(self, status: str) -> None:
+        self._append({"type": "end", "status": status})
+
+    def _append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                          default=str).encode() + b"\n"
+        # One write of a whole line, then fsync: a kill leaves at most a torn last line, which
+        # `read_journal` drops.
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view):]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # releases the lock
+            self._fd = -1
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_journal(path: Path) -> Journal:
+    """The journal at `path`; raises ResumeError when it is missing or has no settings."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ResumeError(f"{path}: no journal; only a run started by this alk can be "
+                          "resumed") from None
+    settings: Settings | None = None
+    identity = None
+    repeats: dict[tuple[str, int], RepeatResult] = {}
+    resumed: list[dict[str, Any]] = []
+    ended = None
+    lines = data.split(b"\n")
+    # The last piece is empty after a whole line, or a line a kill cut short: never a record.
+    for number, raw in enumerate(lines[:-1], 1):
+        try:
+            record = json.loads(raw)
+            kind = record["type"]
+            if kind == "run":
+                if record.get("schema") != SCHEMA:
+                    raise ResumeError(f"{path}: line {number}: journal schema "
+                                      f"{record.get('schema')!r} is not {SCHEMA!r}")
+                fields = {f.name for f in dataclasses.fields(Settings)}
+                settings = Settings(**{k: v for k, v in record.items() if k in fields})
+                settings = dataclasses.replace(settings, scenarios=tuple(settings.scenarios))
+            elif kind == "preflight":
+                identity = (record["framework"], record["version"])
+            elif kind == "repeat":
+                result = result_from_json(record["result"])
+                repeats.setdefault((result.scenario, result.repeat), result)
+            elif kind == "resumed":
+                resumed.append({"at": record["at"], "done": record["done"]})
+            elif kind == "end":
+                ended = record["status"]
+        except ResumeError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResumeError(f"{path}: line {number} is not a journal record ({exc}); the "
+                              "journal was changed by hand or by another program") from None
+    if settings is None:
+        raise ResumeError(f"{path}: holds no `run` record; the run cannot be rebuilt")
+    return Journal(settings, identity, tuple(repeats.values()), tuple(resumed), ended)
+
+
+def result_to_json(result: RepeatResult) -> dict[str, Any]:
+    record = dataclasses.asdict(result)
+    record["outcome"] = result.outcome.value
+    record["model"] = dict(result.model) if result.model is not None else None
+    return record
+
+
+def result_from_json(record: Mapping[str, Any]) -> RepeatResult:
+    fields = {f.name for f in dataclasses.fields(RepeatResult)}
+    values = {key: value for key, value in record.items() if key in fields}
+    values["outcome"] = Outcome(values["outcome"])
+    for name in ("trajectory", "path"):
+        values[name] = tuple(values.get(name) or ())
+    values["identities"] = tuple(tuple(pair) for pair in values.get("identities") or ())
+    return RepeatResult(**values)
+
+
+def plan_settings(plan: Plan, *, timeout_s: float | None, limits: Mapping[str, int],
+                  started_at: datetime) -> Settings:
+    return Settings(run_id=plan.run_id, lane_path=str(plan.lane.path.resolve()),
+                    lane_sha256=plan.lane.sha256, lane_name=plan.lane.name,
+                    repeats=plan.repeats, scenarios=tuple(s.id for s in plan.scenarios),
+                    seed=plan.seed, timeout_s=timeout_s, limits=dict(limits),
+                    started_at=started_at.isoformat(timespec="seconds"))
