@@ -9,6 +9,7 @@ used only when a lane sets `max_processes`: joining a cgroup costs about a milli
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from alk.records import Limits
 # cgroup v2 first (one tree); then the v1 pids controller (hybrid machines).
 _ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))
 RMDIR_LIMIT_S = 2.0
+_NUMBERS = itertools.count(1)
 
 
 @functools.cache
@@ -46,7 +48,8 @@ class PidsCgroup:
         root = parent()
         if root is None:
             raise OSError("no writable pids cgroup")
-        self.path = root / f"alk-{os.getpid()}-{time.monotonic_ns()}"
+        # Unique among the repeats of this alk that run at once (-j), and across alks.
+        self.path = root / f"alk-{os.getpid()}-{next(_NUMBERS)}-{time.monotonic_ns()}"
         self.path.mkdir()
         (self.path / "pids.max").write_text(str(max_processes))
         self._procs = str(self.path / "cgroup.procs")
