@@ -187,6 +187,7 @@ def _print_runs(documents: List[dict], out: Path) -> None:
     for document in documents:
         console.print(terminal.run_report(document, out.resolve()))
     if len(documents) > 1:
+        console.print()
         console.print(matrix.lane_matrix(documents))
 
 

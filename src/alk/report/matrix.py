@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from rich import box
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -20,8 +21,10 @@ _VERDICT_STYLE = {Verdict.PASS.value: "green", Verdict.FAIL.value: "red",
 
 def lane_matrix(documents: Sequence[Mapping[str, Any]]) -> RenderableType:
     documents = [printable(doc) for doc in documents]
-    table = Table(title="lanes × scenarios: verdict, pass rate [95% interval]",
-                  title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    # Percent figures without their signs: three lanes beside the scenario fit 80 columns.
+    table = Table(title="lanes × scenarios: verdict, pass % [95% interval]",
+                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False)
     table.add_column("scenario", overflow="fold", min_width=8)
     for doc in documents:
         lane = doc.get("lane") or {}
@@ -49,7 +52,7 @@ def _cell(entry: Mapping[str, Any] | None, doc: Mapping[str, Any]) -> Text:
     text = Text(verdict, style=_VERDICT_STYLE.get(verdict, ""))
     rate, ci = entry.get("pass_rate"), entry.get("ci") or ()
     if isinstance(rate, (int, float)):
-        text.append(f" {rate:.0%}")
+        text.append(f" {rate * 100:.0f}")
         if len(ci) == 2 and all(isinstance(bound, (int, float)) for bound in ci):
-            text.append(f" [{ci[0]:.0%}–{ci[1]:.0%}]", style="dim")
+            text.append(f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f}]", style="dim")
     return text
