@@ -42,9 +42,9 @@ NEVER_READY = observation(0.31, ready=None, started=False, result=None, exit_cod
                           trajectory=(), stderr_tail="ImportError: cannot import name 'Agent'\n")
 
 
-def lane(ids: tuple[str, ...]) -> Lane:
+def lane(ids: tuple[str, ...], name: str = "orders") -> Lane:
     return Lane(
-        name="orders", description="A scripted order-lookup agent on Pydantic AI.",
+        name=name, description="A scripted order-lookup agent on Pydantic AI.",
         framework="pydantic-ai", requirement=">=1.0,<2", command=("{python}", "worker.py"),
         required_env=(), timeout_s=30.0, repeats=20,
         scenarios=tuple(Scenario(sid, f"Look up order 742 ({sid})", {},
@@ -52,9 +52,10 @@ def lane(ids: tuple[str, ...]) -> Lane:
         path=Path("lanes/orders.toml"), root=Path("."), transcript_cap_bytes=1 << 20)
 
 
-def made(out: Path, probe: Observation, repeats: int = 20, **by_scenario: list) -> dict:
+def made(out: Path, probe: Observation, repeats: int = 20, name: str = "orders",
+         **by_scenario: list) -> dict:
     """The document alk writes for these scripted repeats, with a fixed run id."""
-    done = api.run_lane(lane(tuple(by_scenario)), repeats=repeats, seed=7, out_dir=out,
+    done = api.run_lane(lane(tuple(by_scenario), name), repeats=repeats, seed=7, out_dir=out,
                         runner=ScenarioRunner(probe, **by_scenario), environ=SECRET_ENV)
     return json.loads(json.dumps(done.document).replace(done.document["run_id"], RUN))
 
@@ -93,3 +94,22 @@ def refused(out: Path) -> dict:
     old = dataclasses.replace(observation(0.3), ready={"framework": "pydantic-ai",
                                                        "framework_version": "0.9.1"})
     return made(out, old, nominal=[], tool_error=[])
+
+
+def resumed(out: Path) -> dict:
+    # The run as alk wrote it, told (by hand: the view only reads these) that it ran 4 at once
+    # and was resumed after 23 repeats had finished.
+    document = run(out)
+    document["settings"]["jobs"] = 4
+    document["resumed"] = [{"at": "2026-11-29T12:40:07+00:00", "done": 23}]
+    return document
+
+
+def three_lanes(out: Path) -> list[dict]:
+    """One run of three lanes on the same scenarios, as `alk run --lane a --lane b --lane c`."""
+    return [made(out / "a", observation(0.3), name="pydantic-ai", nominal=flaky(),
+                 tool_error=passing(20, 0.92), remote=[NEVER_READY] * 20),
+            made(out / "b", observation(0.3), name="langgraph", nominal=passing(20),
+                 tool_error=[CRASHED] * 20, remote=passing(20)),
+            made(out / "c", observation(0.3), name="openai-agents-sdk", nominal=passing(20),
+                 tool_error=passing(19) + [WRONG], remote=passing(20))]

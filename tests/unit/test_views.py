@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view
+from alk.report.matrix import lane_matrix
 from alk.report.terminal import run_report
 from alk.report.transcript_view import (
     event_row,
@@ -109,6 +110,7 @@ RUNS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "run-interrupted": documents.interrupted,
     "run-long-ids": documents.long_ids,
     "run-preflight-refused": documents.refused,
+    "run-resumed": documents.resumed,
 }
 VIEWS: dict[str, Callable[[], RenderableType]] = {
     "show": show,
@@ -120,11 +122,14 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("view", [*RUNS, *VIEWS])
+@pytest.mark.parametrize("view", [*RUNS, *VIEWS, "matrix"])
 def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
                                    private_temp: None) -> None:
-    made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
-            else VIEWS[view]())
+    if view == "matrix":
+        made = lane_matrix(documents.three_lanes(tmp_path))
+    else:
+        made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
+                else VIEWS[view]())
     text = "\n".join(line.rstrip() for line in render(made, width).splitlines()) + "\n"
     assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
     path = SNAPSHOTS / f"{view}-{width}.txt"

@@ -116,6 +116,11 @@ def _header(doc: Mapping[str, Any]) -> Text:
             text.append(f" after {_number(counts.get('completed'))} of "
                         f"{plural(_number(counts.get('requested')), 'repeat')}",
                         style="bold yellow")
+        if doc["status"] in ("running", "interrupted"):
+            # A run whose alk was killed still reads "running": say how to finish either.
+            text.append(f"\n`alk run --resume {doc.get('run_id')}` goes on with it"
+                        + (" if its alk is gone" if doc["status"] == "running" else ""),
+                        style="yellow")
     others = _other_identities(doc, reported, version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")
