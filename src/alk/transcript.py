@@ -4,8 +4,9 @@
 
 `source` is who produced the event: `worker` for what the worker wrote (protocol lines, and its
 stderr as channel `stderr`), `harness` for what alk observed and decided (channel `harness`).
-When a transcript reaches its cap, the first half is kept, then a `truncated` marker, then the
-most recent events up to the other half.
+When a transcript reaches its cap, its head is kept, then a `truncated` marker, then its tail:
+the most recent events, up to half the cap and at most `TAIL_MAX_BYTES`, and the head takes the
+rest of the cap.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ STDERR_EVENT_BYTES = 120
 HELD_OBJECT_BYTES = 100
 # Held events are grouped in batches of about this size, dropped a batch at a time.
 BATCH_BYTES = 64 * 1024
+# The tail waits in memory for the end (the head goes to disk as it comes): at most this much of
+# it, so that N repeats at once (-j N) hold at most N times this, however much their workers
+# write. Half of a small cap; 2 MiB of a large one (62 MiB of head, then, at the default 64).
+TAIL_MAX_BYTES = 2 * 1024 * 1024
 # Kept out of the tail's share for the `truncated` marker, so that the file stays within its cap.
 MARKER_BYTES = 256
 # Lines encoded at `close` are joined this many at a time, so that a tail of tiny events is not
@@ -79,8 +84,9 @@ class TranscriptWriter:
         self._clock = clock
         self._t0 = clock()
         self._seq = 0
-        self._head_left = cap_bytes // 2
-        self._tail_cap = max(0, cap_bytes - cap_bytes // 2 - MARKER_BYTES)
+        tail_share = min(cap_bytes - cap_bytes // 2, TAIL_MAX_BYTES)
+        self._head_left = cap_bytes - tail_share
+        self._tail_cap = max(0, tail_share - MARKER_BYTES)
         self._max_event = max(256, min(MAX_EVENT_BYTES, cap_bytes // 4))
         self._tail: deque[_Batch] = deque()
         self._first_dropped = (0, 0.0)

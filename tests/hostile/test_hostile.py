@@ -183,10 +183,10 @@ def _strict(text: str | bytes):
     return json.loads(text, parse_constant=refuse)
 
 
-def _transcripts_valid_and_bounded(tmp_path: Path) -> None:
+def _transcripts_valid_and_bounded(tmp_path: Path, cap_mb: int = CAP_MB) -> None:
     for path in (tmp_path / "transcripts").rglob("*.jsonl"):
         data = path.read_bytes()
-        assert len(data) <= CAP_MB * 1024 * 1024 + 64 * 1024, f"{path} is {len(data)} bytes"
+        assert len(data) <= cap_mb * 1024 * 1024 + 64 * 1024, f"{path} is {len(data)} bytes"
         for line in data.splitlines():
             event = _strict(line.decode("utf-8"))  # valid UTF-8 strict JSON, every line
             assert {"seq", "t", "source", "channel", "type", "payload"} <= set(event)
@@ -390,6 +390,18 @@ def test_a_worker_that_makes_half_its_repeats_void_cannot_pass_for_green(tmp_pat
     shown = " ".join(done.stdout.decode().split())
     assert "void 3 of 6: " in shown
     assert "void: 3 of 6 repeats (50%) not scored" in shown
+
+
+def test_eight_floods_at_once_keep_alk_within_its_memory_bound(tmp_path):
+    # Each of 8 workers at once writes 24 MiB of stderr past its head, so that each transcript
+    # holds a full tail in alk's memory until its repeat ends: alk's bound holds at -j 8.
+    lane = header("stderr_flood", "24", extra="transcript_cap_mb = 16\nmax_parallel = 8")
+    done, document, _ = run_alk(tmp_path, lane + scenario("a"), "-n", "8", "-j", "8",
+                                env=TOKEN_ENV)
+    assert [r["cause"] for r in document["scenarios"][0]["repeats"]] == ["passed"] * 8
+    assert document["settings"]["jobs"] == 8
+    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+    _transcripts_valid_and_bounded(tmp_path, cap_mb=16)
 
 
 def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_path):
