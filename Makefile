@@ -49,7 +49,7 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,pydantic-ai,langgraph,openai-agents,autogen,smolagents]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask,pydantic-ai,langgraph,openai-agents,autogen,smolagents]'
 	touch $@ $(VENV)/.installed
 
 .venvs/strands/.installed:

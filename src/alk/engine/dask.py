@@ -1,0 +1,601 @@
+"""Repeats on a Dask distributed cluster: `alk run --executor dask --scheduler tcp://HOST:PORT`.
+
+Each repeat is one Dask task, run on a Dask worker exactly as a local repeat runs: the task opens
+the lane there once per worker process and run (`open_lane`: the SDK folder, the sandbox's
+paths, the model gateway), runs the repeat with that machine's `LocalRunner`, and sends back the
+`RepeatResult` with its transcript's bytes (at most the lane's `transcript_cap_bytes`). The
+coordinator, in the thread that called `run`, writes the transcript where a local run would
+have, checks its sha256 and only then hands the result on: the journal, the checkpoints and
+`--resume` work as they do locally. The preflight probe runs on the cluster too, so that the
+coordinator need not have the framework installed.
+
+Secrets never travel over the Dask wire: a Dask worker reads the lane's `required_env` and
+`[model] key_env` from its own environment. A worker that cannot run the lane (a variable
+missing, isolation it cannot give, another alk) voids the run, as this machine would.
+
+On Ctrl-C no repeat starts any more, every worker's running repeats are stopped (their `Stop`,
+as the local engine's threads are), what had finished is handed over, and the interrupt goes on.
+`distributed` is imported only here, and only when a `DaskEngine` is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import os
+import queue
+import secrets
+import tempfile
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from alk import __version__
+from alk.attribution import void
+from alk.causes import Cause
+from alk.cleanup import remove_tree
+from alk.errors import UsageError
+from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.redaction import Redactor
+from alk.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
+from alk.runner.stop import Stop
+from alk.transcript import TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
+
+INSTALL_HINT = "pip install 'alk[dask]'"
+# How long a scheduler may take to answer before `--scheduler` is said to be wrong.
+CONNECT_TIMEOUT_S = 5
+# Repeats handed to the scheduler at once: this many per thread of the cluster (one running,
+# one waiting to start as soon as it ends), at least MIN_WINDOW; a lane's max_parallel caps it.
+WINDOW_PER_THREAD = 2
+MIN_WINDOW = 4
+# How often the cluster's threads are counted again (workers join and leave).
+WINDOW_REFRESH_S = 5.0
+
+_FINISHED = object()  # the feeder's last message: every task it submitted has ended
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError("--executor dask needs Dask distributed, which is not installed: "
+                         f"{INSTALL_HINT}") from None
+    return distributed
+
+
+class DaskEngine:
+    """Runs a lane's repeats on the Dask cluster whose scheduler is `scheduler`, or through
+    `client`, a connected `distributed.Client` (which the caller keeps and closes)."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str, *, client: Any = None) -> None:
+        distributed = _distributed()
+        self._owned = client is None
+        if client is None:
+            try:
+                client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S,
+                                            set_as_default=False)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--scheduler {scheduler}: no Dask scheduler answered within "
+                                 f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {exc}); start one "
+                                 "(`dask scheduler`) or check the address") from None
+        self.scheduler = scheduler
+        self.client = client
+
+    def close(self) -> None:
+        """Closes the client this engine connected (not one it was given)."""
+        if self._owned:
+            self.client.close()
+
+    def __enter__(self) -> DaskEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def open(self, plan: Plan, out_dir: Path, redactor: Redactor, environ: Mapping[str, str],
+             keep_workspaces: bool) -> Iterator[DaskLane]:
+        # `environ` is the coordinator's: what a Dask worker needs comes from its own.
+        run = _Run(token=f"{plan.run_id}-{secrets.token_hex(4)}",
+                   plan=dataclasses.replace(plan, items=()),  # a task carries only its item
+                   out_dir=str(out_dir.resolve()), keep_workspaces=keep_workspaces,
+                   version=__version__)
+        lane = DaskLane(self.client, run, out_dir)
+        try:
+            lane.start()
+            yield lane
+        finally:
+            lane.close()
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every task of a run carries: the plan without its items, the coordinator's output
+    folder (hidden from sandboxed workers where a shared file system shows it), the coordinator's
+    alk version, and the token that names the run's cached lane on each worker."""
+
+    token: str
+    plan: Plan
+    out_dir: str
+    keep_workspaces: bool
+    version: str
+
+
+class DaskLane:
+    """A lane opened on a Dask cluster; `start` runs the probe there."""
+
+    def __init__(self, client: Any, run: _Run, out_dir: Path) -> None:
+        self.client, self.run_spec, self.out_dir = client, run, out_dir
+        self._probe: Observation | None = None
+        self._probe_error: Exception | None = None
+        self._preflight: Preflight | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # guards _inflight, which the feeder thread changes
+        self._inflight: dict[Any, Any] = {}  # (scenario, repeat), or "probe" -> its Future
+        self._started: set[tuple[str, int]] = set()  # repeats a worker said it began
+        self._topic: str | None = None
+
+    @property
+    def workspaces(self) -> Path | None:
+        # Kept workspaces stay on each Dask worker, in its temporary folder (docs/dask.md).
+        return None
+
+    def start(self) -> None:
+        """Runs the preflight probe on the cluster. RunVoid when its worker cannot run the
+        lane at all; any other failure is kept for `probe` to raise (a void probe)."""
+        future = self.client.submit(_probe_task, self.run_spec, pure=False,
+                                    key=f"alk-probe-{self.run_spec.token}")
+        with self._lock:
+            self._inflight["probe"] = future
+        try:
+            reply = future.result()
+        except Exception as exc:  # noqa: BLE001 - the probe is void for it, as locally
+            self._probe_error = DaskTaskError(exc)
+            return
+        finally:
+            with self._lock:
+                self._inflight.pop("probe", None)
+            del future
+        if reply[0] == "void":
+            raise RunVoid(reply[1])
+        if reply[0] == "stopped":
+            raise KeyboardInterrupt
+        try:
+            _write_atomically(self.out_dir / probe_transcript(self.run_spec.plan.run_id),
+                              reply[2])
+        except OSError as exc:  # as a probe whose transcript cannot be written locally
+            self._probe_error = exc
+            return
+        self._probe = reply[1]
+
+    def probe(self) -> Observation:
+        if self._probe_error is not None:
+            raise self._probe_error
+        assert self._probe is not None
+        return self._probe
+
+    def identify(self, preflight: Preflight) -> None:
+        # Every repeat task carries it; each worker's lane identifies once.
+        self._preflight = preflight
+
+    def run(self, items: Sequence[RepeatSpec], *,
+            on_start: Callable[[RepeatSpec], None] | None,
+            on_result: Callable[[RepeatResult], None]) -> None:
+        if not items:
+            return
+        messages: queue.SimpleQueue = queue.SimpleQueue()
+        by_key = {(item.scenario.id, item.repeat): item for item in items}
+        started = self._started
+        ended: set[tuple[str, int]] = set()
+        self._topic = _start_topic(self.run_spec.token)
+        self.client.subscribe_topic(self._topic,
+                                    lambda event: messages.put(("start", tuple(event[1]))))
+        feeder = threading.Thread(target=self._feed, args=(items, messages),
+                                  name="alk-dask-feeder", daemon=True)
+        feeder.start()
+
+        def begin(key: tuple[str, int]) -> None:
+            if key not in started and key not in ended:
+                started.add(key)
+                if on_start:
+                    on_start(by_key[key])
+
+        def handle(message: Any) -> None:
+            kind, payload = message
+            if kind == "error":
+                raise payload
+            if kind == "start":
+                if not self._stopping.is_set():
+                    begin(payload)
+                return
+            item, status, reply = payload
+            key = (item.scenario.id, item.repeat)
+            if status == "finished" and reply[0] == "void":
+                raise RunVoid(reply[1])
+            if status == "finished" and reply[0] == "stopped":
+                if reply[1]:  # a repeat cut short keeps its transcript, as locally
+                    _write_atomically(self.out_dir / _transcript_of(self.run_spec, item),
+                                      reply[1])
+                return
+            if self._stopping.is_set() and status != "finished":
+                return  # cancelled, or failed while stopping: never scored
+            if status in ("cancelled", "lost"):
+                raise UsageError(
+                    f"run {self.run_spec.plan.run_id}: the Dask scheduler dropped the repeats "
+                    "still to run (was it stopped?); the finished ones are kept: `alk run "
+                    f"--resume {self.run_spec.plan.run_id}` runs the rest")
+            if status == "finished":
+                result = _delivered(reply[1], reply[2], self.out_dir)
+            else:
+                result = _void_result(self.run_spec.plan.run_id, item, _task_detail(reply[1]))
+            begin(key)
+            ended.add(key)
+            on_result(result)
+
+        error: BaseException | None = None
+        finished = False
+        try:
+            while True:
+                message = messages.get()
+                if message is _FINISHED:
+                    finished = True
+                    break
+                handle(message)
+        except BaseException as exc:
+            error = exc
+        if error is None:
+            return
+        # Stopping (Ctrl-C, a void worker, a callback's error): nothing starts any more, the
+        # running repeats end now, what finished meanwhile is handed over, then the error goes on.
+        self._stop()
+        while not finished:
+            try:
+                message = messages.get()
+            except KeyboardInterrupt:
+                continue  # a second Ctrl-C: the repeats are ending already, in bounded time
+            if message is _FINISHED:
+                finished = True
+                continue
+            try:
+                handle(message)
+            except Exception:  # noqa: BLE001 - the first error is the one raised
+                pass
+        raise error
+
+    def _feed(self, items: Sequence[RepeatSpec], messages: queue.SimpleQueue) -> None:
+        """Hands the scheduler a window of repeats and another as each ends; every task that
+        ends goes to the calling thread, with its result already fetched."""
+        distributed = _distributed()
+        todo = iter(items)
+        spec_of: dict[str, RepeatSpec] = {}
+        cap = self.run_spec.plan.lane.max_parallel
+        window, counted = MIN_WINDOW, 0.0
+        try:
+            done = distributed.as_completed(loop=self.client.loop, with_results=True,
+                                            raise_errors=False)
+
+            def top_up() -> None:
+                nonlocal window, counted
+                if time.monotonic() - counted >= WINDOW_REFRESH_S:
+                    threads = sum(self.client.nthreads().values())
+                    window = max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
+                    window = min(window, cap) if cap else window
+                    counted = time.monotonic()
+                while not self._stopping.is_set() and len(spec_of) < window:
+                    item = next(todo, None)
+                    if item is None:
+                        return
+                    future = self.client.submit(
+                        _repeat_task, self.run_spec, self._preflight, item, pure=False,
+                        key=f"alk-repeat-{self.run_spec.token}-{item.scenario.id}-{item.repeat}")
+                    with self._lock:
+                        self._inflight[(item.scenario.id, item.repeat)] = future
+                    spec_of[future.key] = item
+                    done.add(future)
+
+            top_up()
+            for future, reply in done:
+                item = spec_of.pop(future.key)
+                with self._lock:
+                    self._inflight.pop((item.scenario.id, item.repeat), None)
+                messages.put(("done", (item, future.status, reply)))
+                del future, reply  # the worker may drop the result now
+                top_up()
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            messages.put(("error", exc))
+        finally:
+            messages.put(_FINISHED)
+
+    def _stop(self) -> None:
+        """No repeat starts from now on; the running ones end, on every worker."""
+        self._stopping.set()
+        try:
+            self.client.run(_stop_run, self.run_spec.token, on_error="ignore")
+        except Exception:  # noqa: BLE001 - a lost scheduler: its workers end their repeats
+            pass
+        with self._lock:
+            waiting = [future for key, future in self._inflight.items()
+                       if key not in self._started]
+        try:
+            # Those not yet begun never will; those running end on their own (the Stop), and
+            # send back their transcripts cut short.
+            self.client.cancel(waiting)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def close(self) -> None:
+        """Stops whatever still runs, and closes the run's lane on every worker (its gateway,
+        its workspaces' folder, the transcripts it held)."""
+        self._stopping.set()
+        with self._lock:
+            waiting = list(self._inflight.values())
+        if waiting:
+            try:
+                self.client.cancel(waiting)
+            except Exception:  # noqa: BLE001
+                pass
+        if self._topic is not None:
+            try:
+                self.client.unsubscribe_topic(self._topic)
+            except Exception:  # noqa: BLE001 - a closed client holds no subscription
+                pass
+        try:
+            self.client.run(_close_run, self.run_spec.token, on_error="ignore")
+        except Exception:  # noqa: BLE001 - the workers are gone, and their folders with them
+            pass
+
+
+class DaskTaskError(Exception):
+    """A Dask task failed for a reason of the cluster's (alk missing on a worker, a worker
+    that died running it)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(_task_detail(exc))
+
+
+def _task_detail(exc: BaseException) -> str:
+    return (f"the Dask task failed: {type(exc).__name__}: {exc} (every Dask worker needs alk "
+            f"{__version__} and the lane's files at the same paths: docs/dask.md)")
+
+
+def _transcript_of(run: _Run, item: RepeatSpec) -> Path:
+    return repeat_transcript(run.plan.run_id, item.scenario.id, item.repeat)
+
+
+def _start_topic(token: str) -> str:
+    return f"alk-start-{token}"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """The whole file or none of it, on disk before the journal says the repeat ended."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with temp.open("wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def _delivered(result: RepeatResult, data: bytes, out_dir: Path) -> RepeatResult:
+    """The result, once its transcript is written where a local run writes it and hashes to
+    what the worker recorded; else the repeat is void (alk's own failure, never the worker's)."""
+    try:
+        _write_atomically(out_dir / result.transcript, data)
+    except OSError as exc:
+        return _voided(result, f"its transcript could not be written: {exc}")
+    if result.sha256 and hashlib.sha256(data).hexdigest() != result.sha256:
+        return _voided(result, "its transcript arrived from the Dask worker with another "
+                               f"sha256 than the {result.sha256} it recorded")
+    return result
+
+
+def _voided(result: RepeatResult, detail: str) -> RepeatResult:
+    verdict = void(Cause.HARNESS_ERROR, detail[:DETAIL_CHARS])
+    return dataclasses.replace(result, outcome=verdict.outcome, cause=verdict.cause,
+                               detail=verdict.detail, sha256="")
+
+
+def _void_result(run_id: str, item: RepeatSpec, detail: str) -> RepeatResult:
+    """A repeat whose task failed on the cluster: void, with no transcript."""
+    verdict = void(Cause.HARNESS_ERROR, detail[:DETAIL_CHARS])
+    return RepeatResult(
+        scenario=item.scenario.id, repeat=item.repeat, seed=item.seed, outcome=verdict.outcome,
+        cause=verdict.cause, detail=verdict.detail, duration_s=0.0, exit_code=None, signal=None,
+        timed_out=False, peak_rss_mb=None, cpu_s=None, containment=None, network=None,
+        filesystem=None, attempts=1, path_hash="", violations=0, trajectory=(), claimed=None,
+        transcript=str(repeat_transcript(run_id, item.scenario.id, item.repeat)), sha256="")
+
+
+# ---------------------------------------------------------------------------------------------
+# On a Dask worker
+
+
+@dataclass
+class _WorkerLane:
+    """A run's lane as one Dask worker process holds it, shared by the run's tasks there."""
+
+    context: LaneContext | None = None
+    void: Attribution | None = None
+    out_dir: Path | None = None  # where its transcripts are written before they are sent
+    stop: Stop | None = None
+    serial: bool = False
+    identified: bool = False
+    active: int = 0  # tasks of the run running here
+    lock: threading.Condition = field(default_factory=threading.Condition)
+
+    @contextmanager
+    def using(self) -> Iterator[None]:
+        with self.lock:
+            self.active += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.active -= 1
+                self.lock.notify_all()
+
+    def identify(self, preflight: Preflight | None) -> None:
+        with self.lock:
+            if preflight is not None and not self.identified and self.context is not None:
+                self.context.identify(preflight)
+                self.identified = True
+
+    def close(self) -> None:
+        """Stops the run's repeats here and, once its tasks have ended (the Stop ends each
+        worker within its grace), closes the gateway and removes the folders."""
+        if self.stop is not None:
+            self.stop.set()
+        with self.lock:
+            self.lock.wait_for(lambda: self.active == 0, timeout=CLOSE_WAIT_S)
+        if self.context is not None:
+            self.context.close()
+        if self.out_dir is not None:
+            remove_tree(self.out_dir)
+        if self.stop is not None:
+            self.stop.close()
+
+
+_LANES: dict[str, _WorkerLane] = {}
+# Runs stopped or closed here: a task of theirs that still arrives opens nothing. (A token is a
+# few dozen bytes; a worker would have to outlive millions of runs for these to matter.)
+_ENDED: set[str] = set()
+_LANES_LOCK = threading.Lock()
+# With max_processes set and no pids cgroup, the limit is RLIMIT_NPROC, which counts every
+# process of the user: a worker process runs such a lane's repeats one at a time.
+_SERIAL = threading.Lock()
+_RUNNER: Any = None
+# How long closing a run's lane on a worker waits for its stopped repeats to end.
+CLOSE_WAIT_S = 60.0
+
+
+@contextmanager
+def _worker_lane(run: _Run) -> Iterator[_WorkerLane | None]:
+    """The run's lane on this worker, opened by its first task, in use while the task runs
+    (its closing waits for that); None once the run has ended here."""
+    with _LANES_LOCK:
+        if run.token in _ENDED:
+            lane = None
+        else:
+            lane = _LANES.get(run.token)
+            if lane is None:
+                lane = _LANES[run.token] = _open_worker_lane(run)
+            with lane.lock:
+                lane.active += 1
+    try:
+        yield lane
+    finally:
+        if lane is not None:
+            with lane.lock:
+                lane.active -= 1
+                lane.lock.notify_all()
+
+
+def _open_worker_lane(run: _Run) -> _WorkerLane:
+    global _RUNNER
+    from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+    from alk.runner.process import LocalRunner
+
+    where = f"on Dask worker {_distributed().get_worker().address}"
+    if run.version != __version__:
+        return _WorkerLane(void=void(Cause.HARNESS_ERROR, (
+            f"{where}: alk {__version__} runs there, alk {run.version} on the coordinator: "
+            "install the same alk on both; nothing was started")))
+    lane = run.plan.lane
+    names = (*lane.required_env, *((lane.model.key_env,) if lane.model and lane.model.key_env
+                                   else ()))
+    redactor = Redactor(os.environ[name] for name in names if name in os.environ)
+    _RUNNER = _RUNNER or LocalRunner()
+    out_dir = Path(tempfile.mkdtemp(prefix="alk-dask-"))
+    stop = Stop()
+    try:
+        context = open_lane(run.plan, out_dir, redactor, runner=_RUNNER, environ=os.environ,
+                            keep_workspaces=run.keep_workspaces, stop=stop)
+    except RunVoid as exc:
+        remove_tree(out_dir)
+        stop.close()
+        verdict = exc.attribution
+        return _WorkerLane(void=dataclasses.replace(verdict, detail=f"{where}: {verdict.detail}"))
+    except BaseException:
+        remove_tree(out_dir)
+        stop.close()
+        raise
+    # The coordinator's transcripts and reports, where a shared file system shows them here.
+    coordinator = Path(run.out_dir)
+    context.hidden = (*context.hidden, *(os.path.realpath(coordinator / name)
+                                         for name in (TRANSCRIPTS_DIR, "reports")))
+    serial = run.plan.limits.max_processes is not None and not pids_cgroup_parent()
+    return _WorkerLane(context=context, out_dir=out_dir, stop=stop, serial=serial)
+
+
+def _take(path: Path) -> bytes:
+    """A transcript's bytes, removed from the worker once read."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    path.unlink(missing_ok=True)
+    return data
+
+
+def _probe_task(run: _Run) -> tuple:
+    with _worker_lane(run) as lane:
+        if lane is None:
+            return ("stopped", b"")
+        if lane.void is not None:
+            return ("void", lane.void)
+        assert lane.context is not None and lane.out_dir is not None
+        try:
+            observation = lane.context.probe()
+        except KeyboardInterrupt:  # the run's Stop
+            return ("stopped", b"")
+        return ("probe", observation, _take(lane.out_dir / probe_transcript(run.plan.run_id)))
+
+
+def _repeat_task(run: _Run, preflight: Preflight | None, item: RepeatSpec) -> tuple:
+    with _worker_lane(run) as lane:
+        if lane is None:
+            return ("stopped", b"")
+        if lane.void is not None:
+            return ("void", lane.void)
+        assert lane.context is not None and lane.out_dir is not None and lane.stop is not None
+        lane.identify(preflight)
+        with _SERIAL if lane.serial else nullcontext():
+            if lane.stop.is_set():
+                return ("stopped", b"")
+            _distributed().get_worker().log_event(_start_topic(run.token),
+                                                  [item.scenario.id, item.repeat])
+            try:
+                result = lane.context.repeat(item)
+            except KeyboardInterrupt:  # the run's Stop: its transcript says "interrupted"
+                return ("stopped", _take(lane.out_dir / _transcript_of(run, item)))
+        return ("result", result, _take(lane.out_dir / result.transcript))
+
+
+def _stop_run(token: str) -> None:
+    """Runs on every worker (`Client.run`): the run's repeats there end now, none starts."""
+    with _LANES_LOCK:
+        _ENDED.add(token)
+        lane = _LANES.get(token)
+    if lane is not None and lane.stop is not None:
+        lane.stop.set()
+
+
+async def _close_run(token: str) -> None:
+    """Runs on every worker (`Client.run`): closes the run's lane there, off the event loop."""
+    with _LANES_LOCK:
+        _ENDED.add(token)
+        lane = _LANES.pop(token, None)
+    if lane is not None:
+        await asyncio.get_running_loop().run_in_executor(None, lane.close)
