@@ -44,8 +44,8 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             execution.workspaces = lane.workspaces
             try:
                 probe = lane.probe()
-            except KeyboardInterrupt:
-                raise
+            except (KeyboardInterrupt, RunVoid):
+                raise  # an interrupt, or the lane cannot run where the probe ran (on a cluster)
             except Exception as exc:  # noqa: BLE001 - alk's own failure voids the run
                 execution.void = void(Cause.HARNESS_ERROR, redactor.cut(
                     f"the preflight probe failed: {type(exc).__name__}: {exc}", DETAIL_CHARS))

@@ -663,3 +663,27 @@ def test_a_worker_running_as_alks_user_reads_what_alk_reads(make_lane, tmp_path,
     program.chmod(0o600)
     plan = one_repeat(make_lane, RESUMING, command=("{python}", str(program)))
     assert run(plan, tmp_path, SandboxRunner(PASSING, KILLED, RESUMED)).void is None
+
+
+def test_a_lane_that_cannot_run_where_the_probe_ran_voids_the_run_for_that_reason(plan,
+                                                                                   tmp_path):
+    # On a cluster the probe runs on a worker, which may lack what the lane needs.
+    import contextlib
+
+    from alk.attribution import void
+    from alk.repeat import RunVoid
+
+    class Lane:
+        workspaces = None
+
+        def probe(self):
+            raise RunVoid(void(Cause.ENV_MISSING, "required_env TOKEN not set on worker w1"))
+
+    class Engine:
+        @contextlib.contextmanager
+        def open(self, *args):
+            yield Lane()
+
+    execution = execute(plan, tmp_path, Redactor(), engine=Engine())
+    assert execution.void.cause == Cause.ENV_MISSING and "w1" in execution.void.detail
+    assert execution.repeats == []

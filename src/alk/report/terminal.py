@@ -98,10 +98,13 @@ def _header(doc: Mapping[str, Any]) -> Text:
         text.append(f" reported as {reported}", style="red")
     # The run on a line of its own: beside the lane it would not fit 80 columns.
     repeats = (doc.get("settings") or {}).get("repeats")
-    jobs = (doc.get("settings") or {}).get("jobs")
+    settings = doc.get("settings") or {}
+    jobs = settings.get("jobs")
+    # On a cluster, its workers' threads say how many ran at once, not --jobs.
+    where = (" · on a Dask cluster" if settings.get("executor") == "dask" else
+             f" · {jobs} at once" if isinstance(jobs, int) and jobs > 1 else "")
     text.append(f"\nrun {doc.get('run_id') or DASH} · "
-                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario"
-                + (f" · {jobs} at once" if isinstance(jobs, int) and jobs > 1 else ""),
+                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario{where}",
                 style="dim")
     for resumed in (doc.get("resumed") or [])[:3]:
         # When, and on what: a reviewer weighs a run that stopped and went on again.
