@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench bench-overhead bench-startup bench-gateway mutation clean
+.PHONY: demo test bench bench-overhead bench-startup bench-gateway bench-scale mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
 # the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
@@ -39,6 +39,10 @@ bench-startup: $(VENV)/.installed
 
 bench-gateway: $(VENV)/.installed
 	$(BIN)/python benchmarks/gateway.py
+
+# Repeats at once (-j 1, 2, 8), a run of 1,000 repeats and resuming it (a few minutes).
+bench-scale: $(VENV)/.installed
+	$(BIN)/python benchmarks/scale.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
