@@ -56,7 +56,7 @@ from pathlib import Path
 
 from alk import api
 from alk.cleanup import remove_tree
-from alk.executor import SAFE_ENV_NAMES
+from alk.repeat import SAFE_ENV_NAMES
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import prlimit_prefix
 from alk.records import Lane, Limits

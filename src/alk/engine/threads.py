@@ -11,7 +11,6 @@ so that each running worker's whole group ends at once, as it did with one repea
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from contextlib import contextmanager
@@ -20,17 +19,14 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.repeat import LaneContext, Runner, open_lane
+from alk.repeat import LaneContext, Runner, cores, open_lane
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.stop import Stop
 
 
 def default_jobs() -> int:
     """The number of cores alk may use (its CPU affinity, where the OS says)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+    return max(1, cores())
 
 
 def parallelism(jobs: int, plan: Plan) -> int:
