@@ -162,8 +162,11 @@ def result_documents_follow_their_schema(request, tmp_path):
         api.write_document = write
     if request.node.nodeid in NOT_ALKS_DOCUMENTS:
         return
+    # A lane of a run of several lanes writes reports/RUN/LANE/result.json.
     for path in (*tmp_path.glob("reports/*/result.json"),
-                 *tmp_path.glob("*/reports/*/result.json")):
+                 *tmp_path.glob("*/reports/*/result.json"),
+                 *tmp_path.glob("reports/*/*/result.json"),
+                 *tmp_path.glob("*/reports/*/*/result.json")):
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

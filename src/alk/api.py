@@ -135,15 +135,12 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
         plan = build_plan(lane, run_id, repeats=settings.repeats,
                           scenario_ids=settings.scenarios, seed=settings.seed,
                           timeout_s=settings.timeout_s, limits=settings.limits)
-        now = datetime.now(timezone.utc)
-        journal.resumed(now, len(past.repeats))
-        resumed = (*past.resumed, {"at": now.isoformat(timespec="seconds"),
-                                   "done": len(past.repeats)})
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
                          started_at=datetime.fromisoformat(settings.started_at),
-                         done=past.repeats, identity=past.identity, resumed=resumed,
-                         on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+                         done=past.repeats, identity=past.identity, resumed=past.resumed,
+                         resumed_at=datetime.now(timezone.utc), on_plan=on_plan,
+                         on_start=on_start, on_repeat=on_repeat)
 
 
 def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runner | None,
@@ -152,9 +149,12 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
               done: Sequence[RepeatResult] = (),
               identity: tuple[str | None, str | None] | None = None,
               resumed: Sequence[Mapping[str, Any]] = (),
+              resumed_at: datetime | None = None,
               on_plan: Callable[[Plan], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
+    """Runs a plan whose journal is open: a new run, or (`resumed_at` set) a resumed one,
+    which changes nothing on disk until its worker has passed the preflight as before."""
     if on_plan:
         on_plan(plan)
     path = result_path(out_dir, plan.run_id)
@@ -165,6 +165,8 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     redactor = Redactor(environ[name] for name in secret_names if name in environ)
     engine = engine or ThreadEngine(runner, jobs)
     settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
+    resumed = list(resumed)
+    going_on = resumed_at is None  # a resumed run goes on once its probe passed as before
 
     def document(execution: Execution, status: str, finished_at: datetime | None = None
                  ) -> dict[str, Any]:
@@ -183,10 +185,14 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
                 f"run {plan.run_id} ran {identity[0]} {identity[1]}; its worker now reports "
                 f"{reported[0]} {reported[1]}: resuming would mix two versions in one result; "
                 "start a new run, or reinstall the version it began with")
-        if done:  # a resumed run is rewritten only once it is sure to go on
+        if resumed_at is not None:
+            nonlocal going_on
+            going_on = True
+            journal.resumed(resumed_at, len(done))
+            resumed.append({"at": resumed_at.isoformat(timespec="seconds"), "done": len(done)})
             checkpoint(Execution(preflight=preflight, repeats=list(done)))
 
-    if not done:
+    if resumed_at is None:
         # A run is on disk from its start: `alk report RUN_ID` works while it goes on.
         checkpoint(Execution())
     next_checkpoint = time.monotonic() + CHECKPOINT_INTERVAL_S
@@ -209,6 +215,15 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     execution = execute(plan, out_dir, redactor, environ=environ,
                         keep_workspaces=keep_workspaces, engine=engine, done=done,
                         on_preflight=on_preflight, on_start=on_start, on_repeat=after_repeat)
+    if not going_on:
+        # The resume never began (its probe was refused or void, or it was interrupted
+        # first): the run stays as it was, still to be resumed.
+        if execution.interrupted:
+            document_before = read_document(out_dir, plan.run_id)
+            return RunResult(document_before, path, exit_code(document_before), True)
+        why = execution.void.detail if execution.void else "its worker never got ready"
+        raise ResumeError(f"run {plan.run_id} cannot go on here: {why}; it is left as it was, "
+                          "to be resumed where it can run")
     status = "interrupted" if execution.interrupted else "complete"
     final = document(execution, status, datetime.now(timezone.utc))
     # The verdict is taken before redaction: what is masked for people never changes it.

@@ -7,10 +7,13 @@ says why a run is void; nothing here prints.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
+import threading
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from alk.attribution import attribute, void
 from alk.causes import Cause
@@ -60,9 +63,12 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             lane.identify(probe.preflight)
 
             def keep(result: RepeatResult) -> None:
-                execution.repeats.append(result)
-                if on_repeat:
-                    on_repeat(result, execution)
+                # Kept whole or not at all: a Ctrl-C between the two would put a repeat in
+                # the result that the journal (on_repeat) never recorded.
+                with _signals_held():
+                    execution.repeats.append(result)
+                    if on_repeat:
+                        on_repeat(result, execution)
 
             lane.run(items, on_start=on_start, on_result=keep)
     except RunVoid as exc:
@@ -70,6 +76,23 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     except KeyboardInterrupt:
         execution.interrupted = True
     return execution
+
+
+_STOPPING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Holds the signals that stop a run until the block ends (in the main thread, where
+    Python runs their handlers; elsewhere there is nothing to hold)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _with_install_hint(verdict: Attribution, install: str) -> Attribution:

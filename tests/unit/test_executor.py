@@ -127,8 +127,10 @@ def test_a_kept_workspace_outlives_an_interrupt(plan, tmp_path):
 def test_each_workspace_is_removed_when_its_repeat_ends(plan, tmp_path):
     runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
     left = []
+    # The k-th repeat to end ran the (k + 1)-th request (the probe's is the first); the next
+    # repeat may have started meanwhile, in its own workspace.
     run(plan, tmp_path, runner, on_repeat=lambda result, so_far: left.append(
-        Path(runner.requests[-1].cwd).exists()))
+        Path(runner.requests[len(so_far.repeats)].cwd).exists()))
     assert left == [False, False, False]
 
 
