@@ -1,0 +1,227 @@
+"""alk.journal: what a killed run is rebuilt from. Every record reads back as it was written, a
+line a kill cut short is dropped, anything else unreadable is refused by file and line, and one
+alk at a time holds a run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from alk.errors import ResumeError
+from alk.journal import (
+    SCHEMA,
+    JournalWriter,
+    Settings,
+    plan_settings,
+    read_journal,
+    result_from_json,
+    result_to_json,
+)
+from alk.plan import build_plan
+from alk.records import Outcome, Preflight, RepeatResult
+
+# Every field set, none to its default: a field the journal dropped or turned into another type
+# (a list for a tuple, a string for an enum) would not compare equal.
+FULL = RepeatResult(
+    scenario="a", repeat=3, seed=2_718_281_828, outcome=Outcome.AGENT, cause="wrong_output",
+    detail='output was "bye", expected "hi"', duration_s=1.25, exit_code=1, signal=9,
+    timed_out=True, peak_rss_mb=48.5, cpu_s=0.75, containment="pid_namespace", network="none",
+    filesystem="sandbox", attempts=2, path_hash="b" * 64, violations=3,
+    trajectory=("lookup:ok", "write:error"), claimed={"passed": True, "notes": ["x", 1]},
+    transcript="transcripts/r/a/repeat-03.jsonl", sha256="c" * 64,
+    path=("ready", "tool:lookup", "result"), trajectory_hash="a" * 64, peak_tmpfs_mb=3.0,
+    identities=(("fw", "1.0"), ("fw", "1.1")),
+    model={"calls": 2, "turns": 2, "retries": 1, "prompt_tokens": 10, "completion_tokens": 5,
+           "faults": ["call 1: http_500"]})
+SETTINGS = Settings(run_id="20261130-120000-abcdef", lane_path="/lanes/demo.toml",
+                    lane_sha256="d" * 64, lane_name="demo", repeats=4, scenarios=("a", "b"),
+                    seed=7, timeout_s=12.5, limits={"memory_mb": 512, "max_processes": 0},
+                    started_at="2026-11-30T12:00:00+00:00")
+
+
+def other(result: RepeatResult = FULL, **fields) -> RepeatResult:
+    return dataclasses.replace(result, **fields)
+
+
+def journal(tmp_path: Path, *results: RepeatResult, end: str | None = None) -> Path:
+    path = tmp_path / "reports" / SETTINGS.run_id / "journal.jsonl"
+    with JournalWriter(path, create=True) as writer:
+        writer.settings(SETTINGS)
+        for result in results:
+            writer.repeat(result)
+        if end:
+            writer.end(end)
+    return path
+
+
+def test_every_field_of_a_repeat_is_set_in_the_fixture():
+    for field in dataclasses.fields(RepeatResult):
+        if field.default is not dataclasses.MISSING:
+            assert getattr(FULL, field.name) != field.default, field.name
+
+
+def test_a_repeat_round_trips_through_json_whole():
+    text = json.dumps(result_to_json(FULL), allow_nan=False)
+    assert result_from_json(json.loads(text)) == FULL
+
+
+def test_a_repeat_without_a_model_or_steps_round_trips():
+    bare = other(model=None, trajectory=(), path=(), identities=(), claimed=None,
+                 peak_rss_mb=None, cpu_s=None, exit_code=None, signal=None)
+    assert result_from_json(json.loads(json.dumps(result_to_json(bare)))) == bare
+
+
+def test_every_kind_of_record_reads_back(tmp_path):
+    path = tmp_path / "reports" / "r" / "journal.jsonl"
+    second = other(scenario="b", repeat=1, outcome=Outcome.PASS)
+    at = datetime(2026, 11, 30, 12, 5, 1, 999, tzinfo=timezone.utc)
+    with JournalWriter(path, create=True) as writer:
+        writer.settings(SETTINGS)
+        writer.preflight(Preflight(True, "fw", "1.0"))
+        writer.repeat(FULL)
+        writer.resumed(at, 1)
+        writer.repeat(second)
+        writer.end("interrupted")
+    read = read_journal(path)
+    assert read.settings == SETTINGS
+    assert read.identity == ("fw", "1.0")
+    assert read.repeats == (FULL, second)
+    assert read.resumed == ({"at": "2026-11-30T12:05:01+00:00", "done": 1},)
+    assert read.ended == "interrupted"
+    first = json.loads(path.read_bytes().split(b"\n")[0])
+    assert (first["type"], first["schema"]) == ("run", SCHEMA)
+
+
+def test_settings_of_a_plan_round_trip(tmp_path, make_lane, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(make_lane(("a", "b", "c")), "r", repeats=2, scenario_ids=("c", "a"),
+                      seed=99, timeout_s=None, limits={"cpu_s": 5})
+    settings = plan_settings(plan, timeout_s=None, limits={"cpu_s": 5},
+                             started_at=datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
+    assert settings.scenarios == ("c", "a") and settings.lane_name == "demo"
+    assert settings.lane_path == str(tmp_path / "lanes" / "demo.toml")
+    path = tmp_path / "journal.jsonl"
+    with JournalWriter(path, create=True) as writer:
+        writer.settings(settings)
+    assert read_journal(path).settings == settings
+
+
+def test_a_line_a_kill_cut_short_is_dropped(tmp_path):
+    second = other(repeat=4)
+    path = journal(tmp_path, FULL, second)
+    whole = json.dumps({"type": "repeat", "result": result_to_json(other(repeat=5))}).encode()
+    with path.open("ab") as file:
+        file.write(whole[:len(whole) // 2])
+    read = read_journal(path)
+    assert read.repeats == (FULL, second) and read.ended is None
+
+
+@pytest.mark.xfail(strict=True, reason="bug in alk.journal: a resumed run appends after the torn "
+                   "piece, on the same line, and the next read refuses the journal")
+def test_a_journal_with_a_torn_last_line_can_be_appended_to_and_read_again(tmp_path):
+    path = journal(tmp_path, FULL)
+    with path.open("ab") as file:
+        file.write(b'{"type":"repeat","res')
+    with JournalWriter(path, create=False) as writer:  # what `resume_run` does next
+        writer.end("complete")
+    read = read_journal(path)
+    assert read.repeats == (FULL,) and read.ended == "complete"
+
+
+@pytest.mark.parametrize("line", [
+    b"not json at all",
+    b"[1, 2]",
+    b'{"no": "type"}',
+    b'{"type": "preflight"}',
+    b'{"type": "repeat", "result": {"scenario": "a"}}',
+    json.dumps({"type": "repeat", "result": {**result_to_json(FULL), "outcome": "sort of"}})
+    .encode(),
+])
+def test_a_corrupt_line_before_the_last_is_refused_by_file_and_line(tmp_path, line):
+    path = journal(tmp_path, FULL)
+    with path.open("ab") as file:
+        file.write(line + b"\n")
+    with JournalWriter(path, create=False) as writer:
+        writer.end("interrupted")
+    with pytest.raises(ResumeError) as caught:
+        read_journal(path)
+    assert str(caught.value).startswith(f"{path}: line 3 is not a journal record (")
+    assert "changed by hand or by another program" in str(caught.value)
+
+
+def test_a_journal_of_another_schema_or_without_settings_is_refused(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    path.write_text(json.dumps({"type": "run", "schema": "alk.journal/0"}) + "\n")
+    with pytest.raises(ResumeError, match=r"line 1: journal schema 'alk.journal/0' is not "
+                                          r"'alk\.journal/1'"):
+        read_journal(path)
+    path.write_text(json.dumps({"type": "end", "status": "complete"}) + "\n")
+    with pytest.raises(ResumeError, match="holds no `run` record"):
+        read_journal(path)
+    with pytest.raises(ResumeError, match="no journal; only a run started by this alk"):
+        read_journal(tmp_path / "missing.jsonl")
+    with pytest.raises(ResumeError, match="no journal"):
+        JournalWriter(tmp_path / "missing" / "journal.jsonl", create=False)
+
+
+def test_a_repeat_recorded_twice_keeps_its_first_record(tmp_path):
+    again = other(outcome=Outcome.PASS, cause="passed", sha256="e" * 64)
+    later = other(repeat=4)
+    path = journal(tmp_path, FULL, again, later, other(later, seed=1))
+    assert read_journal(path).repeats == (FULL, later)
+
+
+def test_creating_a_journal_that_exists_fails_and_leaves_it_as_it_was(tmp_path):
+    path = journal(tmp_path, FULL, end="complete")
+    before = path.read_bytes()
+    with pytest.raises(FileExistsError, match="journal.jsonl"):
+        JournalWriter(path, create=True)
+    assert path.read_bytes() == before
+
+
+HOLD = """
+import sys
+from pathlib import Path
+from alk.journal import JournalWriter
+writer = JournalWriter(Path(sys.argv[1]), create=False)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_alk_on_a_journal_in_use_is_refused_until_the_first_is_gone(tmp_path):
+    path = journal(tmp_path, FULL, end="interrupted")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        before = path.read_bytes()
+        with pytest.raises(ResumeError) as caught:
+            JournalWriter(path, create=False)
+        assert str(caught.value) == (f"{path}: another alk is running this run now; wait for "
+                                     "it to end (or stop it) before resuming")
+        assert path.read_bytes() == before
+    finally:
+        holder.kill()  # as `kill -9` would: the lock goes with the process
+        holder.wait()
+        holder.stdin.close()
+        holder.stdout.close()
+    with JournalWriter(path, create=False) as writer:
+        writer.end("complete")
+    assert read_journal(path).ended == "complete"
+
+
+def test_a_writer_releases_its_lock_when_closed(tmp_path):
+    path = journal(tmp_path)
+    first = JournalWriter(path, create=False)
+    with pytest.raises(ResumeError, match="another alk is running this run now"):
+        JournalWriter(path, create=False)
+    first.close()
+    first.close()  # twice is harmless
+    JournalWriter(path, create=False).close()
