@@ -74,12 +74,17 @@ class JournalWriter:
         except FileNotFoundError:
             raise ResumeError(f"{path}: no journal; only a run started by this alk can be "
                               "resumed") from None
+        except FileExistsError:
+            raise ResumeError(f"{path}: this run exists already; resume it (alk run --resume) "
+                              "or give the new run another id") from None
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
             raise ResumeError(f"{path}: another alk is running this run now; wait for it to "
                               "end (or stop it) before resuming") from None
+        if not create:
+            _cut_torn_line(self._fd, path)
         self.path = path
 
     def settings(self, settings: Settings) -> None:
@@ -119,6 +124,14 @@ class JournalWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cut_torn_line(fd: int, path: Path) -> None:
+    """A kill in the middle of a write leaves a last line without its newline: cut it off, so
+    that the next record starts a line of its own (`read_journal` ignores it anyway)."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        os.ftruncate(fd, data.rfind(b"\n") + 1)
 
 
 def read_journal(path: Path) -> Journal:

@@ -277,9 +277,6 @@ def test_a_real_sigint_to_the_main_thread_ends_every_repeat(tmp_path, make_lane)
     assert_stopped_and_kept(tmp_path, done, {"c"})
 
 
-@pytest.mark.xfail(strict=True, reason="bug in alk.engine.threads: the repeat threads are started "
-                   "before the `try`: a Ctrl-C then never sets the run's stop, and a started "
-                   "repeat ends only when the stop's pipe is closed under it")
 def test_a_sigint_while_the_repeat_threads_start_sets_the_runs_stop(tmp_path, make_lane,
                                                                    monkeypatch):
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -311,8 +308,6 @@ def test_a_sigint_while_the_repeat_threads_start_sets_the_runs_stop(tmp_path, ma
     assert done.interrupted and woke_to_a_set_stop == [True]
 
 
-@pytest.mark.xfail(strict=True, reason="bug in alk.engine.threads: a second Ctrl-C while the "
-                   "drain hands over a result leaves `run` with repeats still running")
 def test_a_second_interrupt_while_a_result_is_handed_over_still_waits_for_every_repeat(
         tmp_path, make_lane, monkeypatch):
     c_handed, b_may_end = threading.Event(), threading.Event()

@@ -88,9 +88,6 @@ def test_three_lanes_fit_80_columns_whole(three):
     assert len([line for line in lines if line.strip()]) == 7  # title, header, rule, 4 rows
 
 
-@pytest.mark.xfail(strict=True, reason="alk.report.matrix: eight lanes make a table 81 "
-                   "columns wide, which the console crops ('autogen' shows as 'autoge', "
-                   "[72–100] as [72–10 then ]), and names and ids are folded mid-word")
 def test_every_lane_of_this_repository_shows_whole_at_80_columns(tmp_path, make_lane):
     documents = [document(tmp_path, make_lane, name, nominal=[PASSING] * 10,
                           **{"crash-after-effect": [WRONG] * 10}) for name in ALL_LANES]

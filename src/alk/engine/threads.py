@@ -109,13 +109,19 @@ class ThreadLane:
             finally:
                 messages.put(_FINISHED)
 
-        threads = [threading.Thread(target=work, name=f"alk-repeat-{n + 1}", daemon=True)
-                   for n in range(min(self.jobs, len(items)))]
-        for thread in threads:
-            thread.start()
-        running = len(threads)
+        running = 0
         error: BaseException | None = None
         try:
+            # Started inside the try: a Ctrl-C while they start must stop those already going.
+            for number in range(min(self.jobs, len(items))):
+                thread = threading.Thread(target=work, name=f"alk-repeat-{number + 1}",
+                                          daemon=True)
+                running += 1
+                try:
+                    thread.start()
+                except BaseException:
+                    running -= 1
+                    raise
             while running:
                 message = messages.get()
                 if message is _FINISHED:
@@ -145,6 +151,6 @@ class ThreadLane:
             elif message[0] == "result":
                 try:
                     on_result(message[1])
-                except Exception:  # noqa: BLE001 - the first error is the one raised
-                    pass
+                except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the first is raised
+                    pass  # and every running repeat must still end before this returns
         raise error

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -19,28 +19,69 @@ _VERDICT_STYLE = {Verdict.PASS.value: "green", Verdict.FAIL.value: "red",
                   Verdict.FLAKY.value: "yellow", Verdict.VOID.value: "magenta"}
 
 
+# The widest a cell gets ("pass 100 [84–100]"), and the most a name or an id may take before
+# it is cut with an ellipsis (never folded mid-word: "pydantic-a/i" misreads).
+CELL_CHARS = 17
+NAME_CHARS = 24
+GAP_CHARS = 2  # between two columns
+
+
 def lane_matrix(documents: Sequence[Mapping[str, Any]]) -> RenderableType:
-    documents = [printable(doc) for doc in documents]
-    # Percent figures without their signs: three lanes beside the scenario fit 80 columns.
-    table = Table(title="lanes × scenarios: verdict, pass % [95% interval]",
-                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False)
-    table.add_column("scenario", overflow="fold", min_width=8)
-    for doc in documents:
-        lane = doc.get("lane") or {}
-        table.add_column(Text(str(lane.get("name") or DASH), style="bold"), overflow="fold")
-    order: dict[str, None] = {}
-    for doc in documents:
-        for scenario in doc.get("scenarios") or []:
-            order.setdefault(str(scenario.get("id")), None)
-    for scenario_id in order:
-        row: list[RenderableType] = [Text(scenario_id)]
+    """Tables of as many lanes as the width holds (three at 80 columns), each with the
+    scenario column, so that no cell is folded or cropped however many lanes ran."""
+    return _Matrix([printable(doc) for doc in documents])
+
+
+class _Matrix:
+    def __init__(self, documents: list[Mapping[str, Any]]) -> None:
+        self.documents = documents
+        order: dict[str, None] = {}
         for doc in documents:
-            entry = next((s for s in doc.get("scenarios") or []
-                          if str(s.get("id")) == scenario_id), None)
-            row.append(_cell(entry, doc))
-        table.add_row(*row)
-    return table
+            for scenario in doc.get("scenarios") or []:
+                order.setdefault(str(scenario.get("id")), None)
+        self.scenarios = list(order)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        first = min(NAME_CHARS, max([8, *map(len, self.scenarios)]))
+        groups: list[list[Mapping[str, Any]]] = [[]]
+        used = first
+        for doc in self.documents:
+            width = GAP_CHARS + _lane_chars(doc)
+            if groups[-1] and used + width > options.max_width:
+                groups.append([])
+                used = first
+            groups[-1].append(doc)
+            used += width
+        for number, group in enumerate(groups):
+            if number:
+                yield Text()
+            yield self._table(group, first, title=number == 0)
+
+    def _table(self, documents: list[Mapping[str, Any]], first: int, title: bool) -> Table:
+        # Percent figures without their signs: three lanes beside the scenario fit 80 columns.
+        table = Table(title="lanes × scenarios: verdict, pass % [95% interval]" if title
+                      else None, title_justify="left", title_style="bold",
+                      box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table.add_column("scenario", no_wrap=True, overflow="ellipsis", width=first)
+        for doc in documents:
+            table.add_column(Text(_lane_name(doc), style="bold"), no_wrap=True,
+                             overflow="ellipsis", width=_lane_chars(doc))
+        for scenario_id in self.scenarios:
+            row: list[RenderableType] = [Text(scenario_id)]
+            for doc in documents:
+                entry = next((s for s in doc.get("scenarios") or []
+                              if str(s.get("id")) == scenario_id), None)
+                row.append(_cell(entry, doc))
+            table.add_row(*row)
+        return table
+
+
+def _lane_name(doc: Mapping[str, Any]) -> str:
+    return str((doc.get("lane") or {}).get("name") or DASH)
+
+
+def _lane_chars(doc: Mapping[str, Any]) -> int:
+    return min(NAME_CHARS, max(CELL_CHARS, len(_lane_name(doc))))
 
 
 def _cell(entry: Mapping[str, Any] | None, doc: Mapping[str, Any]) -> Text:
