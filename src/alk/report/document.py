@@ -39,7 +39,9 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     lane = plan.lane
     by_scenario: dict[str, list[RepeatResult]] = {s.id: [] for s in plan.scenarios}
     # In repeat order, however the repeats finished (at once, or some before a resume).
-    for result in sorted(execution.repeats, key=lambda r: r.repeat):
+    place = {scenario.id: index for index, scenario in enumerate(plan.scenarios)}
+    ordered = sorted(execution.repeats, key=lambda r: (r.repeat, place.get(r.scenario, 0)))
+    for result in ordered:
         by_scenario[result.scenario].append(result)
     stats = [summarize_scenario(sid, results, plan.repeats)
              for sid, results in by_scenario.items()]
@@ -82,7 +84,7 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         "resumed": [dict(entry) for entry in resumed],
         "preflight": gate,
         # Every framework and version a worker reported: the probe's and each attempt's.
-        "identities": _identities(preflight, execution.repeats),
+        "identities": _identities(preflight, ordered),
         # alk's own footprint: a worker's output must never make it grow (docs/security.md).
         "harness": {"peak_rss_mb": round(_own_peak_rss_kb() / 1024, 1)},
         "paths": {"result": str(Path("reports") / plan.run_id / RESULT_NAME),
