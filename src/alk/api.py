@@ -24,9 +24,16 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from alk import __version__
 from alk.engine import Engine
 from alk.engine.threads import ThreadEngine
-from alk.errors import LaneError, ResumeError, RunNotFoundError, TranscriptError, UsageError
+from alk.errors import (
+    LaneError,
+    ResumeError,
+    RunNotFoundError,
+    RunWriteError,
+    TranscriptError,
+    UsageError,
+)
 from alk.executor import Execution, Runner, execute
-from alk.journal import JournalWriter, journal_path, plan_settings, read_journal
+from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
 from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk.plan import build_plan, new_run_id
 from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
@@ -89,7 +96,7 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
              out_dir: Path = Path("."), runner: Runner | None = None,
              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
              jobs: int = 1, engine: Engine | None = None, run_id: str | None = None,
-             on_plan: Callable[[Plan], None] | None = None,
+             on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
              on_start: Callable[[RepeatSpec], None] | None = None,
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Runs a lane: `jobs` repeats at once (each its own worker process), on `engine` when
@@ -99,9 +106,9 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
     plan = build_plan(lane, run_id or new_run_id(), repeats=repeats, scenario_ids=scenarios,
                       seed=seed, timeout_s=timeout_s, limits=limits)
     started_at = datetime.now(timezone.utc)
-    with JournalWriter(journal_path(out_dir, plan.run_id), create=True) as journal:
-        journal.settings(plan_settings(plan, timeout_s=timeout_s, limits=limits or {},
-                                       started_at=started_at))
+    with JournalWriter(journal_path(out_dir, plan.run_id),
+                       plan_settings(plan, timeout_s=timeout_s, limits=limits or {},
+                                     started_at=started_at)) as journal:
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
                          started_at=started_at, on_plan=on_plan, on_start=on_start,
@@ -111,7 +118,7 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
 def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
                environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
                jobs: int = 1, engine: Engine | None = None,
-               on_plan: Callable[[Plan], None] | None = None,
+               on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
                on_start: Callable[[RepeatSpec], None] | None = None,
                on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Continues a run that was interrupted or killed (`kill -9` of alk included): the
@@ -120,7 +127,7 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
     its worker now reports another framework or version; the run is then left as it was."""
     environ = os.environ if environ is None else environ
     path = journal_path(out_dir, run_id)
-    with JournalWriter(path, create=False) as journal:
+    with JournalWriter(path) as journal:
         # Read under the lock: no other alk is appending now.
         past = read_journal(path)
         settings = past.settings
@@ -132,9 +139,19 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
             raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began "
                               "(its sha256 differs); resuming would mix two lanes in one "
                               "result: start a new run, or restore the file")
+        if lane.model is not None and lane.model.record is not None:
+            raise ResumeError(f"{lane.path}: model.record: run {run_id} was recording a "
+                              "cassette, which a resumed run would replace with its own part "
+                              "alone; start a new run to record one whole")
         plan = build_plan(lane, run_id, repeats=settings.repeats,
                           scenario_ids=settings.scenarios, seed=settings.seed,
                           timeout_s=settings.timeout_s, limits=settings.limits)
+        finished = {(result.scenario, result.repeat) for result in past.repeats}
+        if past.identity is not None and all((item.scenario.id, item.repeat) in finished
+                                             for item in plan.items):
+            # Killed after its last repeat, before it said so: written up, nothing run again.
+            return _write_up(plan, journal, past, out_dir=out_dir, environ=environ,
+                             engine=engine, jobs=jobs)
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
                          started_at=datetime.fromisoformat(settings.started_at),
@@ -150,19 +167,16 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
               identity: tuple[str | None, str | None] | None = None,
               resumed: Sequence[Mapping[str, Any]] = (),
               resumed_at: datetime | None = None,
-              on_plan: Callable[[Plan], None] | None = None,
+              on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Runs a plan whose journal is open: a new run, or (`resumed_at` set) a resumed one,
     which changes nothing on disk until its worker has passed the preflight as before."""
     if on_plan:
-        on_plan(plan)
+        on_plan(plan, done)
     path = result_path(out_dir, plan.run_id)
     lane = plan.lane
-    # The proxy's upstream key is alk's own secret: redacted wherever it might surface.
-    secret_names = (*lane.required_env, *((lane.model.key_env,) if lane.model and
-                                          lane.model.key_env else ()))
-    redactor = Redactor(environ[name] for name in secret_names if name in environ)
+    redactor = _redactor(lane, environ)
     engine = engine or ThreadEngine(runner, jobs)
     settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
     resumed = list(resumed)
@@ -170,8 +184,10 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
 
     def document(execution: Execution, status: str, finished_at: datetime | None = None
                  ) -> dict[str, Any]:
+        # How many ran at once, as the engine decided (max_parallel, RLIMIT_NPROC), not asked.
+        ran = {**settings, "jobs": execution.jobs or settings["jobs"]}
         return build_document(plan, execution, status=status, started_at=started_at,
-                              finished_at=finished_at, resumed=resumed, run_settings=settings)
+                              finished_at=finished_at, resumed=resumed, run_settings=ran)
 
     def checkpoint(execution: Execution) -> None:
         write_document(path, document(execution, "running"), redactor)
@@ -199,7 +215,6 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
 
     def after_repeat(result: RepeatResult, execution: Execution) -> None:
         nonlocal next_checkpoint
-        journal.repeat(result)  # from here the repeat is finished, whatever happens to alk
         if on_repeat:
             on_repeat(result)
         began = time.monotonic()
@@ -212,9 +227,19 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
             next_checkpoint = finished + max(CHECKPOINT_INTERVAL_S,
                                              CHECKPOINT_SHARE * (finished - began))
 
-    execution = execute(plan, out_dir, redactor, environ=environ,
-                        keep_workspaces=keep_workspaces, engine=engine, done=done,
-                        on_preflight=on_preflight, on_start=on_start, on_repeat=after_repeat)
+    try:
+        execution = execute(plan, out_dir, redactor, environ=environ,
+                            keep_workspaces=keep_workspaces, engine=engine, done=done,
+                            on_preflight=on_preflight, on_start=on_start,
+                            # From its record on, the repeat is finished, whatever happens.
+                            on_record=journal.repeat, on_repeat=after_repeat)
+    except OSError as exc:
+        # The journal or the result could not be written (a full disk, say): alk stops as if
+        # killed, with every finished repeat in the journal.
+        raise RunWriteError(f"{exc.filename or journal.path}: cannot be written "
+                            f"({exc.strerror or exc}); the repeats finished so far are in "
+                            f"{journal.path}: free the space, then `alk run --resume "
+                            f"{plan.run_id.split('/')[0]}`") from None
     if not going_on:
         # The resume never began (its probe was refused or void, or it was interrupted
         # first): the run stays as it was, still to be resumed.
@@ -231,6 +256,32 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     written = write_document(path, final, redactor)
     journal.end(status)
     return RunResult(written, path, code, execution.interrupted)
+
+
+def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Path,
+              environ: Mapping[str, str], engine: Engine | None, jobs: int) -> RunResult:
+    """The result of a run whose every repeat is in its journal, written from it alone."""
+    lane = plan.lane
+    framework, version = past.identity or (None, None)
+    execution = Execution(preflight=Preflight(True, framework, version),
+                          repeats=list(past.repeats))
+    settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
+    document = build_document(plan, execution, status="complete",
+                              started_at=datetime.fromisoformat(past.settings.started_at),
+                              finished_at=datetime.now(timezone.utc), resumed=past.resumed,
+                              run_settings=settings)
+    code = exit_code(document)
+    path = result_path(out_dir, plan.run_id)
+    written = write_document(path, document, _redactor(lane, environ))
+    journal.end("complete")
+    return RunResult(written, path, code, False)
+
+
+def _redactor(lane: Lane, environ: Mapping[str, str]) -> Redactor:
+    """The values of the lane's secrets, and of the proxy's upstream key (alk's own secret)."""
+    names = (*lane.required_env, *((lane.model.key_env,) if lane.model and lane.model.key_env
+                                   else ()))
+    return Redactor(environ[name] for name in names if name in environ)
 
 
 @dataclass(frozen=True)
@@ -287,7 +338,7 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
               out_dir: Path = Path("."), runner: Runner | None = None,
               environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
               jobs: int = 1, engine: Engine | None = None,
-              on_plan: Callable[[Plan], None] | None = None,
+              on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
     """One lane as `run_lane` runs it; several in one run folder, one after another, each with
@@ -317,7 +368,7 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
 def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
            environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
            jobs: int = 1, engine: Engine | None = None,
-           on_plan: Callable[[Plan], None] | None = None,
+           on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
            on_start: Callable[[RepeatSpec], None] | None = None,
            on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
     """Continues a run of one lane (`resume_run`) or of several: their lanes that finished

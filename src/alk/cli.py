@@ -127,6 +127,9 @@ def run(
 
     try:
         engine = _engine(executor, scheduler)
+        if engine is not None and jobs:
+            raise UsageError("--jobs is for --executor local: on Dask, each worker runs as "
+                             "many repeats at once as it has threads (dask worker --nthreads)")
         jobs = jobs or default_jobs()
         shown = progress.run_progress(Console(stderr=True), enabled=not quiet)
         hooks = dict(on_plan=shown.plan if shown else None,
@@ -136,7 +139,7 @@ def run(
             if lane or scenario or repeats or seed is not None or timeout or limit:
                 raise UsageError("--resume RUN_ID continues a run as it began: leave out "
                                  "--lane, --scenario, --repeats, --seed, --timeout and --limit")
-            with shown or contextlib.nullcontext():
+            with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
                 results = api.resume(resume, out_dir=out, jobs=jobs, engine=engine,
                                      keep_workspaces=keep_workspaces, **hooks)
         else:
@@ -145,7 +148,7 @@ def run(
             loaded = api.load_lanes(lane)
             for one in loaded:
                 _warn(lane_warnings(one))
-            with shown or contextlib.nullcontext():
+            with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
                 results = api.run_lanes(loaded, repeats=repeats, scenarios=scenario, seed=seed,
                                         timeout_s=timeout, limits=_parse_limits(limit),
                                         out_dir=out, keep_workspaces=keep_workspaces,
@@ -184,7 +187,9 @@ def _print_runs(documents: List[dict], out: Path) -> None:
     from alk.report import matrix, terminal
 
     console = Console()
-    for document in documents:
+    for number, document in enumerate(documents):
+        if number:
+            console.print()  # the lanes of one run, apart
         console.print(terminal.run_report(document, out.resolve()))
     if len(documents) > 1:
         console.print()

@@ -9,6 +9,7 @@ mean alk itself cannot go on. The CLI prints them without a traceback.
     ├── RunNotFoundError a run id, scenario or repeat with no saved files
     ├── TranscriptError  a transcript or result file that cannot be read
     ├── ResumeError      a run that cannot be resumed (changed lane or version, no journal)
+    ├── RunWriteError    a run's journal or result cannot be written (a full disk): resume it
     └── CheckError       one of a lane's checks could not be carried out (voids the repeat)
 """
 
@@ -37,6 +38,11 @@ class ResumeError(AlkError):
     """Raised when `alk run --resume` cannot go on with a run as it began: its journal is
     missing or unreadable, its lane file or its worker's framework version changed, or another
     alk holds it. The run is left as it was."""
+
+
+class RunWriteError(AlkError):
+    """Raised when a run's journal or result cannot be written: the run stops as if killed,
+    its finished repeats in the journal, to be resumed once the cause is gone."""
 
 
 class CheckError(AlkError):

@@ -7,13 +7,10 @@ says why a run is void; nothing here prints.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
-import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Mapping
 
 from alk.attribution import attribute, void
 from alk.causes import Cause
@@ -31,13 +28,15 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             jobs: int = 1, engine: Engine | None = None, done: Iterable[RepeatResult] = (),
             on_preflight: Callable[[Preflight], None] | None = None,
             on_start: Callable[[RepeatSpec], None] | None = None,
+            on_record: Callable[[RepeatResult], None] | None = None,
             on_repeat: Callable[[RepeatResult, Execution], None] | None = None) -> Execution:
     """Runs the plan's repeats but those in `done` (a resumed run's finished ones, kept as
     they are). On KeyboardInterrupt every running worker is ended, the repeats finished so far
     are kept, and `interrupted` is set; the exception does not propagate. `on_preflight` hears
     the probe's passing verdict before any repeat starts, and may raise to stop the run there
-    (a resumed run whose worker reports another version). `redactor` holds the values of the
-    lane's `required_env` as found in `environ`."""
+    (a resumed run whose worker reports another version). `on_record` makes a finished repeat
+    durable (the journal) before it counts. `redactor` holds the values of the lane's
+    `required_env` as found in `environ`."""
     engine = engine or ThreadEngine(runner, jobs)
     execution = Execution(repeats=list(done))
     finished = {(result.scenario, result.repeat) for result in execution.repeats}
@@ -45,6 +44,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     try:
         with engine.open(plan, out_dir, redactor, environ, keep_workspaces) as lane:
             execution.workspaces = lane.workspaces
+            execution.jobs = getattr(lane, "jobs", None)
             try:
                 probe = lane.probe()
             except (KeyboardInterrupt, RunVoid):
@@ -63,12 +63,14 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             lane.identify(probe.preflight)
 
             def keep(result: RepeatResult) -> None:
-                # Kept whole or not at all: a Ctrl-C between the two would put a repeat in
-                # the result that the journal (on_repeat) never recorded.
-                with _signals_held():
-                    execution.repeats.append(result)
-                    if on_repeat:
-                        on_repeat(result, execution)
+                # Recorded (the journal) before it is counted: a Ctrl-C between the two
+                # leaves an interrupted result one repeat short, which a resume takes back
+                # from the journal, never one that lists a repeat the journal lacks.
+                if on_record:
+                    on_record(result)
+                execution.repeats.append(result)
+                if on_repeat:
+                    on_repeat(result, execution)
 
             lane.run(items, on_start=on_start, on_result=keep)
     except RunVoid as exc:
@@ -76,23 +78,6 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     except KeyboardInterrupt:
         execution.interrupted = True
     return execution
-
-
-_STOPPING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Holds the signals that stop a run until the block ends (in the main thread, where
-    Python runs their handlers; elsewhere there is nothing to hold)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _with_install_hint(verdict: Attribution, install: str) -> Attribution:

@@ -18,6 +18,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,33 +64,53 @@ class Journal:
 
 
 class JournalWriter:
-    """Appends records to a run's journal, each durable when the call returns."""
+    """Appends records to a run's journal, each durable when the call returns. A new journal
+    (`settings` given) comes into being whole, its `run` record in it and locked: a kill at any
+    moment leaves either no journal or one that says what the run is."""
 
-    def __init__(self, path: Path, *, create: bool) -> None:
+    def __init__(self, path: Path, settings: Settings | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if create
-                                                           else 0)
+        self.path = path
+        self._fd = -1
+        if settings is not None:
+            self._fd = self._begin(path, settings)
+            return
         try:
-            self._fd = os.open(path, flags, 0o644)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         except FileNotFoundError:
             raise ResumeError(f"{path}: no journal; only a run started by this alk can be "
                               "resumed") from None
+        self._lock(self._fd, path)
+        _cut_torn_line(self._fd, path)
+
+    @classmethod
+    def _begin(cls, path: Path, settings: Settings) -> int:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".journal-", suffix=".tmp")
+        try:
+            cls._lock(fd, path)
+            _write_line(fd, {"type": "run", "schema": SCHEMA, "alk_version": __version__,
+                             **dataclasses.asdict(settings)})
+            os.link(temp, path)  # fails if the run exists: never two runs in one journal
         except FileExistsError:
+            os.close(fd)
             raise ResumeError(f"{path}: this run exists already; resume it (alk run --resume) "
                               "or give the new run another id") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            os.unlink(temp)
+        os.set_inheritable(fd, False)
+        return fd
+
+    @staticmethod
+    def _lock(fd: int, path: Path) -> None:
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(self._fd)
+            os.close(fd)
             raise ResumeError(f"{path}: another alk is running this run now; wait for it to "
                               "end (or stop it) before resuming") from None
-        if not create:
-            _cut_torn_line(self._fd, path)
-        self.path = path
-
-    def settings(self, settings: Settings) -> None:
-        self._append({"type": "run", "schema": SCHEMA, "alk_version": __version__,
-                      **dataclasses.asdict(settings)})
 
     def preflight(self, preflight: Preflight) -> None:
         self._append({"type": "preflight", "framework": preflight.framework,
@@ -105,14 +126,7 @@ class JournalWriter:
         self._append({"type": "end", "status": status})
 
     def _append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"),
-                          default=str).encode() + b"\n"
-        # One write of a whole line, then fsync: a kill leaves at most a torn last line, which
-        # `read_journal` drops.
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view):]
-        os.fsync(self._fd)
+        _write_line(self._fd, record)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -124,6 +138,17 @@ class JournalWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_line(fd: int, record: Mapping[str, Any]) -> None:
+    """One write of a whole line (at the end: the descriptor appends), then fsync: a kill
+    leaves at most a torn last line, which `read_journal` drops."""
+    line = json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                      default=str).encode() + b"\n"
+    view = memoryview(line)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
 
 
 def _cut_torn_line(fd: int, path: Path) -> None:

@@ -354,3 +354,4 @@ class Execution:
     repeats: list[RepeatResult] = field(default_factory=list)
     interrupted: bool = False
     workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None
+    jobs: int | None = None  # repeats run at once on this machine (None: elsewhere, or unknown)

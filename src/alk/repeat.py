@@ -122,9 +122,9 @@ class StartSlots:
 def cores() -> int:
     """The number of cores alk may use (its CPU affinity, where the OS says)."""
     try:
-        return len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        return max(1, os.cpu_count() or 1)
 
 
 class RunVoid(Exception):

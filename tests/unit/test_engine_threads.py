@@ -120,7 +120,7 @@ def test_a_lanes_max_parallel_caps_jobs(tmp_path, make_lane):
     done = run(tmp_path, make_lane, runner, repeats=4, jobs=4, max_parallel=2)
     assert set(outcomes(done.document).values()) == {"pass"}
     assert runner.most == 2 and runner.most_threads == 2
-    assert done.document["settings"]["jobs"] == 4  # what was asked; the lane ran fewer
+    assert done.document["settings"]["jobs"] == 2  # what ran at once, not the 4 asked
 
 
 @pytest.mark.parametrize("jobs, max_parallel, items, max_processes, cgroup, expected", [
@@ -173,7 +173,7 @@ def test_callbacks_come_only_in_the_calling_thread(tmp_path, make_lane):
     runner = ThreadedRunner(together=3)
     heard: list[tuple[str, int]] = []
     run(tmp_path, make_lane, runner, ids=("a", "b", "c"), repeats=2, jobs=3,
-        on_plan=lambda plan: heard.append(("plan", threading.get_ident())),
+        on_plan=lambda plan, done: heard.append(("plan", threading.get_ident())),
         on_start=lambda item: heard.append(("start", threading.get_ident())),
         on_repeat=lambda result: heard.append(("repeat", threading.get_ident())))
     assert [kind for kind, _ in heard].count("start") == 6

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from alk.errors import ResumeError
+from alk import journal as journal_module
 from alk.journal import (
     SCHEMA,
     JournalWriter,
@@ -51,8 +52,7 @@ def other(result: RepeatResult = FULL, **fields) -> RepeatResult:
 
 def journal(tmp_path: Path, *results: RepeatResult, end: str | None = None) -> Path:
     path = tmp_path / "reports" / SETTINGS.run_id / "journal.jsonl"
-    with JournalWriter(path, create=True) as writer:
-        writer.settings(SETTINGS)
+    with JournalWriter(path, SETTINGS) as writer:
         for result in results:
             writer.repeat(result)
         if end:
@@ -81,8 +81,7 @@ def test_every_kind_of_record_reads_back(tmp_path):
     path = tmp_path / "reports" / "r" / "journal.jsonl"
     second = other(scenario="b", repeat=1, outcome=Outcome.PASS)
     at = datetime(2026, 11, 30, 12, 5, 1, 999, tzinfo=timezone.utc)
-    with JournalWriter(path, create=True) as writer:
-        writer.settings(SETTINGS)
+    with JournalWriter(path, SETTINGS) as writer:
         writer.preflight(Preflight(True, "fw", "1.0"))
         writer.repeat(FULL)
         writer.resumed(at, 1)
@@ -107,8 +106,7 @@ def test_settings_of_a_plan_round_trip(tmp_path, make_lane, monkeypatch):
     assert settings.scenarios == ("c", "a") and settings.lane_name == "demo"
     assert settings.lane_path == str(tmp_path / "lanes" / "demo.toml")
     path = tmp_path / "journal.jsonl"
-    with JournalWriter(path, create=True) as writer:
-        writer.settings(settings)
+    JournalWriter(path, settings).close()
     assert read_journal(path).settings == settings
 
 
@@ -126,7 +124,7 @@ def test_a_journal_with_a_torn_last_line_can_be_appended_to_and_read_again(tmp_p
     path = journal(tmp_path, FULL)
     with path.open("ab") as file:
         file.write(b'{"type":"repeat","res')
-    with JournalWriter(path, create=False) as writer:  # what `resume_run` does next
+    with JournalWriter(path) as writer:  # what `resume_run` does next
         writer.end("complete")
     read = read_journal(path)
     assert read.repeats == (FULL,) and read.ended == "complete"
@@ -145,7 +143,7 @@ def test_a_corrupt_line_before_the_last_is_refused_by_file_and_line(tmp_path, li
     path = journal(tmp_path, FULL)
     with path.open("ab") as file:
         file.write(line + b"\n")
-    with JournalWriter(path, create=False) as writer:
+    with JournalWriter(path) as writer:
         writer.end("interrupted")
     with pytest.raises(ResumeError) as caught:
         read_journal(path)
@@ -165,7 +163,7 @@ def test_a_journal_of_another_schema_or_without_settings_is_refused(tmp_path):
     with pytest.raises(ResumeError, match="no journal; only a run started by this alk"):
         read_journal(tmp_path / "missing.jsonl")
     with pytest.raises(ResumeError, match="no journal"):
-        JournalWriter(tmp_path / "missing" / "journal.jsonl", create=False)
+        JournalWriter(tmp_path / "missing" / "journal.jsonl")
 
 
 def test_a_repeat_recorded_twice_keeps_its_first_record(tmp_path):
@@ -179,7 +177,7 @@ def test_creating_a_journal_that_exists_fails_and_leaves_it_as_it_was(tmp_path):
     path = journal(tmp_path, FULL, end="complete")
     before = path.read_bytes()
     with pytest.raises(ResumeError, match="journal.jsonl: this run exists already"):
-        JournalWriter(path, create=True)
+        JournalWriter(path, SETTINGS)
     assert path.read_bytes() == before
 
 
@@ -187,7 +185,7 @@ HOLD = """
 import sys
 from pathlib import Path
 from alk.journal import JournalWriter
-writer = JournalWriter(Path(sys.argv[1]), create=False)
+writer = JournalWriter(Path(sys.argv[1]))
 print("locked", flush=True)
 sys.stdin.read()
 """
@@ -201,7 +199,7 @@ def test_a_second_alk_on_a_journal_in_use_is_refused_until_the_first_is_gone(tmp
         assert holder.stdout.readline() == "locked\n"
         before = path.read_bytes()
         with pytest.raises(ResumeError) as caught:
-            JournalWriter(path, create=False)
+            JournalWriter(path)
         assert str(caught.value) == (f"{path}: another alk is running this run now; wait for "
                                      "it to end (or stop it) before resuming")
         assert path.read_bytes() == before
@@ -210,16 +208,36 @@ def test_a_second_alk_on_a_journal_in_use_is_refused_until_the_first_is_gone(tmp
         holder.wait()
         holder.stdin.close()
         holder.stdout.close()
-    with JournalWriter(path, create=False) as writer:
+    with JournalWriter(path) as writer:
         writer.end("complete")
     assert read_journal(path).ended == "complete"
 
 
 def test_a_writer_releases_its_lock_when_closed(tmp_path):
     path = journal(tmp_path)
-    first = JournalWriter(path, create=False)
+    first = JournalWriter(path)
     with pytest.raises(ResumeError, match="another alk is running this run now"):
-        JournalWriter(path, create=False)
+        JournalWriter(path)
     first.close()
     first.close()  # twice is harmless
-    JournalWriter(path, create=False).close()
+    JournalWriter(path).close()
+
+
+def test_a_journal_comes_into_being_whole_or_not_at_all(tmp_path, monkeypatch):
+    # Killed before the journal is in place: no journal and no scrap, so the run id is free
+    # and no half-made run is left that resume could never read.
+    path = tmp_path / "reports" / "r" / "journal.jsonl"
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(journal_module.os, "link", killed)
+    with pytest.raises(KeyboardInterrupt):
+        JournalWriter(path, SETTINGS)
+    assert list(path.parent.iterdir()) == []
+    monkeypatch.undo()
+    with JournalWriter(path, SETTINGS):
+        # In place, already whole: another alk reads what run it is (and cannot take it).
+        assert read_journal(path).settings == SETTINGS
+        with pytest.raises(ResumeError, match="another alk is running this run now"):
+            JournalWriter(path)

@@ -74,3 +74,18 @@ def test_a_line_counts_the_repeats_running_at_once():
     clock.now += 2
     progress.advance(finished("a", Outcome.PASS))
     assert out.getvalue() == "alk demo: 1/4 · pass 1 fail 0 void 0 · 2 running · 2 s, ~6 s left\n"
+
+
+def test_a_resumed_run_counts_what_was_done_and_an_interrupted_one_says_where_it_stopped():
+    clock, out = Clock(), io.StringIO()
+    with LineProgress(out, every_s=60, clock=clock) as progress:
+        progress.plan(plan(("a",), 10), done=[finished("a", Outcome.PASS)] * 6)
+        clock.now += 2
+        progress.advance(finished("a", Outcome.AGENT))
+        clock.now += 2
+        progress.advance(finished("a", Outcome.PASS))
+    # The estimate rests on the repeats run now (2 s each), not on the six done before.
+    assert out.getvalue().splitlines() == [
+        "alk demo: 7/10 · pass 6 fail 1 void 0 · 2 s, ~6 s left",
+        "alk demo: 8/10 · pass 7 fail 1 void 0 · 4 s, ~4 s left",  # at the interrupt
+    ]

@@ -112,7 +112,7 @@ def real_run(out: Path, lane_file: Path, repeats: int, *, missing_env: str | Non
             raise KeyboardInterrupt
 
     done = api.run_lane(lane, repeats=repeats, seed=7, out_dir=out, environ=environ,
-                        on_plan=plans.append, on_repeat=on_repeat, **options)
+                        on_plan=lambda plan, done: plans.append(plan), on_repeat=on_repeat, **options)
     return Run(done.document, json.loads(done.path.read_text(encoding="utf-8")),
                seen[0] if seen else None)
 

@@ -323,3 +323,50 @@ def test_two_lanes_of_one_name_are_refused_naming_both_files(root):
     message = str(caught.value)
     assert "lanes/first.toml" in message and "lanes/second.toml" in message
     assert "are both lane 'first'" in message
+
+
+def test_a_run_killed_after_its_last_repeat_is_written_up_from_its_journal_alone(root):
+    write_lane(root)
+    done = run(root, CountingRunner())
+    path = journal_path(root, done.document["run_id"])
+    # As if alk died after the last repeat's record, before the run's `end`.
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert json.loads(lines[-1])["type"] == "end"
+    path.write_bytes(b"".join(lines[:-1]))
+    result_path(root, done.document["run_id"]).unlink()
+    runner = CountingRunner(version="2.0")  # nothing may run: not even the probe
+    again = api.resume_run(done.document["run_id"], out_dir=root, runner=runner,
+                           environ=ENVIRON)
+    assert runner.started == [] and runner.probes == []
+    assert again.document["status"] == "complete" and again.document["resumed"] == []
+    assert seeds_of(again.document) == seeds_of(done.document)
+    assert read_journal(path).ended == "complete"
+
+
+def test_a_journal_that_cannot_be_written_stops_the_run_to_be_resumed(root, monkeypatch):
+    import errno
+
+    from alk.errors import RunWriteError
+    from alk.journal import JournalWriter
+
+    write_lane(root)
+    repeat = JournalWriter.repeat
+    written = []
+
+    def fills_up(self, result):
+        if len(written) == 4:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+        written.append(result)
+        repeat(self, result)
+
+    monkeypatch.setattr(JournalWriter, "repeat", fills_up)
+    with pytest.raises(RunWriteError, match=r"journal.jsonl: cannot be written \(No space"):
+        run(root, CountingRunner())
+    monkeypatch.undo()
+    [run_id] = [p.name for p in (root / "reports").iterdir()]
+    assert len(read_journal(journal_path(root, run_id)).repeats) == 4
+    runner = CountingRunner()
+    done = api.resume_run(run_id, out_dir=root, runner=runner, environ=ENVIRON)
+    assert done.document["status"] == "complete" and len(runner.started) == 5
+    assert sorted(seeds_of(done.document)) == sorted(
+        (sid, n) for sid in ("a", "b", "c") for n in (1, 2, 3))

@@ -102,6 +102,13 @@ class DaskEngine:
     @contextmanager
     def open(self, plan: Plan, out_dir: Path, redactor: Redactor, environ: Mapping[str, str],
              keep_workspaces: bool) -> Iterator[DaskLane]:
+        model = plan.lane.model
+        if model is not None and model.record is not None:
+            # Each worker process would record its own part to the same path, the last to
+            # close replacing the others.
+            raise UsageError(f"{plan.lane.path}: model.record: a cassette is recorded by one "
+                             "alk on one machine; record it with --executor local, then "
+                             "replay it on Dask")
         # `environ` is the coordinator's: what a Dask worker needs comes from its own.
         run = _Run(token=f"{plan.run_id}-{secrets.token_hex(4)}",
                    plan=dataclasses.replace(plan, items=()),  # a task carries only its item

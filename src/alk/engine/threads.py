@@ -25,15 +25,19 @@ from alk.runner.stop import Stop
 
 
 def default_jobs() -> int:
-    """The number of cores alk may use (its CPU affinity, where the OS says)."""
-    return max(1, cores())
+    """--jobs when it is not given: the number of cores alk may use."""
+    return cores()
 
 
 def parallelism(jobs: int, plan: Plan) -> int:
     """How many repeats run at once: --jobs, capped by the lane's `max_parallel`, by the
     number of repeats, and to one when `max_processes` can only be set as RLIMIT_NPROC (no
     writable pids cgroup): that limit counts every process of the user the workers run as, so
-    repeats at once would use up each other's share and fail for it."""
+    repeats at once would use up each other's share and fail for it.
+
+    A repeat's thread must outlive its worker: `setpriv --pdeathsig` and bwrap's
+    `--die-with-parent` fire when the *thread* that spawned it ends, and each thread here runs
+    its repeats to their end before it takes another or returns."""
     cap = min(jobs, plan.lane.max_parallel or jobs, max(1, len(plan.items)))
     if plan.limits.max_processes is not None and not pids_cgroup_parent():
         return 1
@@ -70,6 +74,8 @@ _FINISHED = object()  # a thread's last message: it takes no more repeats
 
 
 class ThreadLane:
+    """`jobs`: how many repeats run at once here (see `parallelism`)."""
+
     def __init__(self, context: LaneContext, jobs: int, stop: Stop) -> None:
         self.context, self.jobs, self.stop = context, jobs, stop
 

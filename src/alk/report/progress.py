@@ -5,7 +5,7 @@ bar on a terminal, and plain lines in a pipe or a CI log, where a bar prints not
 from __future__ import annotations
 
 import time
-from typing import Callable, TextIO
+from typing import Callable, Sequence, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,8 +41,9 @@ class LiveProgress:
     def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(*exc)
 
-    def plan(self, plan: Plan) -> None:
-        # A lane of a run of several starts afresh: the bars of the one before go.
+    def plan(self, plan: Plan, done: Sequence[RepeatResult] = ()) -> None:
+        """A lane's run begins (`done`: the repeats a resumed run had finished before).
+        A lane of a run of several starts afresh: the bars of the one before go."""
         for task in self.progress.task_ids:
             self.progress.remove_task(task)
         self.running, self.tasks, self.tallies = 0, {}, {}
@@ -53,6 +54,16 @@ class LiveProgress:
             self.tasks[scenario.id] = self.progress.add_task(
                 "  " + scenario.id[:22], total=plan.repeats, tally="", running="")
             self.tallies[scenario.id] = {}
+        for result in done:
+            self._count(result)
+
+    def _count(self, result: RepeatResult) -> None:
+        self.progress.update(self.overall, advance=1)
+        tally = self.tallies[result.scenario]
+        name = _tally_name(result.outcome)
+        tally[name] = tally.get(name, 0) + 1
+        text = " ".join(f"{label} {tally[label]}" for label, _ in _TALLY if label in tally)
+        self.progress.update(self.tasks[result.scenario], advance=1, tally=text)
 
     def start(self, item: RepeatSpec) -> None:
         self.running += 1
@@ -60,12 +71,8 @@ class LiveProgress:
 
     def advance(self, result: RepeatResult) -> None:
         self.running = max(0, self.running - 1)
-        self.progress.update(self.overall, advance=1, running=f"running {self.running}")
-        tally = self.tallies[result.scenario]
-        name = _tally_name(result.outcome)
-        tally[name] = tally.get(name, 0) + 1
-        text = " ".join(f"{label} {tally[label]}" for label, _ in _TALLY if label in tally)
-        self.progress.update(self.tasks[result.scenario], advance=1, tally=text)
+        self.progress.update(self.overall, running=f"running {self.running}")
+        self._count(result)
 
 
 class LineProgress:
@@ -78,7 +85,7 @@ class LineProgress:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.stream, self.every_s, self.clock = stream, every_s, clock
         self.started = self.last_line = clock()
-        self.total = self.done = self.running = 0
+        self.total = self.done = self.running = self.before = self.last_done = 0
         self.lane = ""
         self.tally = {label: 0 for label, _ in _TALLY}
 
@@ -86,14 +93,21 @@ class LineProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        pass
+        # Cut short (Ctrl-C), the run still says where it stopped.
+        if self.total and self.done != self.total and self.last_done != self.done:
+            self._line(self.clock())
 
-    def plan(self, plan: Plan) -> None:
+    def plan(self, plan: Plan, done: Sequence[RepeatResult] = ()) -> None:
+        """`done`: the repeats a resumed run had finished before: counted, but not in the
+        rate that the estimate of what remains is drawn from."""
         self.started = self.last_line = self.clock()
         self.total = plan.repeats * len(plan.scenarios)
-        self.done = self.running = 0
+        self.running = 0
         self.lane = plan.lane.name
         self.tally = {label: 0 for label, _ in _TALLY}
+        for result in done:
+            self.tally[_tally_name(result.outcome)] += 1
+        self.before = self.done = self.last_done = len(done)
 
     def start(self, item: RepeatSpec) -> None:
         self.running += 1
@@ -103,10 +117,13 @@ class LineProgress:
         self.done += 1
         self.tally[_tally_name(result.outcome)] += 1
         now = self.clock()
-        if self.done in (1, self.total) or now - self.last_line >= self.every_s:
-            self.last_line = now
-            self.stream.write(self.line(now) + "\n")
-            self.stream.flush()
+        if self.done in (self.before + 1, self.total) or now - self.last_line >= self.every_s:
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        self.last_line, self.last_done = now, self.done
+        self.stream.write(self.line(now) + "\n")
+        self.stream.flush()
 
     def line(self, now: float) -> str:
         elapsed = now - self.started
@@ -114,8 +131,8 @@ class LineProgress:
         running = f"{self.running} running · " if self.running else ""
         text = (f"alk {self.lane}: {self.done}/{self.total} · {counts} · {running}"
                 f"{_clock(elapsed)}")
-        left = self.total - self.done
-        return text + (f", ~{_clock(elapsed / self.done * left)} left" if left else "")
+        left, ran = self.total - self.done, self.done - self.before
+        return text + (f", ~{_clock(elapsed / ran * left)} left" if left and ran else "")
 
 
 def run_progress(console: Console, enabled: bool = True) -> LiveProgress | LineProgress | None:

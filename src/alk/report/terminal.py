@@ -121,7 +121,9 @@ def _header(doc: Mapping[str, Any]) -> Text:
                         style="bold yellow")
         if doc["status"] in ("running", "interrupted"):
             # A run whose alk was killed still reads "running": say how to finish either.
-            text.append(f"\n`alk run --resume {doc.get('run_id')}` goes on with it"
+            # A lane of a run of several is resumed with its run, so the lanes after it run too.
+            run = str(doc.get("run_id")).split("/")[0]
+            text.append(f"\n`alk run --resume {run}` goes on with it"
                         + (" if its alk is gone" if doc["status"] == "running" else ""),
                         style="yellow")
     others = _other_identities(doc, reported, version)

@@ -28,6 +28,8 @@ class Stop:
 
     def set(self) -> None:
         self._event.set()
+        if self._write < 0:
+            return
         try:
             os.write(self._write, b"x")
         except (BlockingIOError, OSError):
@@ -42,8 +44,11 @@ class Stop:
             raise Stopped
 
     def close(self) -> None:
+        self._event.set()  # a late `set` or `check` still sees the run as stopping
         for fd in (self._read, self._write):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        # Never written to again: the numbers may belong to another file by then.
+        self._read = self._write = -1
