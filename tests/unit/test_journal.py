@@ -241,3 +241,108 @@ def test_a_journal_comes_into_being_whole_or_not_at_all(tmp_path, monkeypatch):
         assert read_journal(path).settings == SETTINGS
         with pytest.raises(ResumeError, match="another alk is running this run now"):
             JournalWriter(path)
+
+
+def test_a_journal_lives_under_the_runs_report_directory():
+    assert journal_module.journal_path(Path("out"), "r1") == Path("out/reports/r1/journal.jsonl")
+
+
+def test_settings_of_a_plan_carry_what_the_run_was_asked_for(tmp_path, make_lane, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(make_lane(("a", "b")), "r7", repeats=3, scenario_ids=("b",), seed=5,
+                      timeout_s=2.5, limits={"cpu_s": 5})
+    settings = plan_settings(plan, timeout_s=2.5, limits={"cpu_s": 5},
+                             started_at=datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
+    assert (settings.run_id, settings.repeats, settings.scenarios, settings.seed) == (
+        "r7", 3, ("b",), 5)
+    assert (settings.timeout_s, settings.limits) == (2.5, {"cpu_s": 5})
+    assert settings.started_at == "2026-11-30T01:02:03+00:00"
+
+
+def test_a_repeat_record_holds_plain_json_under_the_fields_names():
+    record = result_to_json(FULL)
+    assert set(record) == {field.name for field in dataclasses.fields(RepeatResult)}
+    assert type(record["outcome"]) is str and record["outcome"] == "agent"
+    assert type(record["model"]) is dict and record["model"] == FULL.model
+
+
+def test_a_journal_line_is_compact_strict_ascii_json(tmp_path):
+    path = tmp_path / "reports" / "r" / "journal.jsonl"
+    with JournalWriter(path, SETTINGS) as writer:
+        writer.end("résumé")
+        # NaN is not JSON: other readers of the journal (jq, a browser) would refuse the line.
+        with pytest.raises(ValueError):
+            writer._append({"type": "end", "status": float("nan")})
+    data = path.read_bytes()
+    assert data.isascii()
+    assert data.split(b"\n")[1:] == [b'{"type":"end","status":"r\\u00e9sum\\u00e9"}', b""]
+    run = json.loads(data.split(b"\n")[0])
+    assert run["alk_version"] == journal_module.__version__
+    assert read_journal(path).ended == "résumé"
+
+
+def test_a_journal_without_preflight_has_no_identity(tmp_path):
+    assert read_journal(journal(tmp_path, FULL)).identity is None
+
+
+def test_missing_or_unreadable_journals_say_what_to_do(tmp_path):
+    path = tmp_path / "reports" / "r" / "journal.jsonl"
+    for attempt in (read_journal, JournalWriter):
+        with pytest.raises(ResumeError) as caught:
+            attempt(path)
+        assert str(caught.value) == (f"{path}: no journal; only a run started by this alk can "
+                                     "be resumed")
+    path = journal(tmp_path, FULL)
+    path.write_bytes(b"[]\n" + path.read_bytes())
+    with pytest.raises(ResumeError) as caught:
+        read_journal(path)
+    assert str(caught.value).endswith("; the journal was changed by hand or by another program")
+    path.unlink()
+    journal(tmp_path)
+    with pytest.raises(ResumeError) as caught:
+        JournalWriter(path, SETTINGS)
+    assert str(caught.value) == (f"{path}: this run exists already; resume it (alk run "
+                                 "--resume) or give the new run another id")
+
+
+def test_a_new_journal_is_linked_from_a_hidden_scrap_beside_it(tmp_path, monkeypatch):
+    # Beside it: a link across file systems fails. Hidden and named *.tmp: a scrap left by a
+    # kill is not taken for a report.
+    path = tmp_path / "reports" / "r" / "journal.jsonl"
+    linked = []
+    real_link = journal_module.os.link
+
+    def link(source, target):
+        linked.append(Path(source))
+        real_link(source, target)
+
+    monkeypatch.setattr(journal_module.os, "link", link)
+    JournalWriter(path, SETTINGS).close()
+    (scrap,) = linked
+    assert scrap.parent == path.parent
+    assert scrap.name.startswith(".journal-") and scrap.name.endswith(".tmp")
+
+
+def test_a_new_journals_descriptor_is_not_inherited_by_children(tmp_path):
+    # An inherited descriptor would keep the run locked after alk itself is gone.
+    with JournalWriter(tmp_path / "journal.jsonl", SETTINGS) as writer:
+        assert not journal_module.os.get_inheritable(writer._fd)
+
+
+def test_a_journal_on_descriptor_0_is_closed_and_closing_twice_leaves_others_open(tmp_path):
+    # With stdin closed (`alk run <&-`) the journal gets descriptor 0: closing must release it.
+    path = tmp_path / "journal.jsonl"
+    saved = [journal_module.os.dup(0), journal_module.os.dup(1)]
+    try:
+        journal_module.os.close(0)
+        writer = JournalWriter(path, SETTINGS)
+        assert writer._fd == 0
+        writer.close()
+        writer.close()
+        journal_module.os.fstat(1)  # the second close closed nothing else
+        JournalWriter(path).close()  # the lock was released
+    finally:
+        journal_module.os.dup2(saved[0], 0)
+        journal_module.os.dup2(saved[1], 1)
+        for fd in saved:
+            journal_module.os.close(fd)
