@@ -689,3 +689,69 @@ def test_a_lane_that_cannot_run_where_the_probe_ran_voids_the_run_for_that_reaso
     execution = execute(plan, tmp_path, Redactor(), engine=Engine())
     assert execution.void.cause == Cause.ENV_MISSING and "w1" in execution.void.detail
     assert execution.repeats == []
+
+
+# --- what the repeats of a lane share: cores, start slots, opening the lane -----------------
+
+def test_cores_are_the_affinity_or_else_the_cpu_count_and_never_fewer_than_one(monkeypatch):
+    monkeypatch.setattr(repeat.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert repeat.cores() == 1
+    monkeypatch.delattr(repeat.os, "sched_getaffinity", raising=False)  # not Linux
+    for count, expected in ((None, 1), (1, 1), (4, 4)):
+        monkeypatch.setattr(repeat.os, "cpu_count", lambda: count)
+        assert repeat.cores() == expected
+
+
+@pytest.mark.parametrize("slots", [0, 1])
+def test_one_start_slot_lets_one_worker_start_at_a_time(slots):
+    starts = repeat.StartSlots(slots)
+    with starts.slot():
+        assert not starts._slots.acquire(blocking=False)
+    assert starts._slots.acquire(blocking=False)
+
+
+def test_a_void_run_says_why_as_its_message():
+    from alk.attribution import void
+
+    reason = void(Cause.ENV_MISSING, "required_env TOKEN not set")
+    assert str(repeat.RunVoid(reason)) == "required_env TOKEN not set"
+
+
+def test_open_lane_names_what_is_missing_and_removes_workspaces_by_default(plan, tmp_path):
+    from alk.records import ModelSetup
+
+    with pytest.raises(repeat.RunVoid) as caught:
+        repeat.open_lane(plan, tmp_path, Redactor(), runner=ScriptedRunner(), environ={})
+    assert str(caught.value) == ("required_env TOKEN not set in alk's environment; nothing "
+                                 "was started")
+    setup = ModelSetup("proxy", upstream="http://127.0.0.1:9/v1", key_env="ALK_KEY")
+    proxied = dataclasses.replace(plan, lane=dataclasses.replace(plan.lane, model=setup))
+    with pytest.raises(repeat.RunVoid) as caught:
+        repeat.open_lane(proxied, tmp_path, Redactor(), runner=ScriptedRunner(),
+                         environ={"TOKEN": SECRET})
+    assert str(caught.value) == ("lanes/demo.toml: model.key_env names ALK_KEY, which is not "
+                                 "set in alk's environment; nothing was started")
+    context = repeat.open_lane(plan, tmp_path, Redactor(), runner=ScriptedRunner(),
+                               environ={"TOKEN": SECRET})
+    assert context.workspaces is None
+    context.close()
+    assert not context.root.exists()
+
+
+def test_the_probe_and_every_attempt_wait_for_a_start_slot_under_the_runs_stop(
+        make_lane, tmp_path, monkeypatch):
+    # A stopped run must not wait out START_WAIT_S for a slot before each worker.
+    waited = []
+
+    class Slots(repeat.StartSlots):
+        def slot(self, stop=None):
+            waited.append(stop)
+            return super().slot(stop)
+
+    monkeypatch.setattr(repeat, "StartSlots", Slots)
+    plan = one_repeat(make_lane, RESUMING)
+    runner = ScriptedRunner(PASSING, KILLED, RESUMED)
+    run(plan, tmp_path, runner)
+    assert len(waited) == len(runner.requests) == 3
+    assert all(stop is not None and stop is request.stop
+               for stop, request in zip(waited, runner.requests))

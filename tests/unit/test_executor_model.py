@@ -64,7 +64,7 @@ def test_a_repeat_reaches_the_gateway_through_its_environment_and_start(make_lan
     assert (model["mode"], model["name"]) == ("script", "alk-script")
     assert model["api_key"].startswith("alk-") and len(model["api_key"]) > 20
     # No network namespace here: the gateway listens on alk's own loopback.
-    assert model["base_url"].startswith("http://127.0.0.1:") and model["base_url"].endswith("/v1")
+    assert model["base_url"] == f"http://127.0.0.1:{repeat.gateway.port}/v1"
     assert repeat.env["OPENAI_BASE_URL"] == repeat.env["OPENAI_API_BASE"] == model["base_url"]
     assert repeat.env["OPENAI_API_KEY"] == model["api_key"]
     assert repeat.gateway is not None and repeat.gateway_port is None
@@ -265,3 +265,22 @@ def test_worker_and_wire_faults_never_fired_are_named_together(make_lane, tmp_pa
     [result] = execution.repeats
     assert result.cause == Cause.FAULT_NOT_FIRED
     assert "tool#1, http_500@call2" in result.detail
+
+
+def test_without_a_network_the_gateway_listens_at_its_fixed_port_in_the_namespace(make_lane,
+                                                                                    tmp_path):
+    from alk.gateway.server import NAMESPACE_PORT
+    from alk.runner.isolation import PROCESS_GROUP_ONLY, Network
+
+    class Offline(ScriptedRunner):
+        isolation = dataclasses.replace(PROCESS_GROUP_ONLY, networks=(Network.NONE,))
+
+    scenario = Scenario("a", "t", expect=Expectations(output_equals="hi"), script=SCRIPT)
+    plan = build_plan(lane_of(make_lane, scenario), "run-1", repeats=1, seed=5)
+    runner = Offline(PASSING, PASSING)
+    execute(plan, tmp_path, Redactor(), runner=runner, environ={"PATH": "/bin"})
+    repeat = runner.requests[1]
+    url = f"http://127.0.0.1:{NAMESPACE_PORT}/v1"
+    assert (repeat.network, repeat.gateway_port) == (Network.NONE, NAMESPACE_PORT)
+    assert repeat.start["model"]["base_url"] == repeat.env["OPENAI_BASE_URL"] == url
+    assert repeat.gateway.port is None  # nothing listens on alk's own loopback
