@@ -755,3 +755,9 @@ def test_the_probe_and_every_attempt_wait_for_a_start_slot_under_the_runs_stop(
     assert len(waited) == len(runner.requests) == 3
     assert all(stop is not None and stop is request.stop
                for stop, request in zip(waited, runner.requests))
+
+
+def test_without_an_engine_the_run_uses_threads_for_the_jobs_asked(plan, tmp_path):
+    runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
+    execution = run(plan, tmp_path, runner, jobs=2)
+    assert execution.jobs == 2 and len(execution.repeats) == 3
