@@ -141,7 +141,8 @@ def program_lane(tmp_path, name, source, argument, extra=""):
 SHIFTING_WORKER = """
 import os, sys
 from alk import worker
-count = int(open(sys.argv[1]).read()) if os.path.exists(sys.argv[1]) else 0
+# Read while another start rewrites it, the file may be empty: a later start all the same.
+count = int(open(sys.argv[1]).read() or 1) if os.path.exists(sys.argv[1]) else 0
 open(sys.argv[1], "w").write(str(count + 1))
 worker.hello()
 worker.ready("shifty", "1.0" if count == 0 else "1.1")
