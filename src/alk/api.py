@@ -54,8 +54,10 @@ from alk.report.document import (
 )
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
-__all__ = ["RunResult", "load_lane", "list_lanes", "run_lane", "resume_run", "read_run", "repeat_entry",
-           "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]
+__all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
+           "run_lanes", "resume_run", "resume", "read_run", "read_runs", "group_document",
+           "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
+           "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
 # killed run loses at most the repeats of this long); after every repeat would cost a fast lane
