@@ -23,7 +23,6 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
 from alk.engine import Engine
-from alk.engine.threads import ThreadEngine
 from alk.errors import (
     LaneError,
     ResumeError,
@@ -33,9 +32,10 @@ from alk.errors import (
     UsageError,
 )
 from alk.executor import Execution, Runner, execute
+from alk.files import write_atomically
 from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
 from alk.lane import LANES_DIR, lane_paths, load_lane
-from alk.plan import build_plan, new_run_id
+from alk.plan import build_plan, group_of, new_run_id
 from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Network, detect
@@ -134,8 +134,7 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
         past = read_journal(path)
         settings = past.settings
         if past.ended == "complete":
-            raise ResumeError(f"run {run_id} is complete: nothing to resume (`alk report "
-                              f"{run_id}` shows it)")
+            raise _complete(run_id)
         lane = load_lane(settings.lane_path)
         if lane.sha256 != settings.lane_sha256:
             raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began "
@@ -162,6 +161,11 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
                          on_start=on_start, on_repeat=on_repeat)
 
 
+def _complete(run_id: str) -> ResumeError:
+    return ResumeError(f"run {run_id} is complete: nothing to resume (`alk report {run_id}` "
+                       "shows it)")
+
+
 def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runner | None,
               environ: Mapping[str, str], keep_workspaces: bool, jobs: int,
               engine: Engine | None, started_at: datetime,
@@ -179,8 +183,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     path = result_path(out_dir, plan.run_id)
     lane = plan.lane
     redactor = _redactor(lane, environ)
-    engine = engine or ThreadEngine(runner, jobs)
-    settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
+    settings = {"jobs": jobs, "executor": engine.name if engine is not None else "local"}
     resumed = list(resumed)
     going_on = resumed_at is None  # a resumed run goes on once its probe passed as before
 
@@ -230,8 +233,8 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
                                              CHECKPOINT_SHARE * (finished - began))
 
     try:
-        execution = execute(plan, out_dir, redactor, environ=environ,
-                            keep_workspaces=keep_workspaces, engine=engine, done=done,
+        execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
+                            keep_workspaces=keep_workspaces, jobs=jobs, engine=engine, done=done,
                             on_preflight=on_preflight, on_start=on_start,
                             # From its record on, the repeat is finished, whatever happens.
                             on_record=journal.repeat, on_repeat=after_repeat)
@@ -241,7 +244,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
         raise RunWriteError(f"{exc.filename or journal.path}: cannot be written "
                             f"({exc.strerror or exc}); the repeats finished so far are in "
                             f"{journal.path}: free the space, then `alk run --resume "
-                            f"{plan.run_id.split('/')[0]}`") from None
+                            f"{group_of(plan.run_id)}`") from None
     if not going_on:
         # The resume never began (its probe was refused or void, or it was interrupted
         # first): the run stays as it was, still to be resumed.
@@ -267,7 +270,7 @@ def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Pat
     framework, version = past.identity or (None, None)
     execution = Execution(preflight=Preflight(True, framework, version),
                           repeats=list(past.repeats))
-    settings = {"jobs": jobs, "executor": getattr(engine, "name", "local")}
+    settings = {"jobs": jobs, "executor": engine.name if engine is not None else "local"}
     document = build_document(plan, execution, status="complete",
                               started_at=datetime.fromisoformat(past.settings.started_at),
                               finished_at=datetime.now(timezone.utc), resumed=past.resumed,
@@ -281,9 +284,7 @@ def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Pat
 
 def _redactor(lane: Lane, environ: Mapping[str, str]) -> Redactor:
     """The values of the lane's secrets, and of the proxy's upstream key (alk's own secret)."""
-    names = (*lane.required_env, *((lane.model.key_env,) if lane.model and lane.model.key_env
-                                   else ()))
-    return Redactor(environ[name] for name in names if name in environ)
+    return Redactor(environ[name] for name in lane.secret_names if name in environ)
 
 
 @dataclass(frozen=True)
@@ -361,7 +362,8 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
              "lanes": [{"name": lane.name, "path": str(lane.path.resolve())} for lane in lanes],
              "repeats": repeats, "scenarios": list(scenarios), "seed": seed,
              "timeout_s": timeout_s, "limits": dict(limits or {})}
-    _write_json(out_dir / "reports" / run_id / GROUP_NAME, group)
+    write_atomically(out_dir / "reports" / run_id / GROUP_NAME,
+                     (json.dumps(group, indent=1) + "\n").encode())
     return _run_group(group, out_dir=out_dir, runner=runner, environ=environ,
                       keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
                       on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
@@ -381,25 +383,26 @@ def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = No
     if not group_file.is_file():
         result = resume_run(run_id, out_dir=out_dir, **hooks)
         return RunsResult(run_id, (result,))
-    group = _read_group(group_file)
-    members = [journal_path(out_dir, f"{run_id}/{lane['name']}") for lane in group["lanes"]]
-    if all(path.is_file() and read_journal(path).ended == "complete" for path in members):
-        raise ResumeError(f"run {run_id} is complete: nothing to resume (`alk report "
-                          f"{run_id}` shows it)")
-    return _run_group(group, out_dir=out_dir, **hooks)
+    return _run_group(_read_group(group_file), out_dir=out_dir, resuming=True, **hooks)
 
 
-def _run_group(group: Mapping[str, Any], *, out_dir: Path, **options: Any) -> RunsResult:
-    results: list[RunResult] = []
-    for entry in group["lanes"]:
-        member = f"{group['run_id']}/{entry['name']}"
+def _run_group(group: Mapping[str, Any], *, out_dir: Path, resuming: bool = False,
+               **options: Any) -> RunsResult:
+    members = [(entry, f"{group['run_id']}/{entry['name']}") for entry in group["lanes"]]
+    ended: dict[str, str | None] = {}  # each lane's journal read once; None: not ended
+    for _, member in members:
         path = journal_path(out_dir, member)
-        if path.is_file() and read_journal(path).ended == "complete":
+        ended[member] = read_journal(path).ended if path.is_file() else None
+    if resuming and all(state == "complete" for state in ended.values()):
+        raise _complete(group["run_id"])
+    results: list[RunResult] = []
+    for entry, member in members:
+        if ended[member] == "complete":
             document = read_document(out_dir, member)
             results.append(RunResult(document, result_path(out_dir, member),
                                      exit_code(document), False))
             continue
-        if path.is_file():
+        if journal_path(out_dir, member).is_file():
             result = resume_run(member, out_dir=out_dir, **options)
         else:
             result = run_lane(load_lane(Path(entry["path"])), repeats=group["repeats"],
@@ -422,13 +425,6 @@ def _read_group(path: Path) -> dict[str, Any]:
     return group
 
 
-def _write_json(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
-    os.replace(temp, path)
-
-
 def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[dict[str, Any]]:
     """The result documents of a run: one, or one a lane for a run of several lanes (in the
     order they ran; a lane that never began has none)."""
@@ -447,7 +443,7 @@ def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[dict
 
 def group_document(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What `--json` prints for a run of several lanes: its id and each lane's document."""
-    return {"run_id": str(documents[0]["run_id"]).split("/")[0], "runs": list(documents)}
+    return {"run_id": group_of(str(documents[0]["run_id"])), "runs": list(documents)}
 
 
 def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:

@@ -120,17 +120,17 @@ def run(
     from rich.console import Console
 
     from alk import api
-    from alk.engine.threads import default_jobs
+    from alk.repeat import cores
     from alk.lane import lane_warnings
     from alk.records import ExitCode
-    from alk.report import progress, terminal
+    from alk.report import progress
 
     try:
         engine = _engine(executor, scheduler)
         if engine is not None and jobs:
             raise UsageError("--jobs is for --executor local: on Dask, each worker runs as "
                              "many repeats at once as it has threads (dask worker --nthreads)")
-        jobs = jobs or default_jobs()
+        jobs = jobs or cores()  # default: the cores alk may use
         shown = progress.run_progress(Console(stderr=True), enabled=not quiet)
         hooks = dict(on_plan=shown.plan if shown else None,
                      on_start=shown.start if shown else None,
@@ -203,10 +203,7 @@ def report(
     out: Path = OutOpt,
 ) -> None:
     """Re-render a saved run from reports/RUN_ID/result.json."""
-    from rich.console import Console
-
     from alk import api
-    from alk.report import terminal
 
     try:
         documents = api.read_runs(run_id, out)

@@ -44,7 +44,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     try:
         with engine.open(plan, out_dir, redactor, environ, keep_workspaces) as lane:
             execution.workspaces = lane.workspaces
-            execution.jobs = getattr(lane, "jobs", None)
+            execution.jobs = lane.jobs
             try:
                 probe = lane.probe()
             except (KeyboardInterrupt, RunVoid):

@@ -29,6 +29,11 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
+def group_of(run_id: str) -> str:
+    """The run a run id belongs to: itself, or for lane L of a run of several lanes (`R/L`), R."""
+    return run_id.split("/", 1)[0]
+
+
 def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:
     """Each repeat's seed depends only on the run seed, the scenario and the repeat number, so
     `--seed` reproduces every repeat whatever else the run selects."""

@@ -171,6 +171,13 @@ class Lane:
     max_parallel: int | None = None
     sha256: str = ""  # of the lane file's bytes as loaded ("" for a lane built in code)
 
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """The variables whose values are redacted everywhere: those that cross to the
+        worker, and the proxy's upstream key, alk's own secret."""
+        key = (self.model.key_env,) if self.model is not None and self.model.key_env else ()
+        return (*self.required_env, *key)
+
 
 # ---------------------------------------------------------------------------------------------
 # Plan

@@ -353,7 +353,7 @@ def test_a_document_is_written_beside_its_place_then_renamed(tmp_path, monkeypat
     write_document(path, {"n": 1}, Redactor())
     [(src, dst)] = renamed
     assert Path(dst) == path and Path(src).parent == path.parent
-    assert Path(src).name.startswith(".result-") and Path(src).name.endswith(".tmp")
+    assert Path(src).name.startswith(".result.json.") and Path(src).name.endswith(".tmp")
 
 
 def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):

@@ -135,7 +135,9 @@ def test_a_lanes_max_parallel_caps_jobs(tmp_path, make_lane):
 ])
 def test_parallelism(make_lane, monkeypatch, jobs, max_parallel, items, max_processes, cgroup,
                      expected):
-    monkeypatch.setattr(threads, "pids_cgroup_parent",
+    from alk.runner import pids_cgroup
+
+    monkeypatch.setattr(pids_cgroup, "parent",
                         lambda: Path("/sys/fs/cgroup/pids") if cgroup else None)
     lane = make_lane(tuple(f"s{i}" for i in range(items)), max_parallel=max_parallel)
     plan = build_plan(lane, "r", repeats=1, seed=1,

@@ -676,7 +676,7 @@ def test_a_lane_that_cannot_run_where_the_probe_ran_voids_the_run_for_that_reaso
     from alk.repeat import RunVoid
 
     class Lane:
-        workspaces = None
+        workspaces = jobs = None
 
         def probe(self):
             raise RunVoid(void(Cause.ENV_MISSING, "required_env TOKEN not set on worker w1"))

@@ -20,7 +20,10 @@ from alk.redaction import Redactor
 
 
 class OpenLane(Protocol):
-    """A lane opened on an engine."""
+    """A lane opened on an engine. `jobs`: how many repeats run at once on this machine
+    (None when they run elsewhere)."""
+
+    jobs: int | None
 
     @property
     def workspaces(self) -> Path | None:
@@ -40,6 +43,8 @@ class OpenLane(Protocol):
 
 
 class Engine(Protocol):
+    name: str  # what the result's settings.executor says: "local", "dask"
+
     def open(self, plan: Plan, out_dir: Path, redactor: Redactor, environ: Mapping[str, str],
              keep_workspaces: bool) -> AbstractContextManager[OpenLane]:
         """Raises `alk.repeat.RunVoid` when the lane cannot run at all."""

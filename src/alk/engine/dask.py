@@ -31,7 +31,6 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -40,6 +39,7 @@ from alk.attribution import void
 from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.errors import UsageError
+from alk.files import write_atomically
 from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
@@ -140,6 +140,7 @@ class DaskLane:
 
     def __init__(self, client: Any, run: _Run, out_dir: Path) -> None:
         self.client, self.run_spec, self.out_dir = client, run, out_dir
+        self.jobs: int | None = None  # the cluster's workers' threads decide, not this machine
         self._probe: Observation | None = None
         self._probe_error: Exception | None = None
         self._preflight: Preflight | None = None
@@ -175,7 +176,7 @@ class DaskLane:
         if reply[0] == "stopped":
             raise KeyboardInterrupt
         try:
-            _write_atomically(self.out_dir / probe_transcript(self.run_spec.plan.run_id),
+            write_atomically(self.out_dir / probe_transcript(self.run_spec.plan.run_id),
                               reply[2])
         except OSError as exc:  # as a probe whose transcript cannot be written locally
             self._probe_error = exc
@@ -228,7 +229,7 @@ class DaskLane:
                 raise RunVoid(reply[1])
             if status == "finished" and reply[0] == "stopped":
                 if reply[1]:  # a repeat cut short keeps its transcript, as locally
-                    _write_atomically(self.out_dir / _transcript_of(self.run_spec, item),
+                    write_atomically(self.out_dir / _transcript_of(self.run_spec, item),
                                       reply[1])
                 return
             if self._stopping.is_set() and status != "finished":
@@ -380,26 +381,11 @@ def _start_topic(token: str) -> str:
     return f"alk-start-{token}"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """The whole file or none of it, on disk before the journal says the repeat ended."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with temp.open("wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-
-
 def _delivered(result: RepeatResult, data: bytes, out_dir: Path) -> RepeatResult:
     """The result, once its transcript is written where a local run writes it and hashes to
     what the worker recorded; else the repeat is void (alk's own failure, never the worker's)."""
     try:
-        _write_atomically(out_dir / result.transcript, data)
+        write_atomically(out_dir / result.transcript, data)
     except OSError as exc:
         return _voided(result, f"its transcript could not be written: {exc}")
     if result.sha256 and hashlib.sha256(data).hexdigest() != result.sha256:
@@ -441,17 +427,6 @@ class _WorkerLane:
     identified: bool = False
     active: int = 0  # tasks of the run running here
     lock: threading.Condition = field(default_factory=threading.Condition)
-
-    @contextmanager
-    def using(self) -> Iterator[None]:
-        with self.lock:
-            self.active += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.active -= 1
-                self.lock.notify_all()
 
     def identify(self, preflight: Preflight | None) -> None:
         with self.lock:
@@ -511,7 +486,7 @@ def _worker_lane(run: _Run) -> Iterator[_WorkerLane | None]:
 
 def _open_worker_lane(run: _Run) -> _WorkerLane:
     global _RUNNER
-    from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+    from alk.runner.pids_cgroup import counts_the_user
     from alk.runner.process import LocalRunner
 
     where = f"on Dask worker {_distributed().get_worker().address}"
@@ -520,9 +495,7 @@ def _open_worker_lane(run: _Run) -> _WorkerLane:
             f"{where}: alk {__version__} runs there, alk {run.version} on the coordinator: "
             "install the same alk on both; nothing was started")))
     lane = run.plan.lane
-    names = (*lane.required_env, *((lane.model.key_env,) if lane.model and lane.model.key_env
-                                   else ()))
-    redactor = Redactor(os.environ[name] for name in names if name in os.environ)
+    redactor = Redactor(os.environ[name] for name in lane.secret_names if name in os.environ)
     _RUNNER = _RUNNER or LocalRunner()
     out_dir = Path(tempfile.mkdtemp(prefix="alk-dask-"))
     stop = Stop()
@@ -542,7 +515,7 @@ def _open_worker_lane(run: _Run) -> _WorkerLane:
     coordinator = Path(run.out_dir)
     context.hidden = (*context.hidden, *(os.path.realpath(coordinator / name)
                                          for name in (TRANSCRIPTS_DIR, "reports")))
-    serial = run.plan.limits.max_processes is not None and not pids_cgroup_parent()
+    serial = counts_the_user(run.plan.limits)
     return _WorkerLane(context=context, out_dir=out_dir, stop=stop, serial=serial)
 
 

@@ -19,14 +19,9 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.repeat import LaneContext, Runner, cores, open_lane
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+from alk.repeat import LaneContext, Runner, open_lane
+from alk.runner.pids_cgroup import counts_the_user
 from alk.runner.stop import Stop
-
-
-def default_jobs() -> int:
-    """--jobs when it is not given: the number of cores alk may use."""
-    return cores()
 
 
 def parallelism(jobs: int, plan: Plan) -> int:
@@ -39,12 +34,14 @@ def parallelism(jobs: int, plan: Plan) -> int:
     `--die-with-parent` fire when the *thread* that spawned it ends, and each thread here runs
     its repeats to their end before it takes another or returns."""
     cap = min(jobs, plan.lane.max_parallel or jobs, max(1, len(plan.items)))
-    if plan.limits.max_processes is not None and not pids_cgroup_parent():
+    if counts_the_user(plan.limits):
         return 1
     return max(1, cap)
 
 
 class ThreadEngine:
+    name = "local"
+
     def __init__(self, runner: Runner | None = None, jobs: int = 1) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")

@@ -8,16 +8,15 @@ showed. It is written atomically and redacted as a whole.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from alk import __version__
 from alk.errors import RunNotFoundError, TranscriptError
+from alk.files import write_atomically
 from alk.records import ExitCode, Execution, Plan, RepeatResult, Verdict
 from alk.redaction import Redactor
 from alk.stats import summarize_lane, summarize_scenario
@@ -153,15 +152,7 @@ def write_document(path: Path, document: dict[str, Any], redactor: Redactor) -> 
     # control or bidi character a worker sent reaches a terminal that shows the file.
     text = json.dumps(_redacted(document, redactor), ensure_ascii=True, allow_nan=False,
                       indent=1, default=str)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".result-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, (text + "\n").encode("ascii"))
     return json.loads(text)
 
 

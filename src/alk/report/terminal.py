@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
+from alk.plan import group_of
 from alk.records import Outcome, Verdict
 from alk.report.safe_text import DASH, hanging, one_line, plural, printable, style_of
 
@@ -122,7 +123,7 @@ def _header(doc: Mapping[str, Any]) -> Text:
         if doc["status"] in ("running", "interrupted"):
             # A run whose alk was killed still reads "running": say how to finish either.
             # A lane of a run of several is resumed with its run, so the lanes after it run too.
-            run = str(doc.get("run_id")).split("/")[0]
+            run = group_of(str(doc.get("run_id")))
             text.append(f"\n`alk run --resume {run}` goes on with it"
                         + (" if its alk is gone" if doc["status"] == "running" else ""),
                         style="yellow")

@@ -41,6 +41,13 @@ def parent() -> Path | None:
     return None
 
 
+def counts_the_user(limits: Limits) -> bool:
+    """Is `max_processes` set where only RLIMIT_NPROC can bound it? That limit counts every
+    process of the user the workers run as: repeats at once would use up each other's share
+    and fail for it, so such a lane's repeats run one at a time."""
+    return limits.max_processes is not None and parent() is None
+
+
 class PidsCgroup:
     """One repeat's cgroup: made before the spawn, joined by the child, removed afterwards."""
 
