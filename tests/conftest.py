@@ -64,13 +64,14 @@ class ProcessWatch:
     def workers(self) -> list[int]:
         """The worker processes themselves: not the wrappers in front of them, nor alk's init
         (a Python started with `-I -S -c`)."""
-        return [pid for pid, argv in self.seen.items() if argv and not _wrapper(argv)]
+        return [pid for pid, argv in list(self.seen.items()) if argv and not _wrapper(argv)]
 
     def left(self, within_s: float = 2.0) -> list[int]:
         """Pids still alive (not zombies) after `within_s`."""
         until = time.monotonic() + within_s
         while True:
-            alive = [pid for pid in self.seen if _alive(pid)]
+            # A copy: the polling thread may still be adding what it finds.
+            alive = [pid for pid in list(self.seen) if _alive(pid)]
             if not alive or time.monotonic() > until:
                 return alive
             time.sleep(0.02)
