@@ -205,8 +205,12 @@ class ScenarioStats:
     causes: tuple[tuple[str, int], ...]
     trajectories: TrajectoryStats
     durations: DurationStats
-    scores: tuple[int, ...]  # 0/1 per scored repeat; feeds the lane ICC, not serialised
     paths: EventPaths = EventPaths(0, None, ())
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        """0/1 per scored repeat, for the lane's ICC: its counts say all it needs."""
+        return (1,) * self.counts.passed + (0,) * (self.counts.scored - self.counts.passed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -332,7 +336,6 @@ def summarize_scenario(
         causes=_causes(Counter(r.cause for r in repeats)),
         trajectories=_trajectories(scored),
         durations=_durations([r.duration_s for r in scored]),
-        scores=tuple(1 if r.passed else 0 for r in scored),
         paths=_event_paths(scored),
     )
 
