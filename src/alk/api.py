@@ -4,7 +4,7 @@
 
     lane = api.load_lane("reference")
     run = api.run_lane(lane, repeats=5)
-    assert run.exit_code == 0, run.document["scenarios"]
+    assert run.exit_code == 0, run.document.scenarios
 """
 
 from __future__ import annotations
@@ -44,18 +44,13 @@ from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
-from alk.report.document import (
-    build_document,
-    exit_code,
-    latest_run_id,
-    read_document,
-    result_path,
-    write_document,
-)
+from alk.result import CutShort, Resumption, RunDocument, build_document, exit_code, to_json
+from alk.runner.procfs import own_peak_rss_mb
+from alk.store import GROUP_NAME, latest_run_id, read_document, result_path, write_document
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
 __all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
-           "run_lanes", "resume_run", "resume", "read_run", "read_runs", "group_document",
+           "run_lanes", "resume_run", "resume", "read_run", "read_runs", "runs_json",
            "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
            "doctor"]
 
@@ -72,7 +67,7 @@ class RunResult:
     """A finished (or interrupted) run: its redacted result document, where it was written, and
     the exit code the CLI uses."""
 
-    document: dict[str, Any]
+    document: RunDocument
     path: Path
     exit_code: ExitCode
     interrupted: bool
@@ -171,7 +166,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
               engine: Engine | None, started_at: datetime,
               done: Sequence[RepeatResult] = (),
               identity: tuple[str | None, str | None] | None = None,
-              resumed: Sequence[Mapping[str, Any]] = (),
+              resumed: Sequence[Resumption] = (),
               resumed_at: datetime | None = None,
               on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
@@ -183,16 +178,17 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     path = result_path(out_dir, plan.run_id)
     lane = plan.lane
     redactor = _redactor(lane, environ)
-    settings = {"jobs": jobs, "executor": engine.name if engine is not None else "local"}
+    executor = engine.name if engine is not None else "local"
     resumed = list(resumed)
     going_on = resumed_at is None  # a resumed run goes on once its probe passed as before
 
     def document(execution: Execution, status: str, finished_at: datetime | None = None
-                 ) -> dict[str, Any]:
+                 ) -> RunDocument:
         # How many ran at once, as the engine decided (max_parallel, RLIMIT_NPROC), not asked.
-        ran = {**settings, "jobs": execution.jobs or settings["jobs"]}
         return build_document(plan, execution, status=status, started_at=started_at,
-                              finished_at=finished_at, resumed=resumed, run_settings=ran)
+                              finished_at=finished_at, resumed=resumed,
+                              jobs=execution.jobs or jobs, executor=executor,
+                              harness_peak_rss_mb=own_peak_rss_mb())
 
     def checkpoint(execution: Execution) -> None:
         write_document(path, document(execution, "running"), redactor)
@@ -210,7 +206,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
             nonlocal going_on
             going_on = True
             journal.resumed(resumed_at, len(done))
-            resumed.append({"at": resumed_at.isoformat(timespec="seconds"), "done": len(done)})
+            resumed.append(Resumption(resumed_at.isoformat(timespec="seconds"), len(done)))
             checkpoint(Execution(preflight=preflight, repeats=list(done)))
 
     if resumed_at is None:
@@ -270,11 +266,11 @@ def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Pat
     framework, version = past.identity or (None, None)
     execution = Execution(preflight=Preflight(True, framework, version),
                           repeats=list(past.repeats))
-    settings = {"jobs": jobs, "executor": engine.name if engine is not None else "local"}
     document = build_document(plan, execution, status="complete",
                               started_at=datetime.fromisoformat(past.settings.started_at),
                               finished_at=datetime.now(timezone.utc), resumed=past.resumed,
-                              run_settings=settings)
+                              jobs=jobs, executor=engine.name if engine is not None else "local",
+                              harness_peak_rss_mb=own_peak_rss_mb())
     code = exit_code(document)
     path = result_path(out_dir, plan.run_id)
     written = write_document(path, document, _redactor(lane, environ))
@@ -308,7 +304,6 @@ class RunsResult:
         return ExitCode.PASS
 
 
-GROUP_NAME = "group.json"
 GROUP_SCHEMA = "alk.group/1"
 
 
@@ -352,7 +347,7 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
                           environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
                           engine=engine, on_plan=on_plan, on_start=on_start,
                           on_repeat=on_repeat)
-        return RunsResult(result.document["run_id"], (result,))
+        return RunsResult(result.document.run_id, (result,))
     run_id = new_run_id()
     seed = secrets.randbelow(2**31) if seed is None else seed
     for lane in lanes:  # a scenario or option no lane can run stops the run before it starts
@@ -425,7 +420,7 @@ def _read_group(path: Path) -> dict[str, Any]:
     return group
 
 
-def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[dict[str, Any]]:
+def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[RunDocument]:
     """The result documents of a run: one, or one a lane for a run of several lanes (in the
     order they ran; a lane that never began has none)."""
     if run_id in (None, "latest"):
@@ -441,71 +436,73 @@ def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[dict
     return documents
 
 
-def group_document(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What `--json` prints for a run of several lanes: its id and each lane's document."""
-    return {"run_id": group_of(str(documents[0]["run_id"])), "runs": list(documents)}
+def runs_json(documents: Sequence[RunDocument]) -> dict[str, Any]:
+    """What `--json` prints: a lane's document, or for a run of several lanes its id and each
+    lane's document."""
+    if len(documents) == 1:
+        return to_json(documents[0])
+    return {"run_id": group_of(documents[0].run_id),
+            "runs": [to_json(document) for document in documents]}
 
 
-def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> dict[str, Any]:
+def read_run(run_id: str | None = None, out_dir: Path = Path(".")) -> RunDocument:
     """The saved result document of a run (the latest when `run_id` is None or "latest")."""
     if run_id in (None, "latest"):
         run_id = latest_run_id(out_dir)
     return read_document(out_dir, run_id)
 
 
-def repeat_entry(document: Mapping[str, Any], scenario: str, repeat: int,
-                 out_dir: Path = Path(".")) -> dict[str, Any]:
-    """One repeat's entry in a result document; for a repeat an interrupt cut short, which has
-    none, an entry that says so and points at the transcript it left."""
-    for entry in document["scenarios"]:
-        if entry["id"] != scenario:
-            continue
-        for item in entry["repeats"]:
-            if item["repeat"] == repeat:
-                return item
-        cut_short = repeat_transcript(document["run_id"], scenario, repeat)
-        if document.get("status") != "complete" and (out_dir / cut_short).is_file():
-            return {"repeat": repeat, "outcome": "interrupted", "cause": None,
-                    "detail": f"the run was {document.get('status')} before this repeat "
-                              "finished: it was never scored", "transcript": str(cut_short),
-                    "sha256": None}
-        numbers = [item["repeat"] for item in entry["repeats"]]
-        held = (f"it has {min(numbers)}..{max(numbers)}" if numbers else
-                f"none of its repeats ran: the run is {document.get('status')}, its preflight "
-                f"{(document.get('preflight') or {}).get('cause') or 'passed'}")
-        raise RunNotFoundError(f"run {document['run_id']}, scenario '{scenario}' has no repeat "
-                               f"{repeat} ({held})")
-    known = ", ".join(entry["id"] for entry in document["scenarios"])
-    raise RunNotFoundError(f"run {document['run_id']} has no scenario '{scenario}' "
-                           f"(it has: {known})")
+def repeat_entry(document: RunDocument, scenario: str, repeat: int,
+                 out_dir: Path = Path(".")) -> RepeatResult | CutShort:
+    """One repeat's record in a result document; for a repeat an interrupt cut short, which has
+    none, what it left (`CutShort`, pointing at its transcript)."""
+    entry = document.scenario(scenario)
+    if entry is None:
+        known = ", ".join(s.id for s in document.scenarios)
+        raise RunNotFoundError(f"run {document.run_id} has no scenario '{scenario}' "
+                               f"(it has: {known})")
+    for item in entry.repeats:
+        if item.repeat == repeat:
+            return item
+    cut_short = repeat_transcript(document.run_id, scenario, repeat)
+    if document.status != "complete" and (out_dir / cut_short).is_file():
+        return CutShort(scenario, repeat, f"the run was {document.status} before this repeat "
+                        "finished: it was never scored", str(cut_short))
+    numbers = [item.repeat for item in entry.repeats]
+    held = (f"it has {min(numbers)}..{max(numbers)}" if numbers else
+            f"none of its repeats ran: the run is {document.status}, its preflight "
+            f"{document.gate.cause or 'passed'}")
+    raise RunNotFoundError(f"run {document.run_id}, scenario '{scenario}' has no repeat "
+                           f"{repeat} ({held})")
 
 
-def read_repeat_events(document: Mapping[str, Any], scenario: str, repeat: int,
-                       out_dir: Path = Path(".")) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One repeat's entry in a result document and all its transcript events (for a small
+def read_repeat_events(document: RunDocument, scenario: str, repeat: int,
+                       out_dir: Path = Path(".")
+                       ) -> tuple[RepeatResult | CutShort, list[dict[str, Any]]]:
+    """One repeat's record in a result document and all its transcript events (for a small
     transcript: `read_repeat_page` reads a page of any size in bounded memory)."""
     entry = repeat_entry(document, scenario, repeat, out_dir)
-    return entry, read_transcript(out_dir / entry["transcript"])
+    return entry, read_transcript(out_dir / entry.transcript)
 
 
-def read_repeat_page(entry: Mapping[str, Any], out_dir: Path = Path("."), *, start: int = 1,
+def read_repeat_page(entry: RepeatResult | CutShort, out_dir: Path = Path("."), *, start: int = 1,
                      limit: int = 200, channels: Collection[str] | None = None,
                      digest: Callable[[dict[str, Any]], Any] = dict) -> TranscriptPage:
     """A page of a repeat's transcript: `limit` events from the `start`th (1-based, on
     `channels` when given), each made into a row by `digest` as it is read."""
-    return read_page(out_dir / entry["transcript"], start, limit, channels, digest)
+    return read_page(out_dir / entry.transcript, start, limit, channels, digest)
 
 
-def transcript_intact(entry: Mapping[str, Any], out_dir: Path = Path(".")) -> bool:
+def transcript_intact(entry: RepeatResult | CutShort, out_dir: Path = Path(".")) -> bool:
     """Does a repeat's transcript still hash to the sha256 recorded in its result?"""
-    if not entry.get("sha256"):
+    if isinstance(entry, CutShort) or not entry.sha256:
         return False
     try:
-        with (out_dir / entry["transcript"]).open("rb") as file:
+        with (out_dir / entry.transcript).open("rb") as file:
             digest = hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return False
-    return digest == entry["sha256"]
+    return digest == entry.sha256
 
 
 def doctor() -> list[tuple[str, str, str]]:

@@ -157,8 +157,7 @@ def run(
         _fail(str(exc))
     documents = [result.document for result in results.runs]
     if as_json:
-        _echo_json(documents[0] if len(documents) == 1 else api.group_document(documents),
-                   f"run {results.run_id}")
+        _echo_json(api.runs_json(documents), f"run {results.run_id}")
     else:
         _print_runs(documents, out)
     raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)
@@ -180,7 +179,7 @@ def _engine(executor: str, scheduler: Optional[str]):  # -> alk.engine.Engine | 
     return DaskEngine(scheduler)
 
 
-def _print_runs(documents: List[dict], out: Path) -> None:
+def _print_runs(documents: list, out: Path) -> None:  # list[alk.result.RunDocument]
     """Each lane's report; with several lanes, the lane x scenario matrix after them."""
     from rich.console import Console
 
@@ -210,8 +209,7 @@ def report(
     except AlkError as exc:
         _fail(str(exc))
     if as_json:
-        _echo_json(documents[0] if len(documents) == 1 else api.group_document(documents),
-                   f"run {run_id or 'latest'}")
+        _echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:
         _print_runs(documents, out)
 
@@ -247,11 +245,11 @@ def show(
     except AlkError as exc:
         _fail(str(exc))
     console = Console()
-    console.print(transcript_view.repeat_header(document["run_id"], scenario, repeat, entry))
+    console.print(transcript_view.repeat_header(document.run_id, scenario, repeat, entry))
     console.print(transcript_view.repeat_facts(entry))
     if page.rows:
         console.print(transcript_view.transcript_events(page.rows))
-    more = _more_command(page, [document["run_id"], scenario, str(repeat)], channels, limit, out)
+    more = _more_command(page, [document.run_id, scenario, str(repeat)], channels, limit, out)
     # Unwrapped, so that the next page's command copies as one line.
     console.print(transcript_view.page_summary(page, channels, more), soft_wrap=True)
     console.print(transcript_view.transcript_hash(entry, api.transcript_intact(entry, out)))

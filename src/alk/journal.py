@@ -24,9 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping
 
+import msgspec
+
 from alk import __version__
 from alk.errors import ResumeError
-from alk.records import Outcome, Plan, Preflight, RepeatResult
+from alk.records import Plan, Preflight, RepeatResult
+from alk.result import Resumption
 
 SCHEMA = "alk.journal/1"
 JOURNAL_NAME = "journal.jsonl"
@@ -59,7 +62,7 @@ class Journal:
     settings: Settings
     identity: tuple[str | None, str | None] | None
     repeats: tuple[RepeatResult, ...]
-    resumed: tuple[dict[str, Any], ...]
+    resumed: tuple[Resumption, ...]
     ended: str | None  # the status of its `end` record: "complete", "interrupted"; None if none
 
 
@@ -169,7 +172,7 @@ def read_journal(path: Path) -> Journal:
     settings: Settings | None = None
     identity = None
     repeats: dict[tuple[str, int], RepeatResult] = {}
-    resumed: list[dict[str, Any]] = []
+    resumed: list[Resumption] = []
     ended = None
     lines = data.split(b"\n")
     # The last piece is empty after a whole line, or a line a kill cut short: never a record.
@@ -190,7 +193,7 @@ def read_journal(path: Path) -> Journal:
                 result = result_from_json(record["result"])
                 repeats.setdefault((result.scenario, result.repeat), result)
             elif kind == "resumed":
-                resumed.append({"at": record["at"], "done": record["done"]})
+                resumed.append(Resumption(record["at"], record["done"]))
             elif kind == "end":
                 ended = record["status"]
         except ResumeError:
@@ -204,20 +207,11 @@ def read_journal(path: Path) -> Journal:
 
 
 def result_to_json(result: RepeatResult) -> dict[str, Any]:
-    record = dataclasses.asdict(result)
-    record["outcome"] = result.outcome.value
-    record["model"] = dict(result.model) if result.model is not None else None
-    return record
+    return msgspec.to_builtins(result)
 
 
-def result_from_json(record: Mapping[str, Any]) -> RepeatResult:
-    fields = {f.name for f in dataclasses.fields(RepeatResult)}
-    values = {key: value for key, value in record.items() if key in fields}
-    values["outcome"] = Outcome(values["outcome"])
-    for name in ("trajectory", "path"):
-        values[name] = tuple(values.get(name) or ())
-    values["identities"] = tuple(tuple(pair) for pair in values.get("identities") or ())
-    return RepeatResult(**values)
+def result_from_json(record: Any) -> RepeatResult:
+    return msgspec.convert(record, RepeatResult)
 
 
 def plan_settings(plan: Plan, *, timeout_s: float | None, limits: Mapping[str, int],

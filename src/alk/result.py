@@ -1,7 +1,9 @@
 """The run's result record: what `reports/RUN_ID/result.json` holds (schema `alk.result/2`).
 
 Frozen types for the run, its gate, each scenario (its statistics and its repeats) and the lane's
-aggregate, with one `to_json` / `from_json` pair. Everything that shows a run (the terminal
+aggregate; `build_document`, which makes one from a plan and its execution (pure: alk's own
+memory peak is passed in); and one `to_json` / `from_json` pair. Reading and writing the file
+is `alk.store`'s. Everything that shows a run (the terminal
 report, `alk show`, `alk check-worker`, `alk compare`) reads these types, never the raw JSON.
 
 Conversion goes through msgspec, which checks every field's type on the way in and names the
@@ -11,21 +13,27 @@ gets a clear error, not a KeyError in a renderer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import msgspec
 
-from alk.records import RepeatResult, Verdict
-from alk.stats import LaneStats, ScenarioStats
+from alk import __version__
+from alk.errors import TranscriptError
+from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
+from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenario
+from alk.transcript import run_transcripts
 
 SCHEMA = "alk.result/2"
+RESULT_NAME = "result.json"
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or
 # `interrupted` (Ctrl-C, a signal, a full disk; `alk run --resume` goes on with it).
 STATUSES = ("running", "complete", "interrupted")
 
 
-class ResultFormatError(ValueError):
+class ResultFormatError(TranscriptError):
     """A result document that is not one this alk can read: another schema, or a field of the
     wrong type. The message names the field."""
 
@@ -143,6 +151,17 @@ class RunDocument:
         return next((s for s in self.scenarios if s.id == scenario_id), None)
 
 
+@dataclass(frozen=True, slots=True)
+class CutShort:
+    """A repeat an interrupt ended before it finished: never scored, and not in the document;
+    its transcript is kept. What `alk show` finds in its place."""
+
+    scenario: str
+    repeat: int
+    detail: str
+    transcript: str
+
+
 def to_json(document: RunDocument) -> dict[str, Any]:
     """The document as JSON values (dicts, lists, strings, numbers), in field order."""
     return msgspec.to_builtins(document)
@@ -159,3 +178,104 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
         return msgspec.convert(value, RunDocument)
     except msgspec.ValidationError as exc:
         raise ResultFormatError(f"{source}: {exc}") from None
+
+
+def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,
+                   finished_at: datetime | None, harness_peak_rss_mb: float,
+                   resumed: Sequence[Resumption] = (), jobs: int | None = None,
+                   executor: str = "local") -> RunDocument:
+    """The record of a plan's execution so far. `resumed`: when and after how many finished
+    repeats the run was resumed; `jobs` and `executor`: how it ran, which never changes what
+    it measured."""
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {STATUSES}")
+    lane = plan.lane
+    by_scenario: dict[str, list[RepeatResult]] = {s.id: [] for s in plan.scenarios}
+    # In repeat order, however the repeats finished (at once, or some before a resume).
+    place = {scenario.id: index for index, scenario in enumerate(plan.scenarios)}
+    ordered = sorted(execution.repeats, key=lambda r: (r.repeat, place.get(r.scenario, 0)))
+    for result in ordered:
+        by_scenario[result.scenario].append(result)
+    scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], plan.repeats)
+                      for scenario in plan.scenarios)
+    return RunDocument(
+        schema=SCHEMA, run_id=plan.run_id, status=status, alk_version=__version__,
+        started_at=started_at.isoformat(timespec="seconds"),
+        finished_at=finished_at.isoformat(timespec="seconds") if finished_at else None,
+        lane=LaneInfo(name=lane.name, description=lane.description, path=str(lane.path),
+                      framework=lane.framework, requirement=lane.requirement,
+                      sha256=lane.sha256),
+        settings=Settings(repeats=plan.repeats, timeout_s=plan.timeout_s, seed=plan.seed,
+                          scenarios=tuple(s.id for s in plan.scenarios),
+                          limits=plan.limits.applied(), jobs=jobs, executor=executor),
+        resumed=tuple(resumed),
+        gate=_gate(execution),
+        identities=_identities(execution.preflight, ordered),
+        harness_peak_rss_mb=round(harness_peak_rss_mb, 1),
+        paths=Paths(result=str(Path("reports") / plan.run_id / RESULT_NAME),
+                    transcripts=str(run_transcripts(plan.run_id)),
+                    workspaces=str(execution.workspaces) if execution.workspaces else None),
+        scenarios=scenarios,
+        aggregate=summarize_lane([s.stats for s in scenarios]),
+    )
+
+
+
+def _scenario(scenario: Scenario, repeats: list[RepeatResult], requested: int
+              ) -> ScenarioResult:
+    # A fully scripted scenario (a fixed model script, no faults) should take one path; turns
+    # sampled from weighted choices are meant to vary.
+    scripted = (bool(scenario.script) and not scenario.faults and not scenario.wire_faults
+                and scenario.kill_at is None
+                and not any("choices" in turn for turn in scenario.script))
+    return ScenarioResult(
+        id=scenario.id, scripted=scripted,
+        stats=summarize_scenario(scenario.id, repeats, requested),
+        # A repeat's event path (up to 8 KiB of steps) is in its journal and its statistics,
+        # not in the document: 100,000 repeats would make it gigabytes.
+        repeats=tuple(replace(r, path=()) for r in repeats),
+        model=_model_totals(repeats))
+
+
+def _gate(execution: Execution) -> Gate:
+    preflight = execution.preflight
+    framework = preflight.framework if preflight else None
+    version = preflight.version if preflight else None
+    if execution.void is not None:
+        return Gate(False, execution.void.cause, execution.void.detail, framework, version)
+    if preflight is None:
+        return Gate(None, None, "", None, None)
+    return Gate(preflight.ok, preflight.cause, preflight.detail, framework, version)
+
+
+def _identities(probe: Preflight | None, repeats: list[RepeatResult]) -> tuple[Identity, ...]:
+    counts: dict[tuple[str | None, str | None], int] = {}
+    if probe is not None and (probe.framework or probe.version):
+        counts[(probe.framework, probe.version)] = 0
+    for result in repeats:
+        for identity in dict.fromkeys(result.identities):
+            counts[identity] = counts.get(identity, 0) + 1
+    return tuple(Identity(f, v, n) for (f, v), n in counts.items())
+
+
+def _model_totals(results: list[RepeatResult]) -> ModelTotals | None:
+    """A scenario's model calls as alk's gateway saw them, over its repeats (None without
+    one): what the report shows beside the verdict."""
+    seen = [r.model for r in results if r.model is not None]
+    if not seen:
+        return None
+    return ModelTotals(repeats=len(seen), calls=sum(m["calls"] for m in seen),
+                       retries=sum(m["retries"] for m in seen),
+                       tokens=sum(m["prompt_tokens"] + m["completion_tokens"] for m in seen))
+
+
+def exit_code(document: RunDocument) -> ExitCode:
+    """FAIL when a scenario failed or was flaky; else VOID when anything could not be scored
+    (a void repeat, a void scenario, a void run), so that 19 void repeats beside one pass are
+    never read as green; else PASS."""
+    verdicts = {scenario.verdict for scenario in document.scenarios}
+    if verdicts & {Verdict.FAIL, Verdict.FLAKY}:
+        return ExitCode.FAIL
+    if not verdicts or Verdict.VOID in verdicts or document.aggregate.counts.void:
+        return ExitCode.VOID
+    return ExitCode.PASS

@@ -10,6 +10,7 @@ from typing import Any
 
 from alk import api
 from alk.records import Expectations, Lane, Observation, Scenario
+from alk.result import Resumption, RunDocument, from_json, to_json
 from scripted import ScenarioRunner
 
 RUN = "20261129-120000-ab12c3"
@@ -53,11 +54,12 @@ def lane(ids: tuple[str, ...], name: str = "orders") -> Lane:
 
 
 def made(out: Path, probe: Observation, repeats: int = 20, name: str = "orders",
-         **by_scenario: list) -> dict:
+         **by_scenario: list) -> RunDocument:
     """The document alk writes for these scripted repeats, with a fixed run id."""
     done = api.run_lane(lane(tuple(by_scenario), name), repeats=repeats, seed=7, out_dir=out,
                         runner=ScenarioRunner(probe, **by_scenario), environ=SECRET_ENV)
-    return json.loads(json.dumps(done.document).replace(done.document["run_id"], RUN))
+    text = json.dumps(to_json(done.document)).replace(done.document.run_id, RUN)
+    return from_json(json.loads(text))
 
 
 def flaky() -> list[Observation]:
@@ -69,43 +71,43 @@ def flaky() -> list[Observation]:
     return script
 
 
-def run(out: Path) -> dict:
+def run(out: Path) -> RunDocument:
     return made(out, observation(0.3), nominal=flaky(), tool_error=passing(20, 0.92),
                 remote=[NEVER_READY] * 20)
 
 
-def mostly_void(out: Path) -> dict:
+def mostly_void(out: Path) -> RunDocument:
     return made(out, observation(0.3), nominal=flaky(), tool_error=passing(20, 0.92),
                 **{"mostly-void": [NEVER_READY] * 19 + passing(1)})
 
 
-def interrupted(out: Path) -> dict:
+def interrupted(out: Path) -> RunDocument:
     # Ctrl-C while the sixth repeat of each scenario runs.
     return made(out, observation(0.3), nominal=flaky()[:5] + [KeyboardInterrupt()],
                 tool_error=passing(5) + [KeyboardInterrupt()])
 
 
-def long_ids(out: Path) -> dict:
+def long_ids(out: Path) -> RunDocument:
     return made(out, observation(0.3), nominal=flaky(), **{
         "retries-a-rate-limited-tool-then-answers-from-the-cache": passing(20, 2.3)})
 
 
-def refused(out: Path) -> dict:
+def refused(out: Path) -> RunDocument:
     old = dataclasses.replace(observation(0.3), ready={"framework": "pydantic-ai",
                                                        "framework_version": "0.9.1"})
     return made(out, old, nominal=[], tool_error=[])
 
 
-def resumed(out: Path) -> dict:
+def resumed(out: Path) -> RunDocument:
     # The run as alk wrote it, told (by hand: the view only reads these) that it ran 4 at once
     # and was resumed after 23 repeats had finished.
     document = run(out)
-    document["settings"]["jobs"] = 4
-    document["resumed"] = [{"at": "2026-11-29T12:40:07+00:00", "done": 23}]
-    return document
+    return dataclasses.replace(
+        document, settings=dataclasses.replace(document.settings, jobs=4),
+        resumed=(Resumption("2026-11-29T12:40:07+00:00", 23),))
 
 
-def three_lanes(out: Path) -> list[dict]:
+def three_lanes(out: Path) -> list[RunDocument]:
     """One run of three lanes on the same scenarios, as `alk run --lane a --lane b --lane c`."""
     return [made(out / "a", observation(0.3), name="pydantic-ai", nominal=flaky(),
                  tool_error=passing(20, 0.92), remote=[NEVER_READY] * 20),

@@ -45,6 +45,19 @@ def peak_rss_kb(pid: int | str) -> int:
         return 0
 
 
+def own_peak_rss_mb() -> float:
+    """alk's own memory peak. VmHWM is this process's own; ru_maxrss would include the peak of
+    whatever started alk (a test runner, say), as a child's counter starts from its parent's."""
+    kb = peak_rss_kb("self")
+    if not kb:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        kb = peak // 1024 if sys.platform == "darwin" else peak  # bytes there, KiB elsewhere
+    return kb / 1024
+
+
 def vm_hwm_kb(status: bytes) -> int:
     """VmHWM in KiB from the text of a /proc/PID/status; 0 without one."""
     at = status.find(b"\nVmHWM:")
