@@ -16,7 +16,8 @@ import pytest
 from alk import api
 from alk.errors import LaneError, ResumeError, UsageError
 from alk.journal import journal_path, read_journal
-from alk.report.document import result_path
+from alk.result import RunDocument, to_json
+from alk.store import result_path
 from scripted import PASSING, ScriptedRunner, ready
 from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
 
@@ -70,9 +71,9 @@ class CountingRunner(ScriptedRunner):
         return Counter((sid, number) for name, sid, number in self.started if name == lane)
 
 
-def seeds_of(document: dict) -> dict[tuple[str, int], int]:
-    return {(entry["id"], item["repeat"]): item["seed"]
-            for entry in document["scenarios"] for item in entry["repeats"]}
+def seeds_of(document: RunDocument) -> dict[tuple[str, int], int]:
+    return {(entry.id, item.repeat): item.seed
+            for entry in document.scenarios for item in entry.repeats}
 
 
 def run(root: Path, runner, out_dir: Path | None = None) -> api.RunResult:
@@ -99,41 +100,41 @@ def test_an_interrupted_run_resumes_to_every_repeat_once_with_a_fresh_runs_seeds
 
     first = CountingRunner(interrupt_at=4)
     cut = run(root, first)
-    run_id = cut.document["run_id"]
-    assert cut.interrupted and cut.document["status"] == "interrupted"
+    run_id = cut.document.run_id
+    assert cut.interrupted and cut.document.status == "interrupted"
     finished = set(seeds_of(cut.document))
     assert finished == {(sid, n) for _, sid, n in first.started[:3]}
 
     second = CountingRunner(interrupt_at=2)
     again = resume(root, run_id, second)
-    assert again.interrupted and again.document["resumed"][0]["done"] == 3
+    assert again.interrupted and again.document.resumed[0].done == 3
     assert not set(second.counts()) & finished  # nothing finished runs again
     finished = set(seeds_of(again.document))
     assert len(finished) == 4
 
     third = CountingRunner()
     done = resume(root, run_id, third)
-    assert not done.interrupted and done.document["status"] == "complete"
+    assert not done.interrupted and done.document.status == "complete"
     # The first interrupt's repeat and the second's each ran again, once; nothing else did.
     assert set(third.counts()) == everything - finished
     assert set(third.counts().values()) == {1}
     # Every repeat once, with the seed a fresh run with the same seed gives it.
     assert seeds_of(done.document) == seeds_of(fresh.document)
     # In repeat order, though some finished before a resume and some after.
-    assert [[item["repeat"] for item in entry["repeats"]]
-            for entry in done.document["scenarios"]] == [[1, 2, 3]] * 3
+    assert [[item.repeat for item in entry.repeats]
+            for entry in done.document.scenarios] == [[1, 2, 3]] * 3
     assert {(sid, n): seed for (_, sid, n), seed in third.seeds.items()} == {
         key: seed for key, seed in seeds_of(fresh.document).items() if key not in finished}
-    assert done.document["aggregate"]["counts"] == fresh.document["aggregate"]["counts"]
-    assert [entry["done"] for entry in done.document["resumed"]] == [3, 4]
-    assert done.document["started_at"] == cut.document["started_at"]
+    assert done.document.aggregate.counts == fresh.document.aggregate.counts
+    assert [entry.done for entry in done.document.resumed] == [3, 4]
+    assert done.document.started_at == cut.document.started_at
     assert api.read_run(run_id, root) == done.document
     assert read_journal(journal_path(root, run_id)).ended == "complete"
 
 
 def test_a_fresh_run_says_it_was_never_resumed(root):
     write_lane(root)
-    assert run(root, CountingRunner()).document["resumed"] == []
+    assert run(root, CountingRunner()).document.resumed == ()
 
 
 def test_a_run_killed_before_its_end_record_resumes_from_its_journal(root):
@@ -141,7 +142,7 @@ def test_a_run_killed_before_its_end_record_resumes_from_its_journal(root):
     journal alone says which repeats finished."""
     write_lane(root)
     cut = run(root, CountingRunner(interrupt_at=6))
-    run_id = cut.document["run_id"]
+    run_id = cut.document.run_id
     path = journal_path(root, run_id)
     lines = path.read_bytes().split(b"\n")
     assert json.loads(lines[-2])["type"] == "end"
@@ -152,14 +153,14 @@ def test_a_run_killed_before_its_end_record_resumes_from_its_journal(root):
     result_path(root, run_id).unlink()  # the journal alone must do
     runner = CountingRunner()
     done = resume(root, run_id, runner)
-    assert done.document["status"] == "complete" and len(seeds_of(done.document)) == 9
+    assert done.document.status == "complete" and len(seeds_of(done.document)) == 9
     assert len(runner.started) == 4  # 5 finished before the interrupt
-    assert done.document["started_at"] == "2026-11-29T08:00:00+00:00"
+    assert done.document.started_at == "2026-11-29T08:00:00+00:00"
 
 
 def test_a_changed_lane_file_is_refused_and_the_run_left_as_it_was(root):
     path = write_lane(root)
-    run_id = run(root, CountingRunner(interrupt_at=2)).document["run_id"]
+    run_id = run(root, CountingRunner(interrupt_at=2)).document.run_id
     before = files_of(root, run_id)
     write(root, lane_text(timeout_s=5))
     runner = CountingRunner()
@@ -170,7 +171,7 @@ def test_a_changed_lane_file_is_refused_and_the_run_left_as_it_was(root):
     assert "start a new run, or restore the file" in str(caught.value)
     assert runner.requests == [] and files_of(root, run_id) == before
     write(root, lane_text())  # restored, it resumes
-    assert resume(root, run_id, runner).document["status"] == "complete"
+    assert resume(root, run_id, runner).document.status == "complete"
 
 
 class FrameworkGone(CountingRunner):
@@ -204,7 +205,7 @@ def test_a_resume_that_cannot_begin_leaves_the_run_as_it_was(root, interrupt_at,
     passed: nothing changes on disk, no repeat starts, and the run can still be resumed."""
     write_lane(root)
     cut = run(root, CountingRunner(interrupt_at=interrupt_at)).document
-    run_id = cut["run_id"]
+    run_id = cut.run_id
     before = files_of(root, run_id)
     refused = runner()
     if refusal is None:
@@ -217,13 +218,13 @@ def test_a_resume_that_cannot_begin_leaves_the_run_as_it_was(root, interrupt_at,
     assert refused.started == [] and refused.probes == ["demo"]
     assert files_of(root, run_id) == before
     done = resume(root, run_id, CountingRunner()).document
-    assert done["status"] == "complete" and len(seeds_of(done)) == 9
-    assert [entry["done"] for entry in done["resumed"]] == [interrupt_at - 1]
+    assert done.status == "complete" and len(seeds_of(done)) == 9
+    assert [entry.done for entry in done.resumed] == [interrupt_at - 1]
 
 
 def test_a_complete_run_is_not_resumed(root):
     write_lane(root)
-    run_id = run(root, CountingRunner()).document["run_id"]
+    run_id = run(root, CountingRunner()).document.run_id
     before = files_of(root, run_id)
     runner = CountingRunner()
     for call in (api.resume_run, api.resume):
@@ -248,31 +249,33 @@ def test_a_group_interrupted_in_its_second_lane_resumes_keeping_the_first(root):
     cut = api.run_lanes(lanes, seed=5, out_dir=root, runner=first, environ=ENVIRON)
     run_id = cut.run_id
     assert cut.interrupted and [r.interrupted for r in cut.runs] == [False, True]
-    assert [r.document["run_id"] for r in cut.runs] == [f"{run_id}/one", f"{run_id}/two"]
+    assert [r.document.run_id for r in cut.runs] == [f"{run_id}/one", f"{run_id}/two"]
     assert first.probes == ["one", "two"]  # the third never began
     kept = result_path(root, f"{run_id}/one").read_bytes()
-    assert [doc["lane"]["name"] for doc in api.read_runs(run_id, root)] == ["one", "two"]
+    assert [doc.lane.name for doc in api.read_runs(run_id, root)] == ["one", "two"]
     finished_two = set(seeds_of(cut.runs[1].document))
     assert len(finished_two) == 2
 
     second = CountingRunner()
     done = api.resume(run_id, out_dir=root, runner=second, environ=ENVIRON)
     assert done.run_id == run_id and not done.interrupted
-    assert [r.document["lane"]["name"] for r in done.runs] == ["one", "two", "three"]
-    assert all(r.document["status"] == "complete" for r in done.runs)
+    assert [r.document.lane.name for r in done.runs] == ["one", "two", "three"]
+    assert all(r.document.status == "complete" for r in done.runs)
     assert second.probes == ["two", "three"] and not second.counts("one")
     assert set(second.counts("two")) == {("a", 1), ("b", 1), ("a", 2), ("b", 2)} - finished_two
     assert sorted(second.counts("three").values()) == [1, 1, 1, 1]
     assert result_path(root, f"{run_id}/one").read_bytes() == kept
-    assert done.runs[1].document["resumed"][0]["done"] == 2
-    assert done.runs[2].document["resumed"] == []
+    assert done.runs[1].document.resumed[0].done == 2
+    assert done.runs[2].document.resumed == ()
     # One seed for every lane: the same scenario and repeat get the same seed in each.
     documents = api.read_runs(run_id, root)
-    assert [doc["run_id"] for doc in documents] == [f"{run_id}/{n}" for n in ("one", "two",
+    assert [doc.run_id for doc in documents] == [f"{run_id}/{n}" for n in ("one", "two",
                                                                               "three")]
     assert seeds_of(documents[0]) == seeds_of(documents[1]) == seeds_of(documents[2])
     assert api.read_runs("latest", root) == documents
-    assert api.group_document(documents) == {"run_id": run_id, "runs": documents}
+    assert api.runs_json(documents) == {"run_id": run_id,
+                                        "runs": [to_json(doc) for doc in documents]}
+    assert api.runs_json(documents[:1]) == to_json(documents[0])
     with pytest.raises(ResumeError, match=f"run {run_id} is complete"):
         api.resume(run_id, out_dir=root, runner=second, environ=ENVIRON)
 
@@ -292,7 +295,7 @@ def test_one_lane_given_to_run_lanes_is_a_plain_run(root):
     result = api.run_lanes(api.load_lanes(["demo"]), repeats=1, out_dir=root,
                            runner=CountingRunner(), environ=ENVIRON)
     [run_] = result.runs
-    assert result.run_id == run_.document["run_id"] and "/" not in result.run_id
+    assert result.run_id == run_.document.run_id and "/" not in result.run_id
     assert not (root / "reports" / result.run_id / "group.json").exists()
     assert api.read_runs(result.run_id, root) == [run_.document]
 
@@ -328,17 +331,17 @@ def test_two_lanes_of_one_name_are_refused_naming_both_files(root):
 def test_a_run_killed_after_its_last_repeat_is_written_up_from_its_journal_alone(root):
     write_lane(root)
     done = run(root, CountingRunner())
-    path = journal_path(root, done.document["run_id"])
+    path = journal_path(root, done.document.run_id)
     # As if alk died after the last repeat's record, before the run's `end`.
     lines = path.read_bytes().splitlines(keepends=True)
     assert json.loads(lines[-1])["type"] == "end"
     path.write_bytes(b"".join(lines[:-1]))
-    result_path(root, done.document["run_id"]).unlink()
+    result_path(root, done.document.run_id).unlink()
     runner = CountingRunner(version="2.0")  # nothing may run: not even the probe
-    again = api.resume_run(done.document["run_id"], out_dir=root, runner=runner,
+    again = api.resume_run(done.document.run_id, out_dir=root, runner=runner,
                            environ=ENVIRON)
     assert runner.started == [] and runner.probes == []
-    assert again.document["status"] == "complete" and again.document["resumed"] == []
+    assert again.document.status == "complete" and again.document.resumed == ()
     assert seeds_of(again.document) == seeds_of(done.document)
     assert read_journal(path).ended == "complete"
 
@@ -367,6 +370,6 @@ def test_a_journal_that_cannot_be_written_stops_the_run_to_be_resumed(root, monk
     assert len(read_journal(journal_path(root, run_id)).repeats) == 4
     runner = CountingRunner()
     done = api.resume_run(run_id, out_dir=root, runner=runner, environ=ENVIRON)
-    assert done.document["status"] == "complete" and len(runner.started) == 5
+    assert done.document.status == "complete" and len(runner.started) == 5
     assert sorted(seeds_of(done.document)) == sorted(
         (sid, n) for sid in ("a", "b", "c") for n in (1, 2, 3))
