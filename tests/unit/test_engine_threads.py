@@ -19,6 +19,7 @@ from alk import repeat as repeat_module
 from alk.api import run_lane
 from alk.engine import threads
 from alk.engine.threads import ThreadEngine, parallelism
+from alk.result import RunDocument, to_json
 from alk.errors import LaneError
 from alk.journal import journal_path, read_journal
 from alk.lane import load_lane
@@ -98,9 +99,9 @@ def run(tmp_path, make_lane, runner, ids=("a", "b"), repeats=2, jobs=1, max_para
                     environ=ENVIRON, jobs=jobs, **options)
 
 
-def outcomes(document) -> dict[tuple[str, int], str]:
-    return {(entry["id"], item["repeat"]): item["outcome"]
-            for entry in document["scenarios"] for item in entry["repeats"]}
+def outcomes(document: RunDocument) -> dict[tuple[str, int], str]:
+    return {(entry.id, item.repeat): item.outcome
+            for entry in document.scenarios for item in entry.repeats}
 
 
 # --- how many at once --------------------------------------------------------------------------
@@ -111,8 +112,8 @@ def test_jobs_4_has_4_repeats_in_flight_at_once(tmp_path, make_lane):
     done = run(tmp_path, make_lane, runner, repeats=4, jobs=4)
     assert set(outcomes(done.document).values()) == {"pass"} and len(outcomes(done.document)) == 8
     assert runner.most == 4 and len(runner.idents) == 4
-    assert done.document["settings"]["jobs"] == 4
-    assert done.document["settings"]["executor"] == "local"
+    assert done.document.settings.jobs == 4
+    assert done.document.settings.executor == "local"
 
 
 def test_a_lanes_max_parallel_caps_jobs(tmp_path, make_lane):
@@ -120,7 +121,7 @@ def test_a_lanes_max_parallel_caps_jobs(tmp_path, make_lane):
     done = run(tmp_path, make_lane, runner, repeats=4, jobs=4, max_parallel=2)
     assert set(outcomes(done.document).values()) == {"pass"}
     assert runner.most == 2 and runner.most_threads == 2
-    assert done.document["settings"]["jobs"] == 2  # what ran at once, not the 4 asked
+    assert done.document.settings.jobs == 2  # what ran at once, not the 4 asked
 
 
 @pytest.mark.parametrize("jobs, max_parallel, items, max_processes, cgroup, expected", [
@@ -201,8 +202,8 @@ def test_results_come_in_the_order_they_finish_and_the_document_in_repeat_order(
     done = run(tmp_path, make_lane, ThreadedRunner(together=2, act=act), ids=("a",), jobs=2,
                on_repeat=heard)
     assert order == [2, 1]
-    assert [item["repeat"] for item in done.document["scenarios"][0]["repeats"]] == [1, 2]
-    journaled = read_journal(journal_path(tmp_path, done.document["run_id"])).repeats
+    assert [item.repeat for item in done.document.scenarios[0].repeats] == [1, 2]
+    journaled = read_journal(journal_path(tmp_path, done.document.run_id)).repeats
     assert [result.repeat for result in journaled] == [2, 1]
 
 
@@ -219,16 +220,16 @@ def stop_test_act(request):
         wait_for_stop(request)
 
 
-def transcript_events(tmp_path: Path, document: dict, scenario: str) -> list[dict]:
-    path = tmp_path / "transcripts" / document["run_id"] / scenario / "repeat-01.jsonl"
+def transcript_events(tmp_path: Path, document: RunDocument, scenario: str) -> list[dict]:
+    path = tmp_path / "transcripts" / document.run_id / scenario / "repeat-01.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def assert_stopped_and_kept(tmp_path: Path, done, kept: set[str]) -> None:
     document = done.document
-    assert done.interrupted and document["status"] == "interrupted"
+    assert done.interrupted and document.status == "interrupted"
     assert {sid for sid, _ in outcomes(document)} == kept
-    journaled = read_journal(journal_path(tmp_path, document["run_id"]))
+    journaled = read_journal(journal_path(tmp_path, document.run_id))
     assert {result.scenario for result in journaled.repeats} == kept
     assert journaled.ended == "interrupted"
     # The repeat the stop ended was discarded, and its transcript says so.
@@ -398,9 +399,9 @@ def by_seed(request):
         PASSING, duration_s=seed % 7 / 10, trajectory=(f"step-{seed % 2}:ok",))
 
 
-def comparable(document: dict) -> dict:
-    document = json.loads(json.dumps(document))
-    for key in ("started_at", "finished_at", "harness"):
+def comparable(document: RunDocument) -> dict:
+    document = json.loads(json.dumps(to_json(document)))
+    for key in ("started_at", "finished_at", "harness_peak_rss_mb"):
         document.pop(key)
     document["settings"].pop("jobs")
     for entry in document["scenarios"]:

@@ -25,7 +25,7 @@ from alk.records import (
     WireFault,
 )
 from alk.redaction import Redactor
-from alk.report.document import build_document
+from alk.result import ModelTotals, build_document
 from scripted import PASSING, ScriptedRunner
 
 pytestmark = pytest.mark.usefixtures("private_temp")
@@ -189,11 +189,12 @@ def test_the_document_keeps_each_repeats_view_and_the_scenarios_totals(make_lane
     plan, _, execution = run(make_lane, tmp_path, dataclasses.replace(PASSING, model=SEEN),
                              dataclasses.replace(PASSING, model=other), repeats=2)
     document = build_document(plan, execution, status="complete",
-                              started_at=datetime.now(timezone.utc), finished_at=None)
-    [scenario] = document["scenarios"]
-    assert scenario["model"] == {"repeats": 2, "calls": 4, "retries": 1, "tokens": 43}
-    assert sorted(r["model"]["calls"] for r in scenario["repeats"]) == [1, 3]
-    assert {tuple(r["model"]) for r in scenario["repeats"]} == {
+                              started_at=datetime.now(timezone.utc), finished_at=None,
+                              harness_peak_rss_mb=1.0)
+    [scenario] = document.scenarios
+    assert scenario.model == ModelTotals(repeats=2, calls=4, retries=1, tokens=43)
+    assert sorted(r.model["calls"] for r in scenario.repeats) == [1, 3]
+    assert {tuple(r.model) for r in scenario.repeats} == {
         ("calls", "turns", "retries", "prompt_tokens", "completion_tokens", "faults")}
 
 
@@ -202,9 +203,10 @@ def test_a_lane_without_model_keeps_no_view(make_lane, tmp_path):
     execution = execute(plan, tmp_path, Redactor(), runner=ScriptedRunner(PASSING, PASSING),
                         environ={"PATH": "/bin"})
     document = build_document(plan, execution, status="complete",
-                              started_at=datetime.now(timezone.utc), finished_at=None)
-    [scenario] = document["scenarios"]
-    assert scenario["model"] is None and scenario["repeats"][0]["model"] is None
+                              started_at=datetime.now(timezone.utc), finished_at=None,
+                              harness_peak_rss_mb=1.0)
+    [scenario] = document.scenarios
+    assert scenario.model is None and scenario.repeats[0].model is None
 
 
 def test_a_proxy_without_alks_key_voids_the_run_before_anything_starts(make_lane, tmp_path):

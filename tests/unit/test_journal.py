@@ -26,6 +26,7 @@ from alk.journal import (
 )
 from alk.plan import build_plan
 from alk.records import Outcome, Preflight, RepeatResult
+from alk.result import Resumption
 
 # Every field set, none to its default: a field the journal dropped or turned into another type
 # (a list for a tuple, a string for an enum) would not compare equal.
@@ -91,7 +92,7 @@ def test_every_kind_of_record_reads_back(tmp_path):
     assert read.settings == SETTINGS
     assert read.identity == ("fw", "1.0")
     assert read.repeats == (FULL, second)
-    assert read.resumed == ({"at": "2026-11-30T12:05:01+00:00", "done": 1},)
+    assert read.resumed == (Resumption("2026-11-30T12:05:01+00:00", 1),)
     assert read.ended == "interrupted"
     first = json.loads(path.read_bytes().split(b"\n")[0])
     assert (first["type"], first["schema"]) == ("run", SCHEMA)
