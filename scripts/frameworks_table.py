@@ -265,10 +265,11 @@ def scenario_summary(scenario: dict[str, Any], base: Path, lane: dict[str, Any] 
                      ) -> dict[str, Any]:
     facts = [repeat_facts(r, base) for r in scenario["repeats"]]
     scored = [f for f in facts if f["outcome"] != "lane_infra"]
-    counts = scenario["counts"]
+    stats = scenario["stats"]
+    counts = stats["counts"]
     summary: dict[str, Any] = {
-        "verdict": scenario["verdict"], "passed": counts["passed"], "scored": counts["scored"],
-        "void": counts["void"], "causes": dict(scenario["causes"]),
+        "verdict": stats["verdict"], "passed": counts["passed"], "scored": counts["scored"],
+        "void": counts["void"], "causes": dict(stats["causes"]),
         "calls": round(statistics.fmean(f["calls"] for f in facts), 2) if facts else None,
         "retries": round(statistics.fmean(f["retries"] for f in facts), 2) if facts else None,
     }
@@ -318,8 +319,8 @@ def measure_run(result_path: Path) -> dict[str, Any]:
     durations = [r["duration_s"] for s in document["scenarios"] for r in s["repeats"]]
     return {
         "lane": document["lane"]["name"],
-        "framework": document["lane"]["reported_framework"] or document["lane"]["framework"],
-        "version": document["lane"]["reported_version"],
+        "framework": document["gate"]["framework"] or document["lane"]["framework"],
+        "version": document["gate"]["version"],
         "run_id": document["run_id"], "alk_version": document["alk_version"],
         "status": document["status"], "seed": document["settings"]["seed"],
         "repeats": document["settings"]["repeats"],

@@ -119,10 +119,11 @@ def made_run(tmp_path: Path) -> Path:
                                 for seq, e in enumerate([start, *events], 1)) + "not json\n")
         ok = cause == "passed"
         scenarios.append({
-            "id": sid, "verdict": "pass" if ok else "fail",
-            "counts": {"requested": 1, "completed": 1, "void": 0, "scored": 1,
-                       "passed": int(ok)},
-            "causes": {cause: 1},
+            "id": sid, "stats": {
+                "verdict": "pass" if ok else "fail",
+                "counts": {"requested": 1, "completed": 1, "void": 0, "scored": 1,
+                           "passed": int(ok)},
+                "causes": [[cause, 1]]},
             "repeats": [{"outcome": "pass" if ok else "framework_runtime", "cause": cause,
                          "detail": detail, "duration_s": 2.5, "model": None,
                          "transcript": f"transcripts/RUN/{sid}/repeat-01.jsonl"}]})
@@ -133,8 +134,8 @@ def made_run(tmp_path: Path) -> Path:
     document = {
         "run_id": "RUN", "alk_version": "0.1.0", "status": "complete",
         "started_at": "2026-11-30T12:00:00+00:00", "finished_at": "2026-11-30T12:01:30+00:00",
-        "lane": {"name": "made", "path": "lanes/made.toml", "framework": "made",
-                 "reported_framework": "made-agents", "reported_version": "1.2.3"},
+        "lane": {"name": "made", "path": "lanes/made.toml", "framework": "made"},
+        "gate": {"framework": "made-agents", "version": "1.2.3"},
         "settings": {"seed": 7, "repeats": 1},
         "paths": {"result": "reports/RUN/result.json"}, "scenarios": scenarios}
     result_path = tmp_path / "reports" / "RUN" / "result.json"
