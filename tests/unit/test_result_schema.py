@@ -404,9 +404,15 @@ BREAKS = {
     "the fields of alk.result/1": ("preflight", {
         "ok": True, "cause": None, "detail": "", "framework": None, "version": None}),
     "a rate above 1": ("aggregate.pass_rate", 1.5),
-    "pass^k by k in an object": ("aggregate.pass_hat_k", {"1": 1.0}),
-    "pass^k above 1": (f"{STATS}.pass_hat_k", [1.5]),
+    "pass^k by k in an object": ("aggregate.curve.pass_hat_k", {"1": 1.0}),
+    "pass^k above 1": (f"{STATS}.curve.pass_hat_k", [1.5, 1.0]),
+    "pass^k at k = 0": (f"{STATS}.curve.k", [0, 1]),
     "an interval with one bound": (f"{STATS}.ci", [0.5]),
+    "an estimate without its interval": ("aggregate.void_rate", {"value": 0.0}),
+    "an estimate as a pair": (f"{STATS}.void_rate", [0.0, 0.5]),
+    "a tally of no scenarios": ("aggregate.tallies.0.scenarios", 0),
+    "no failure rate to see": (f"{STATS}.repeats_needed.failure_rate", 0.0),
+    "an ICC interval above 1": ("aggregate.icc.ci", [0.5, 1.5]),
     "a digest that is not one": (f"{REPEAT}.sha256", "not a digest"),
     "an unknown limit": ("settings.limits", {"memory_gb": 8}),
     "no repeat at once": ("settings.jobs", 0),
@@ -433,12 +439,14 @@ def test_a_broken_document_is_rejected(schema: dict[str, Any], runs: dict[str, R
 def test_what_the_breaks_start_from_is_valid(schema: dict[str, Any],
                                              runs: dict[str, Run]) -> None:
     """Each break changes one thing of a document that is valid without it: a repeat's gateway
-    record with a known fault, and a resumption, are valid."""
+    record with a known fault, a resumption and an ICC interval are valid."""
     document = runs["pass and kill_at"].document
     seen = {**GATEWAY_SEEN, "faults": ["http_429@call1"]}
     assert problems(schema, broken(document, f"{REPEAT}.model", seen)) == []
     resumed = [{"at": "2026-11-30T12:40:13+00:00", "done": 1}]
     assert problems(schema, broken(document, "resumed", resumed)) == []
+    # An ICC below 0 is noise, not an error: its interval may reach below 0 too.
+    assert problems(schema, broken(document, "aggregate.icc.ci", [-0.2, 0.9])) == []
 
 
 @pytest.mark.parametrize("claim", [None, "checked", {"passed": True, "n": [1, 2.5, None]}, 7],
