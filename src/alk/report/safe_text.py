@@ -9,8 +9,10 @@ Every value from a document or a transcript reaches the terminal through `printa
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Iterable, Mapping, TypeVar
 
+import msgspec
 from rich import box
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +25,7 @@ STYLES = {
     Outcome.FRAMEWORK_RUNTIME: "red", Outcome.AGENT: "yellow", Outcome.LANE_INFRA: "magenta",
 }
 DASH = "—"
+T = TypeVar("T")
 
 
 # Control characters a worker may send (ESC starts terminal sequences that clear the screen,
@@ -40,16 +43,77 @@ _ESCAPES = {**_CONTROLS, **{code: f"\\u{code:04x}" if code <= 0xffff else f"\\U{
                             for code in _INVISIBLE}}
 
 
-def printable(value: Any) -> Any:
+def printable(value: T) -> T:
     """The value with every control and invisible character in its strings (keys too) shown
-    as an escape such as `\\x1b` or `\\u202e`."""
+    as an escape such as `\\x1b` or `\\u202e`. Frozen records (a `RunDocument` and what it
+    holds) come back as records of the same types, rebuilt only where a string changed: a clean
+    run of 100,000 repeats costs a walk, not a copy."""
+    if _clean(value):
+        return value
     if isinstance(value, str):
-        return value.translate(_ESCAPES)
-    if isinstance(value, Mapping):
-        return {printable(k): printable(v) for k, v in value.items()}
+        escaped = value.translate(_ESCAPES)
+        # The same object when nothing changed: an enum member (alk's own code) stays one.
+        return value if escaped == value else escaped
     if isinstance(value, (list, tuple)):
-        return [printable(item) for item in value]
+        items = [item if _clean(item) else printable(item) for item in value]
+        if all(new is old for new, old in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    names = _record_fields(type(value))
+    if names is not None:
+        if _clean_json(value):
+            return value
+        changed = {}
+        for name in names:
+            old = getattr(value, name)
+            if not _clean(old):
+                new = printable(old)
+                if new is not old:
+                    changed[name] = new
+        return replace(value, **changed) if changed else value
+    if isinstance(value, Mapping):
+        pairs = [(k, v, printable(k), printable(v)) for k, v in value.items()]
+        if all(k is pk and v is pv for k, v, pk, pv in pairs):
+            return value
+        return {pk: pv for _, _, pk, pv in pairs}
     return value
+
+
+# Types that hold no text, and each record type's fields, looked up once: printable walks
+# every field of every repeat.
+_PLAIN = frozenset({int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _clean_json(record: Any) -> bool:
+    """True when a record surely holds nothing to escape, from a few passes in C over its JSON:
+    msgspec writes the C0 controls as escapes after a backslash (`\\u001b`, `\\r`, `\\b`, `\\f`;
+    `\\n` and `\\t` are kept anyway) and every other character as it is, where `isprintable`
+    finds it. A backslash a worker wrote may read as an escape: then the walk decides, as it
+    does for anything msgspec cannot encode (a lone surrogate)."""
+    try:
+        data = msgspec.json.encode(record)
+    except Exception:  # noqa: BLE001 - not encodable: the walk looks at each value instead
+        return False
+    # ASCII, the common case, is scanned as bytes: there only DEL is unprintable unescaped.
+    shown = b"\x7f" not in data if data.isascii() else data.decode().isprintable()
+    return shown and (b"\\" not in data or not any(e in data for e in _C0_ESCAPES))
+
+
+_C0_ESCAPES = (b"\\u00", b"\\r", b"\\b", b"\\f")
+
+
+def _clean(value: Any) -> bool:
+    """Nothing to escape, known at once: a number, None, or a string of printable characters
+    (every character escaped is one Python finds unprintable)."""
+    return type(value) in _PLAIN or (isinstance(value, str) and value.isprintable())
+
+
+def _record_fields(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type, None for any other type."""
+    if kind not in _FIELDS:
+        _FIELDS[kind] = (tuple(f.name for f in fields(kind)) if is_dataclass(kind) else None)
+    return _FIELDS[kind]
 
 
 def new_table(*columns: tuple[str, Mapping[str, Any]], leading: int = 0) -> Table:
