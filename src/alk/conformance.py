@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from alk.causes import CATALOGUE, Cause
 from alk.errors import TranscriptError
-from alk.records import Outcome
+from alk.records import Outcome, RepeatResult
+from alk.result import RunDocument
 from alk.transcript import HARNESS, iter_transcript, probe_transcript
 
 _STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
@@ -58,31 +59,30 @@ class Finding:
         return self.level is not Level.FAIL
 
 
-def review(document: Mapping[str, Any], out_dir: Path) -> list[Finding]:
+def review(document: RunDocument, out_dir: Path) -> list[Finding]:
     """The handshake first, then each protocol violation once (a worker that breaks the
     protocol the same way in the probe and in every scenario hears it once, with where), then
     the probe's other findings and each repeat's outcome."""
     handshake = _handshake(document)
     sightings: dict[tuple[str, str, str], list[str]] = {}
-    probe = _read_facts("probe", out_dir / probe_transcript(document["run_id"]), sightings)
+    probe = _read_facts("probe", out_dir / probe_transcript(document.run_id), sightings)
     later = _probe(probe)
     if handshake.ok:
-        for scenario in document["scenarios"]:
-            for repeat in scenario["repeats"]:
-                later += _repeat(scenario["id"], repeat, out_dir, sightings)
+        for scenario in document.scenarios:
+            for repeat in scenario.repeats:
+                later += _repeat(scenario.id, repeat, out_dir, sightings)
     violations = [_violation(kind, line, detail, where)
                   for (kind, line, detail), where in sightings.items()]
     return [handshake, *violations, *later]
 
 
-def _handshake(document: Mapping[str, Any]) -> Finding:
-    gate, lane = document["preflight"], document["lane"]
-    if gate["ok"]:
-        return Finding(Level.OK, "handshake", f"framework_ready: {gate['framework']} "
-                       f"{gate['version']} satisfies {lane['requirement']!r}")
-    cause = gate.get("cause") or Cause.HARNESS_ERROR.value
-    return Finding(Level.FAIL, f"handshake: {cause}", gate.get("detail", ""),
-                   CATALOGUE[Cause(cause)].action)
+def _handshake(document: RunDocument) -> Finding:
+    gate = document.gate
+    if gate.ok:
+        return Finding(Level.OK, "handshake", f"framework_ready: {gate.framework} "
+                       f"{gate.version} satisfies {document.lane.requirement!r}")
+    cause = gate.cause or Cause.HARNESS_ERROR.value
+    return Finding(Level.FAIL, f"handshake: {cause}", gate.detail, CATALOGUE[Cause(cause)].action)
 
 
 def _probe(facts: _Facts) -> list[Finding]:
@@ -175,20 +175,20 @@ def _places(labels: list[str]) -> str:
     return named
 
 
-def _repeat(scenario: str, repeat: Mapping[str, Any], out_dir: Path,
+def _repeat(scenario: str, repeat: RepeatResult, out_dir: Path,
             sightings: dict[tuple[str, str, str], list[str]]) -> list[Finding]:
     label = f"scenario {scenario}"
-    outcome, cause = repeat["outcome"], repeat["cause"]
-    findings = _read_facts(label, out_dir / repeat["transcript"], sightings).overflow
-    if outcome in (Outcome.LANE_INFRA.value, Outcome.FRAMEWORK_RUNTIME.value):
-        if cause != Cause.PROTOCOL_VIOLATION.value:
-            findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat["detail"],
+    outcome, cause = repeat.outcome, repeat.cause
+    findings = _read_facts(label, out_dir / repeat.transcript, sightings).overflow
+    if outcome in (Outcome.LANE_INFRA, Outcome.FRAMEWORK_RUNTIME):
+        if cause != Cause.PROTOCOL_VIOLATION:
+            findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat.detail,
                                     CATALOGUE[Cause(cause)].action))
-    elif outcome == Outcome.AGENT.value:
+    elif outcome == Outcome.AGENT:
         findings.append(Finding(Level.WARN, f"{label}: protocol ok; an expectation failed "
-                                f"({cause})", repeat["detail"],
+                                f"({cause})", repeat.detail,
                                 "not a protocol problem: the agent's answer or effects differ"))
     else:
         findings.append(Finding(Level.OK, f"{label}: protocol ok, passed",
-                                f"{repeat['duration_s']:.2f} s"))
+                                f"{repeat.duration_s:.2f} s"))
     return findings

@@ -4,10 +4,22 @@ and only the harness's own events believed."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from alk.conformance import MAX_VIOLATION_FINDINGS, Level, review
+from alk.plan import build_plan
+from alk.records import (
+    Attribution,
+    Execution,
+    Lane,
+    Outcome,
+    Preflight,
+    RepeatResult,
+    Scenario,
+)
+from alk.result import RunDocument, build_document
 from alk.transcript import probe_transcript, repeat_transcript
 
 RUN = "20261130-120000-ab12"
@@ -26,13 +38,34 @@ def write(out: Path, relative: Path, *lines: bytes) -> str:
     return str(relative)
 
 
-def document(out: Path, *repeat_lines: bytes) -> dict[str, Any]:
-    transcript = write(out, repeat_transcript(RUN, "s", 1), *repeat_lines)
-    repeat = {"repeat": 1, "outcome": "pass", "cause": "passed", "detail": "",
-              "duration_s": 0.1, "transcript": transcript}
-    return {"run_id": RUN, "lane": {"requirement": ">=1"},
-            "preflight": {"ok": True, "framework": "fw", "version": "1.0"},
-            "scenarios": [{"id": "s", "repeats": [repeat]}]}
+def passed(scenario: str, transcript: str) -> RepeatResult:
+    return RepeatResult(
+        scenario=scenario, repeat=1, seed=1, outcome=Outcome.PASS, cause="passed", detail="",
+        duration_s=0.1, exit_code=0, signal=None, timed_out=False, peak_rss_mb=None,
+        cpu_s=None, containment=None, network=None, filesystem=None, attempts=1, path_hash="",
+        violations=0, trajectory=(), claimed=None, transcript=transcript, sha256="")
+
+
+def document(out: Path, *repeat_lines: bytes, others: dict[str, str] | None = None,
+             refused: Attribution | None = None) -> RunDocument:
+    """The record alk's builder makes of one passed repeat of scenario s, whose transcript
+    holds `repeat_lines`, and of one of each scenario in `others` (id: its transcript); with
+    `refused`, of a run whose preflight refused the worker, so that no repeat ran."""
+    transcripts = {"s": write(out, repeat_transcript(RUN, "s", 1), *repeat_lines),
+                   **(others or {})}
+    lane = Lane(name="demo", description="", framework="fw", requirement=">=1",
+                command=("{python}", "worker.py"), required_env=(), timeout_s=30.0, repeats=1,
+                scenarios=tuple(Scenario(sid, "t") for sid in transcripts),
+                path=Path("lanes/demo.toml"), root=Path("."), transcript_cap_bytes=1 << 20)
+    if refused is None:
+        execution = Execution(preflight=Preflight(True, "fw", "1.0"),
+                              repeats=[passed(sid, path) for sid, path in transcripts.items()])
+    else:
+        execution = Execution(preflight=Preflight(False, "fw", "0.9", refused.cause,
+                                                  refused.detail), void=refused)
+    return build_document(build_plan(lane, RUN, shuffle=lambda order: None), execution,
+                          status="complete", started_at=datetime.now(timezone.utc),
+                          finished_at=None, harness_peak_rss_mb=0.0)
 
 
 def ready(paths: list[str]) -> bytes:
@@ -80,15 +113,24 @@ def test_a_violation_seen_in_the_probe_and_every_scenario_is_one_finding(tmp_pat
                                     "detail": "line is not JSON: 'banner'"})
     write(tmp_path, probe_transcript(RUN), banner, ready(["/x"]), event(3, "abort", {}),
           event(4, "exit", {"exit_code": 0}))
-    doc = document(tmp_path, banner)
     other = write(tmp_path, repeat_transcript(RUN, "t", 1), banner,
                   event(2, "violation", {"kind": "bad_type", "line": 3, "detail": "no type"}))
-    doc["scenarios"].append({"id": "t", "repeats": [{**doc["scenarios"][0]["repeats"][0],
-                                                     "transcript": other}]})
-    findings = review(doc, tmp_path)
+    findings = review(document(tmp_path, banner, others={"t": other}), tmp_path)
     titles = [f.title for f in findings]
     assert titles[0] == "handshake"
     assert titles[1:3] == ["stdout line 1: not_json (the probe and scenarios s, t)",
                            "stdout line 3: bad_type (scenario t)"]
     assert [f.detail for f in findings[1:3]] == ["line is not JSON: 'banner'", "no type"]
     assert sum("not_json" in t for t in titles) == 1
+
+
+def test_a_refused_handshake_is_said_first_with_what_to_do(tmp_path: Path) -> None:
+    write(tmp_path, probe_transcript(RUN), ready(["/x"]), event(2, "abort", {}),
+          event(3, "exit", {"exit_code": 0}))
+    detail = "fw 0.9 does not satisfy '>=1'"
+    findings = review(document(tmp_path, refused=Attribution(
+        Outcome.LANE_INFRA, "version_unsupported", detail)), tmp_path)
+    assert (findings[0].level, findings[0].title, findings[0].detail) == (
+        Level.FAIL, "handshake: version_unsupported", detail)
+    assert "Install a version the lane supports" in findings[0].hint
+    assert not any(f.title.startswith("scenario") for f in findings)  # nothing ran to review

@@ -14,6 +14,7 @@ from rich.console import Console
 from alk.api import run_lane
 from alk.records import Expectations, Scenario
 from alk.report.matrix import lane_matrix
+from alk.result import RunDocument
 from scripted import PASSING, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
@@ -26,7 +27,7 @@ ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagen
              "llamaindex", "strands", "autogen")
 
 
-def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> dict:
+def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
     lane = make_lane(name=name, scenarios=tuple(
         Scenario(sid, f"task {sid}", {}, Expectations(output_equals="hi")) for sid in scripts))
     repeats = max(len(script) for script in scripts.values()) or 10
@@ -47,7 +48,7 @@ def cells(lines: list[str], first: str) -> list[str]:
 
 
 @pytest.fixture
-def three(tmp_path, make_lane) -> list[dict]:
+def three(tmp_path, make_lane) -> list[RunDocument]:
     return [
         document(tmp_path, make_lane, "pydantic-ai", nominal=[PASSING] * 10,
                  **{"tool-raises": [WRONG] * 10, "sampled": [PASSING] * 7 + [WRONG] * 3}),
@@ -76,10 +77,10 @@ def test_a_row_a_scenario_of_any_lane_in_order_and_a_cell_its_verdict_rate_inter
 
 def test_cells_are_the_documents_own_figures(three):
     lines = render(three)
-    for entry in three[0]["scenarios"]:
-        low, high = entry["ci"]
-        assert cells(lines, entry["id"])[1] == (f"{entry['verdict']} {entry['pass_rate']:.0%} "
-                                                f"[{low:.0%}–{high:.0%}]").replace("%", "")
+    for entry in three[0].scenarios:
+        low, high = entry.stats.ci
+        assert cells(lines, entry.id)[1] == (f"{entry.verdict} {entry.stats.pass_rate:.0%} "
+                                             f"[{low:.0%}–{high:.0%}]").replace("%", "")
 
 
 def test_three_lanes_fit_80_columns_whole(three):
@@ -99,9 +100,10 @@ def test_every_lane_of_this_repository_shows_whole_at_80_columns(tmp_path, make_
 
 
 def test_what_a_document_holds_is_shown_as_text_never_as_markup_or_escapes(three):
-    hostile = dict(three[0], lane={**three[0]["lane"], "name": "x\x1b]0;owned\x07"})
-    hostile["scenarios"] = [dict(entry, id=f"[bold]{entry['id']}") for entry in
-                            hostile["scenarios"]]
+    hostile = dataclasses.replace(
+        three[0], lane=dataclasses.replace(three[0].lane, name="x\x1b]0;owned\x07"),
+        scenarios=tuple(dataclasses.replace(entry, id=f"[bold]{entry.id}")
+                        for entry in three[0].scenarios))
     text = "\n".join(render([hostile, three[1]], width=120))
     assert "\x1b" not in text and "\x07" not in text
     assert "[bold]nominal" in text and "x\\x1b]0;owned\\x07" in text

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 
 from alk.conformance import Finding, Level
-from alk.records import Lane, Scenario
+from alk.plan import build_plan
+from alk.records import (
+    Attribution,
+    Execution,
+    Lane,
+    Outcome,
+    Preflight,
+    RepeatResult,
+    Scenario,
+)
 from alk.report.listings import (
     cause_suggestion,
     cause_view,
@@ -20,6 +31,7 @@ from alk.report.listings import (
     findings_view,
     lanes_view,
 )
+from alk.report.safe_text import printable
 from alk.report.terminal import run_report
 from alk.report.transcript_view import (
     event_row,
@@ -29,9 +41,12 @@ from alk.report.transcript_view import (
     transcript_hash,
     transcript_events,
 )
+from alk.result import CutShort, RunDocument, build_document
 from alk.transcript import TranscriptPage
 
 RUN = "20261129-120000-ab12"
+STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+PROBE = Preflight(True, "pydantic-ai", "1.0.3")
 
 
 def render(renderable: RenderableType, width: int = 120) -> str:
@@ -41,97 +56,82 @@ def render(renderable: RenderableType, width: int = 120) -> str:
 
 
 def repeat(n: int, outcome: str = "pass", cause: str = "passed", detail: str = "",
-           scenario: str = "nominal") -> dict[str, Any]:
-    return {
-        "repeat": n, "seed": 100 + n, "outcome": outcome, "cause": cause, "detail": detail,
-        "duration_s": 0.05, "exit_code": 0 if outcome == "pass" else 1, "signal": None,
-        "timed_out": False, "peak_rss_mb": 12.3, "cpu_s": 0.04, "violations": 0,
-        "trajectory": ["lookup_order:ok"], "claimed": None,
-        "transcript": f"transcripts/{RUN}/{scenario}/repeat-{n:02d}.jsonl", "sha256": "0" * 64,
-    }
+           scenario: str = "nominal", **fields: Any) -> RepeatResult:
+    """One repeat's record as the executor makes it."""
+    values: dict[str, Any] = dict(
+        scenario=scenario, repeat=n, seed=100 + n, outcome=Outcome(outcome), cause=cause,
+        detail=detail, duration_s=0.05, exit_code=0 if outcome == "pass" else 1, signal=None,
+        timed_out=False, peak_rss_mb=12.3, cpu_s=0.04, containment=None, network=None,
+        filesystem=None, attempts=1, path_hash="", violations=0,
+        trajectory=("lookup_order:ok",), claimed=None,
+        transcript=f"transcripts/{RUN}/{scenario}/repeat-{n:02d}.jsonl", sha256="0" * 64,
+        identities=(("pydantic-ai", "1.0.3"),))
+    values.update(fields)
+    return RepeatResult(**values)
 
 
-def scenario(id: str, verdict: str, repeats: list[dict], pass_rate: float | None,
-             ci: list[float] | None, layers: dict, causes: dict) -> dict[str, Any]:
-    scored = sum(r["outcome"] != "lane_infra" for r in repeats)
-    passed = sum(r["outcome"] == "pass" for r in repeats)
-    return {
-        "id": id, "verdict": verdict,
-        "counts": {"requested": len(repeats), "completed": len(repeats),
-                   "void": len(repeats) - scored, "scored": scored, "passed": passed},
-        "pass_rate": pass_rate, "ci": ci,
-        "pass_hat_k": {str(k): (pass_rate or 0) ** k for k in range(1, len(repeats) + 1)},
-        "pass_at_k": {}, "layers": layers, "causes": causes,
-        "trajectories": {"distinct": 2, "entropy_bits": 0.6, "first_divergence": 2,
-                         "signatures": []},
-        "durations": {"p50": 0.05, "p95": 0.09, "mean": 0.06, "max": 0.1},
-        "repeats": repeats,
-    }
+def built(repeats: dict[str, list[RepeatResult]], *, status: str = "complete",
+          probe: Preflight = PROBE, void: Attribution | None = None,
+          description: str = "A scripted order-lookup agent.") -> RunDocument:
+    """The document alk's own builder makes of these repeats (20 asked of each scenario)."""
+    lane = Lane(
+        name="demo", description=description, framework="pydantic-ai", requirement=">=1.0,<2",
+        command=("{python}", "worker.py"), required_env=(), timeout_s=30.0, repeats=20,
+        scenarios=tuple(Scenario(sid, "t") for sid in repeats), path=Path("lanes/demo.toml"),
+        root=Path("."), transcript_cap_bytes=1 << 20)
+    plan = build_plan(lane, RUN, seed=123, shuffle=lambda order: None)
+    execution = Execution(preflight=probe, void=void,
+                          repeats=[r for rs in repeats.values() for r in rs])
+    return build_document(plan, execution, status=status, started_at=STARTED,
+                          finished_at=None if status != "complete" else STARTED,
+                          harness_peak_rss_mb=80.0)
 
 
-def document(preflight_ok: bool = True) -> dict[str, Any]:
+def nominal() -> list[RepeatResult]:
+    """17 of 20 pass; two crash, one answers wrongly."""
     flaky = [repeat(n) for n in range(1, 21)]
     flaky[3] = repeat(4, "framework_runtime", "nonzero_exit",
                       "exit status 1; last stderr line: RuntimeError: [tool] lookup exploded")
     flaky[6] = repeat(7, "framework_runtime", "nonzero_exit", "exit status 1")
     flaky[9] = repeat(10, "agent", "wrong_output",
                       "output_contains: expected 'open' in output, got 'closed'")
-    void = [repeat(n, "lane_infra", "env_missing", "OPENAI_API_KEY is not set", "remote")
-            for n in range(1, 4)]
-    scenarios = [
-        scenario("nominal", "flaky", flaky, 0.85, [0.64, 0.948],
-                 {"pass": 17, "framework_runtime": 2, "agent": 1},
-                 {"passed": 17, "nonzero_exit": 2, "wrong_output": 1}),
-        scenario("tool_error", "pass", [repeat(n, scenario="tool_error") for n in range(1, 21)],
-                 1.0, [0.839, 1.0], {"pass": 20}, {"passed": 20}),
-        scenario("remote", "void", void, None, None, {"lane_infra": 3}, {"env_missing": 3}),
-    ]
-    doc: dict[str, Any] = {
-        "schema": "alk.result/1", "run_id": RUN, "status": "complete", "alk_version": "0.1.0",
-        "started_at": "2026-11-29T12:00:00Z", "finished_at": "2026-11-29T12:00:09Z",
-        "lane": {"name": "demo", "description": "A scripted order-lookup agent.",
-                 "path": "lanes/demo.toml", "framework": "pydantic-ai",
-                 "requirement": ">=1.0,<2", "reported_framework": "pydantic-ai",
-                 "reported_version": "1.0.3"},
-        "settings": {"repeats": 20, "timeout_s": 30.0, "seed": 123,
-                     "scenarios": ["nominal", "tool_error", "remote"]},
-        "preflight": {"ok": True, "cause": None, "detail": "", "framework": "pydantic-ai",
-                      "version": "1.0.3"},
-        "paths": {"result": f"reports/{RUN}/result.json", "transcripts": f"transcripts/{RUN}"},
-        "scenarios": scenarios,
-        "aggregate": {
-            "counts": {"requested": 43, "completed": 43, "void": 3, "scored": 40, "passed": 37},
-            "pass_rate": 0.925, "ci": [0.801, 0.974], "pass_hat_k": {"1": 0.925, "20": 0.21},
-            "pass_at_k": {}, "layers": {"pass": 37, "framework_runtime": 2, "agent": 1,
-                                        "lane_infra": 3},
-            "causes": {"passed": 37, "nonzero_exit": 2, "wrong_output": 1, "env_missing": 3},
-            "verdicts": {"pass": 1, "fail": 0, "flaky": 1, "void": 1},
-            "icc": {"value": 0.0712, "k0": 20, "groups": 2, "observations": 40, "msb": 0.1,
-                    "msw": 0.07, "design_effect": 2.35, "effective_n": 17.0, "reason": None},
-        },
-    }
-    if not preflight_ok:
-        detail = "pydantic-ai 0.9.1 does not satisfy >=1.0,<2"
-        doc["preflight"] = {"ok": False, "cause": "version_unsupported", "detail": detail,
-                            "framework": "pydantic-ai", "version": "0.9.1"}
-        doc["lane"]["reported_version"] = "0.9.1"
-        for s in doc["scenarios"]:
-            s.update(verdict="void", repeats=[], pass_rate=None, ci=None, pass_hat_k={})
-    return doc
+    return flaky
+
+
+def scenarios() -> dict[str, list[RepeatResult]]:
+    """A flaky scenario, one that passes, and one whose every repeat is void."""
+    return {"nominal": nominal(),
+            "tool_error": [repeat(n, scenario="tool_error") for n in range(1, 21)],
+            "remote": [repeat(n, "lane_infra", "env_missing", "OPENAI_API_KEY is not set",
+                              "remote", exit_code=None, identities=()) for n in range(1, 21)]}
+
+
+def document() -> RunDocument:
+    return built(scenarios())
+
+
+def refused() -> RunDocument:
+    detail = "pydantic-ai 0.9.1 does not satisfy >=1.0,<2"
+    return built({"nominal": [], "tool_error": [], "remote": []},
+                 probe=Preflight(False, "pydantic-ai", "0.9.1", "version_unsupported", detail),
+                 void=Attribution(Outcome.LANE_INFRA, "version_unsupported", detail))
 
 
 def test_run_report_shows_verdicts_rates_and_causes():
-    out = render(run_report(document()))
+    doc = document()
+    out = render(run_report(doc))
     assert "demo" in out and "pydantic-ai 1.0.3" in out and ">=1.0,<2" in out and RUN in out
     for verdict in ("flaky", "pass", "void"):
         assert verdict in out
-    assert "85.0% [64.0–94.8]" in out
-    assert "pass^n" in out and "0.04" in out  # 0.85 ** 20
-    assert "framework_runtime 2" in out and "agent 1" in out and "void 3" in out
+    assert "85.0% [64.0–94.8]" in out  # Wilson, 17 of 20
+    assert "pass^n" in out and re.search(r"17/20 .* 0\.00 ", out)  # pass^20 of 17/20
+    assert re.search(r"20/20 .* 1\.00 ", out)
+    assert "framework_runtime 2" in out and "agent 1" in out and "void 20" in out
     assert "nonzero_exit×2" in out and "wrong_output×1" in out
     assert "0.05 s" in out
-    assert "92.5% [80.1–97.4]" in out  # the pooled lane row
-    assert re.search(r"ICC +0\.07", out)
+    assert "92.5% [80.1–97.4]" in out  # the pooled lane row, 37 of 40
+    icc = doc.aggregate.icc
+    assert re.search(rf"ICC +{icc.value:.2f}  design effect {icc.design_effect:.2f}", out)
     assert "INTERRUPTED" not in out
 
 
@@ -147,40 +147,42 @@ def test_run_report_explains_each_scenario_that_did_not_pass():
         f"alk show {RUN} nominal 4"]
     assert "repeat 10: agent/wrong_output" in out
     assert "repeat 11" not in out
-    assert "why remote: void · of 3 repeats, 3 void (not scored)" in out and "OPENAI_API_KEY is not set" in out
+    assert "why remote: void · of 20 repeats, 20 void (not scored)" in out
+    assert "OPENAI_API_KEY is not set" in out
     assert f"reports/{RUN}/result.json" in out
 
 
 def test_run_report_marks_an_interrupted_run_and_missing_values():
-    doc = document()
-    doc["status"] = "interrupted"
-    doc["aggregate"]["icc"] = {"value": None, "reason": "no variance: every repeat passed"}
-    out = render(run_report(doc))
-    assert "INTERRUPTED" in out
-    assert re.search(r"ICC +— \(no variance: every repeat passed\)", out)
+    # Ctrl-C after the fifth round.
+    cut = {sid: repeats[:5] for sid, repeats in scenarios().items()}
+    out = render(run_report(built(cut, status="interrupted")))
+    assert "INTERRUPTED after 15 of 60 repeats" in out
+    assert f"`alk run --resume {RUN}` goes on with it" in out
     assert "—" in out.split("remote", 1)[1]  # no pass rate for the void scenario
+    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b")}
+    out = render(run_report(built(passing)))
+    assert re.search(r"ICC +— \(no variance: every scored repeat had the same outcome\)", out)
 
 
 def test_every_framework_and_version_a_worker_reported_is_in_the_header():
-    doc = document()
-    doc["identities"] = [{"framework": "pydantic-ai", "version": "1.0.3", "repeats": 40},
-                         {"framework": "pydantic-ai", "version": "9.9", "repeats": 3}]
-    out = render(run_report(doc), width=80)
+    repeats = scenarios()
+    repeats["tool_error"][:3] = [repeat(n, scenario="tool_error",
+                                        identities=(("pydantic-ai", "9.9"),)) for n in (1, 2, 3)]
+    out = render(run_report(built(repeats)), width=80)
     assert "also reported: pydantic-ai 9.9 (3 repeats)" in " ".join(out.split())
-    doc["identities"] = doc["identities"][:1]
-    assert "also reported" not in render(run_report(doc))
+    assert "also reported" not in render(run_report(document()))
 
 
 def test_memory_a_worker_held_in_tmpfs_is_shown_beside_its_rss():
-    doc = document()
-    doc["scenarios"][0]["repeats"][2]["peak_tmpfs_mb"] = 128.0
-    out = " ".join(render(run_report(doc), width=120).split())
+    repeats = scenarios()
+    repeats["nominal"][2] = repeat(3, peak_tmpfs_mb=128.0)
+    out = " ".join(render(run_report(built(repeats)), width=120).split())
     assert "/tmp and /dev/shm up to 128.0 MB (nominal)" in out
     assert "/tmp and /dev/shm" not in render(run_report(document()))
 
 
 def test_run_report_puts_a_failed_preflight_first():
-    out = render(run_report(document(preflight_ok=False)))
+    out = render(run_report(refused()))
     assert "Nothing ran: version_unsupported" in out
     assert "pydantic-ai 0.9.1" in out and ">=1.0,<2" in out
     assert "does not satisfy" in out
@@ -283,21 +285,13 @@ def test_control_characters_from_a_worker_never_reach_the_terminal():
 # --- void repeats beside the rate ------------------------------------------------------------
 
 
-def void_document() -> dict[str, Any]:
+def void_document() -> RunDocument:
     """The document above, and a scenario whose pass rests on 1 scored repeat of 20."""
-    doc = document()
-    mostly = [repeat(n, "lane_infra", "exited_before_ready",
-                     "worker exited before framework_ready", "mostly-void") for n in range(1, 20)]
-    mostly.append(repeat(20, scenario="mostly-void"))
-    doc["scenarios"].append(scenario("mostly-void", "pass", mostly, 1.0, [0.207, 1.0],
-                                     {"pass": 1, "lane_infra": 19},
-                                     {"passed": 1, "exited_before_ready": 19}))
-    aggregate = doc["aggregate"]
-    aggregate["counts"] = {"requested": 63, "completed": 63, "void": 22, "scored": 41,
-                           "passed": 38}
-    aggregate["layers"]["lane_infra"] = 22
-    aggregate["causes"]["exited_before_ready"] = 19
-    return doc
+    repeats = scenarios()
+    repeats["mostly-void"] = [repeat(n, "lane_infra", "exited_before_ready",
+                                     "worker exited before framework_ready", "mostly-void")
+                              for n in range(1, 20)] + [repeat(20, scenario="mostly-void")]
+    return built(repeats)
 
 
 def numbers(text: str) -> list[str]:
@@ -311,12 +305,12 @@ def test_void_repeats_are_plain_under_the_row_at_80_columns():
     assert "pass?  1/1" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
     assert lines[row + 1] == "  void 19 of 20: exited_before_ready×19"
     remote = next(i for i, line in enumerate(lines) if line.startswith("remote"))
-    assert "void?" not in lines[remote] and "void 3 of 3: env_missing×3" in lines[remote + 1]
-    assert "void 22 of 63" in out  # the pooled row
+    assert "void?" not in lines[remote] and "void 20 of 20: env_missing×20" in lines[remote + 1]
+    assert "void 39 of 80" in out  # the pooled row
     flat = " ".join(out.split())
-    void = lines.index("void: 22 of 63 repeats (35%) not scored — the rates above cover the "
+    void = lines.index("void: 39 of 80 repeats (49%) not scored — the rates above cover the "
                        "other 41")
-    assert lines[void + 1] == "      commonest cause: exited_before_ready (19 of 22)"
+    assert lines[void + 1] == "      commonest cause: env_missing (20 of 39)"
     assert "? marks a verdict on fewer than half of its repeats: mostly-void (1 of 20 scored)" \
         in flat
     assert "why mostly-void: pass? · of 20 repeats, 19 void (not scored)" in out
@@ -333,21 +327,18 @@ def test_nothing_is_cut_or_split_mid_number(width):
 
 
 def test_a_run_without_void_repeats_gets_no_void_note():
-    doc = document()
-    doc["scenarios"] = doc["scenarios"][:2]
-    doc["aggregate"]["counts"].update(void=0, requested=40, completed=40)
-    doc["aggregate"]["layers"].pop("lane_infra")
-    doc["aggregate"]["verdicts"]["void"] = 0
-    out = render(run_report(doc), width=80)
+    repeats = scenarios()
+    del repeats["remote"]
+    out = render(run_report(built(repeats)), width=80)
     assert [line for line in out.splitlines() if "void" in line] == [
         "n/m beside a verdict: passed/scored (void repeats are never scored) · pass^n: "]
     assert "?" not in out
 
 
 def test_an_interrupted_run_marks_a_verdict_on_few_repeats():
-    doc = document()
-    doc["scenarios"][1]["counts"].update(requested=20, completed=5, scored=5, passed=5)
-    out = render(run_report(doc), width=80)
+    repeats = scenarios()
+    repeats["tool_error"] = repeats["tool_error"][:5]
+    out = render(run_report(built(repeats, status="interrupted")), width=80)
     assert "pass?" in out and "tool_error (5 of 20 scored)" in " ".join(out.split())
     row = out.splitlines().index(next(line for line in out.splitlines()
                                       if line.startswith("tool_error")))
@@ -370,16 +361,18 @@ def hostile_lane() -> Lane:
 
 
 def hostile_run() -> RenderableType:
-    doc = document()
-    doc["lane"]["description"] = doc["lane"]["reported_version"] = HOSTILE
-    doc["scenarios"][0]["repeats"][3]["detail"] = HOSTILE
-    doc["scenarios"][0]["id"] = HOSTILE
-    return run_report(doc)
+    """Worker text in every place a run report shows it: the version a worker reported and a
+    repeat's detail; and, though they come from the lane, a scenario id and the description."""
+    repeats = scenarios()
+    repeats["nominal"][3] = dataclasses.replace(repeats["nominal"][3], detail=HOSTILE)
+    doc = built(repeats, probe=Preflight(True, "pydantic-ai", HOSTILE), description=HOSTILE)
+    # After the plan: a lane's TOML cannot spell a lone surrogate, so no plan holds one.
+    return run_report(dataclasses.replace(doc, scenarios=(
+        dataclasses.replace(doc.scenarios[0], id=HOSTILE), *doc.scenarios[1:])))
 
 
 def hostile_show() -> RenderableType:
-    entry = {**repeat(4, "agent", HOSTILE, HOSTILE), "containment": HOSTILE,
-             "transcript": HOSTILE}
+    entry = repeat(4, "agent", HOSTILE, HOSTILE, containment=HOSTILE, transcript=HOSTILE)
     events = [{"seq": HOSTILE, "t": 0.1, "source": HOSTILE, "channel": HOSTILE, "type": kind,
                "payload": {"name": HOSTILE, "args": {HOSTILE: HOSTILE}, "text": HOSTILE,
                            "ok": True, "output": HOSTILE, "stop_reason": HOSTILE,
@@ -387,9 +380,11 @@ def hostile_show() -> RenderableType:
               for kind in ("call", "result", "line", "check", "attribution", "violation", "x")]
     events += [{**events[0], "channel": "tool"}, {**events[1], "channel": "tool"}]
     page = TranscriptPage([event_row(e) for e in events], 1, 9, 9)
+    cut_short = CutShort(HOSTILE, 5, HOSTILE, HOSTILE)
     return [repeat_header(HOSTILE, HOSTILE, 4, entry), repeat_facts(entry),
             transcript_events(page.rows), page_summary(page, [HOSTILE], ("next page", HOSTILE)),
-            transcript_hash(entry, False)]
+            transcript_hash(entry, False), repeat_header(HOSTILE, HOSTILE, 5, cut_short),
+            transcript_hash(cut_short, False)]
 
 
 VIEWS = {
@@ -411,29 +406,71 @@ def test_control_and_invisible_characters_never_reach_the_terminal(view):
         assert escape in out, (view, escape)
 
 
+def test_escaping_a_record_keeps_its_types_and_copies_only_what_changed():
+    clean = document()
+    assert printable(clean) is clean  # nothing to escape: a walk, not a copy
+    doc = built({**scenarios(), "nominal": [repeat(1, "agent", "wrong_output", HOSTILE,
+                                                    trajectory=(HOSTILE,))]})
+    safe = printable(doc)
+    entry = safe.scenarios[0].repeats[0]
+    assert type(safe) is RunDocument and type(entry) is RepeatResult
+    assert entry.outcome is Outcome.AGENT and entry.trajectory == (printable(HOSTILE),)
+    assert "\\x1b[2J" in entry.detail and not any(char in entry.detail for char in RAW)
+    assert safe.scenarios[1] is doc.scenarios[1]  # what held no worker text is shared
+    assert doc.scenarios[0].repeats[0].detail == HOSTILE  # the record itself is left as it was
+
+
+def test_no_character_slips_past_the_quick_look_at_a_record():
+    # printable first looks at a record's JSON, and walks it only when something may need
+    # escaping: for every character of the first plane and the tags, it escapes a repeat's
+    # strings (a field, and one in a tuple) as it escapes a string alone.
+    for code in (*range(0xd800), *range(0xe000, 0x10000), *range(0xe0000, 0xe0080)):
+        text = f"a{chr(code)}b"
+        entry = printable(repeat(1, detail=text, trajectory=("ok", text)))
+        assert (entry.detail, entry.trajectory[1]) == (printable(text),) * 2, hex(code)
+    surrogate = repeat(1, detail="a\ud800b")  # no JSON holds it: the walk escapes it
+    assert printable(surrogate).detail == "a\\ud800b"
+    # A backslash a worker wrote reads like an escape in JSON, and is kept as it is.
+    written = repeat(1, detail="C:\\repo\\u0041 \\b")
+    assert printable(written) is written
+
+
+def test_show_says_a_repeat_an_interrupt_cut_short_never_finished():
+    detail = "the run was interrupted before this repeat finished: it was never scored"
+    cut_short = CutShort("nominal", 6, detail, f"transcripts/{RUN}/nominal/repeat-06.jsonl")
+    lines = render(Group(repeat_header(RUN, "nominal", 6, cut_short), repeat_facts(cut_short),
+                         transcript_hash(cut_short, False))).splitlines()
+    assert lines == [f"run {RUN} · nominal · repeat 6", f"interrupted — {detail}",
+                     "interrupted: no exit, no verdict",
+                     f"transcript  transcripts/{RUN}/nominal/repeat-06.jsonl",
+                     "sha256      none: the repeat never finished, so alk never hashed its "
+                     "transcript"]
+
+
 # --- 80 columns first ------------------------------------------------------------------------
 
 
 def test_repeats_that_differ_only_in_a_duration_are_one_reason_with_its_range():
-    doc = document()
+    repeats = scenarios()
     hung = [repeat(n, "framework_runtime", "timeout",
                    f"no exit within the timeout ({seconds} s run); stderr: KeyboardInterrupt")
             for n, seconds in ((4, "10.2"), (7, "10.1"), (9, "10.4"))]
     hung.append(repeat(12, "framework_runtime", "timeout", "no exit within the timeout (10.1 s "
                                                            "run); stderr: OSError"))
-    nominal = doc["scenarios"][0]
-    nominal["repeats"] = [r for r in nominal["repeats"] if r["repeat"] not in (4, 7, 9, 10, 12)]
-    nominal["repeats"] += hung
-    flat = " ".join(render(run_report(doc), width=80).split())
+    repeats["nominal"] = [r for r in repeats["nominal"]
+                          if r.repeat not in (4, 7, 9, 10, 12)] + hung
+    flat = " ".join(render(run_report(built(repeats)), width=80).split())
     assert ("repeats 4, 7, 9: framework_runtime/timeout no exit within the timeout "
             "(10.1–10.4 s run); stderr: KeyboardInterrupt") in flat
     assert "repeat 12: framework_runtime/timeout no exit within the timeout (10.1 s run)" in flat
 
 
 def test_a_long_scenario_id_gets_a_line_of_its_own_and_is_never_broken():
-    doc = document()
     long_id = "a-scenario-id-long-enough-to-push-the-numbers-past-eighty-columns"
-    doc["scenarios"][1]["id"] = long_id
+    repeats = scenarios()
+    repeats[long_id] = [dataclasses.replace(r, scenario=long_id) for r in repeats["tool_error"]]
+    del repeats["tool_error"]
+    doc = built(repeats)
     lines = render(run_report(doc), width=80).splitlines()
     at = lines.index(long_id)
     assert lines[at + 1].lstrip().startswith("pass   20/20  100.0% [83.9–100.0]")

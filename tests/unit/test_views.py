@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 from rich.console import Group, RenderableType
@@ -28,6 +28,7 @@ from alk.report.transcript_view import (
     transcript_events,
     transcript_hash,
 )
+from alk.result import RunDocument
 from alk.transcript import TranscriptPage
 import documents
 from test_terminal import RUN, render, repeat
@@ -60,10 +61,10 @@ TRACEBACK = ["Traceback (most recent call last):",
 
 
 def show() -> RenderableType:
-    entry = {**repeat(3, "framework_runtime", "framework_exception",
-                      "exit code 1; RuntimeError: scripted model exhausted after 1 turns; raised "
-                      "at /srv/venv/lib/python3.12/site-packages/smolagents/agents.py:1187"),
-             "containment": "pid_namespace", "network": "none", "filesystem": "sandbox"}
+    entry = repeat(3, "framework_runtime", "framework_exception",
+                   "exit code 1; RuntimeError: scripted model exhausted after 1 turns; raised "
+                   "at /srv/venv/lib/python3.12/site-packages/smolagents/agents.py:1187",
+                   containment="pid_namespace", network="none", filesystem="sandbox")
     events = [
         {"seq": 1, "t": 0.002, "source": "harness", "channel": "harness", "type": "spawn",
          "payload": {"pid": 4242, "argv": ["/usr/bin/python3", "workers/smolagents_worker.py"],
@@ -82,7 +83,7 @@ def show() -> RenderableType:
         {"seq": 12, "t": 0.072, "source": "harness", "channel": "harness",
          "type": "attribution", "payload": {"outcome": "framework_runtime",
                                             "cause": "framework_exception",
-                                            "detail": entry["detail"]}},
+                                            "detail": entry.detail}},
     ]
     page = TranscriptPage([event_row(e) for e in events], first=1, matching=12, total=12)
     return Group(repeat_header(RUN, "nominal", 3, entry), repeat_facts(entry),
@@ -104,7 +105,7 @@ def findings() -> RenderableType:
 
 
 # The run reports are of documents alk made itself (tests/unit/documents.py).
-RUNS: dict[str, Callable[[Path], dict[str, Any]]] = {
+RUNS: dict[str, Callable[[Path], RunDocument]] = {
     "run": documents.run,
     "run-void": documents.mostly_void,
     "run-interrupted": documents.interrupted,

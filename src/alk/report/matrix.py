@@ -5,7 +5,7 @@ its pass rate with the Wilson interval, so that two cells are compared with thei
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -14,9 +14,10 @@ from rich.text import Text
 
 from alk.records import Verdict
 from alk.report.safe_text import DASH, printable
+from alk.result import RunDocument, ScenarioResult
 
-_VERDICT_STYLE = {Verdict.PASS.value: "green", Verdict.FAIL.value: "red",
-                  Verdict.FLAKY.value: "yellow", Verdict.VOID.value: "magenta"}
+_VERDICT_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow",
+                  Verdict.VOID: "magenta"}
 
 
 # The widest a cell gets ("pass 100 [84–100]"), and the most a name or an id may take before
@@ -26,24 +27,24 @@ NAME_CHARS = 24
 GAP_CHARS = 2  # between two columns
 
 
-def lane_matrix(documents: Sequence[Mapping[str, Any]]) -> RenderableType:
+def lane_matrix(documents: Sequence[RunDocument]) -> RenderableType:
     """Tables of as many lanes as the width holds (three at 80 columns), each with the
     scenario column, so that no cell is folded or cropped however many lanes ran."""
     return _Matrix([printable(doc) for doc in documents])
 
 
 class _Matrix:
-    def __init__(self, documents: list[Mapping[str, Any]]) -> None:
+    def __init__(self, documents: list[RunDocument]) -> None:
         self.documents = documents
         order: dict[str, None] = {}
         for doc in documents:
-            for scenario in doc.get("scenarios") or []:
-                order.setdefault(str(scenario.get("id")), None)
+            for scenario in doc.scenarios:
+                order.setdefault(scenario.id, None)
         self.scenarios = list(order)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         first = min(NAME_CHARS, max([8, *map(len, self.scenarios)]))
-        groups: list[list[Mapping[str, Any]]] = [[]]
+        groups: list[list[RunDocument]] = [[]]
         used = first
         for doc in self.documents:
             width = GAP_CHARS + _lane_chars(doc)
@@ -57,7 +58,7 @@ class _Matrix:
                 yield Text()
             yield self._table(group, first, title=number == 0)
 
-    def _table(self, documents: list[Mapping[str, Any]], first: int, title: bool) -> Table:
+    def _table(self, documents: list[RunDocument], first: int, title: bool) -> Table:
         # Percent figures without their signs: three lanes beside the scenario fit 80 columns.
         table = Table(title="lanes × scenarios: verdict, pass % [95% interval]" if title
                       else None, title_justify="left", title_style="bold",
@@ -69,31 +70,28 @@ class _Matrix:
         for scenario_id in self.scenarios:
             row: list[RenderableType] = [Text(scenario_id)]
             for doc in documents:
-                entry = next((s for s in doc.get("scenarios") or []
-                              if str(s.get("id")) == scenario_id), None)
-                row.append(_cell(entry, doc))
+                row.append(_cell(doc.scenario(scenario_id), doc))
             table.add_row(*row)
         return table
 
 
-def _lane_name(doc: Mapping[str, Any]) -> str:
-    return str((doc.get("lane") or {}).get("name") or DASH)
+def _lane_name(doc: RunDocument) -> str:
+    return doc.lane.name or DASH
 
 
-def _lane_chars(doc: Mapping[str, Any]) -> int:
+def _lane_chars(doc: RunDocument) -> int:
     return min(NAME_CHARS, max(CELL_CHARS, len(_lane_name(doc))))
 
 
-def _cell(entry: Mapping[str, Any] | None, doc: Mapping[str, Any]) -> Text:
+def _cell(entry: ScenarioResult | None, doc: RunDocument) -> Text:
     if entry is None:
         return Text(DASH, style="dim")
-    if (doc.get("preflight") or {}).get("ok") is False:
+    if doc.gate.ok is False:
         return Text("void (preflight)", style="magenta")
-    verdict = str(entry.get("verdict") or DASH)
-    text = Text(verdict, style=_VERDICT_STYLE.get(verdict, ""))
-    rate, ci = entry.get("pass_rate"), entry.get("ci") or ()
-    if isinstance(rate, (int, float)):
+    text = Text(str(entry.verdict), style=_VERDICT_STYLE.get(entry.verdict, ""))
+    rate, ci = entry.stats.pass_rate, entry.stats.ci
+    if rate is not None:
         text.append(f" {rate * 100:.0f}")
-        if len(ci) == 2 and all(isinstance(bound, (int, float)) for bound in ci):
+        if ci is not None:
             text.append(f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f}]", style="dim")
     return text

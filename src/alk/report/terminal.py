@@ -1,5 +1,6 @@
-"""The run report: a result document (`alk.result/1`) as rich renderables — the header, the
-scenario table, the void and ICC notes, why each scenario did not pass, and where the files are.
+"""The run report: a run's typed record (`alk.result.RunDocument`) as rich renderables — the
+header, the scenario table, the void and ICC notes, why each scenario did not pass, and where the
+files are.
 
 Nothing here prints or creates a `Console`; the CLI owns the console and prints what these return.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
@@ -19,8 +20,10 @@ from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
 from alk.plan import group_of
-from alk.records import Outcome, Verdict
+from alk.records import Outcome, RepeatResult, Verdict
 from alk.report.safe_text import DASH, hanging, one_line, plural, printable, style_of
+from alk.result import Paths, RunDocument, ScenarioResult
+from alk.stats import Counts, DurationStats, Icc, LaneStats, ScenarioStats
 
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
@@ -39,36 +42,33 @@ DETAIL_CHARS = 240
 # Run report
 
 
-def run_report(doc: Mapping[str, Any], root: Path | None = None) -> RenderableType:
-    """A result document (`alk.result/1`) as header, scenario table, why-sections and paths
-    (under `root`, the folder they are relative to, when given).
+def run_report(doc: RunDocument, root: Path | None = None) -> RenderableType:
+    """A run's record as header, scenario table, why-sections and paths (under `root`, the
+    folder they are relative to, when given).
 
     When the preflight failed nothing was scored, so a panel explaining the failure replaces the
     table: an all-void table would hide the one fact that matters.
     """
-    doc = printable(doc)
+    doc = printable(doc)  # worker text, escaped once, before any of it is shown
     parts: list[RenderableType] = [_header(doc)]
-    preflight, scenarios = doc.get("preflight") or {}, doc.get("scenarios") or []
+    scenarios, aggregate = doc.scenarios, doc.aggregate
     # ok is None when alk was interrupted before the probe answered: not a failed preflight.
-    if preflight.get("ok") is False:
+    if doc.gate.ok is False:
         parts.append(_preflight_panel(doc))
-        ids = ", ".join(str(s.get("id")) for s in scenarios) or DASH
+        ids = ", ".join(s.id for s in scenarios) or DASH
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
-        parts.append(_scenario_table(scenarios, doc.get("aggregate") or {}))
+        parts.append(_scenario_table(scenarios, aggregate))
         parts.append(Text("n/m beside a verdict: passed/scored (void repeats are never scored) · "
                           "pass^n: chance that n repeats in a row all pass", style="dim"))
-        notes = _void_notes(scenarios, doc.get("aggregate") or {})
+        notes = _void_notes(scenarios, aggregate)
         if notes is not None:
             parts.append(notes)
         parts.append(Text())
-        parts.append(_labelled([("ICC", _icc((doc.get("aggregate") or {}).get("icc") or {})),
-                                ("workers", _resources(scenarios))]))
+        parts.append(_labelled([("ICC", _icc(aggregate.icc)), ("workers", _resources(scenarios))]))
         # Under a label each, so that a wrapped line hangs clear of it.
-        tool_paths = [_paths_line(s) for s in scenarios
-                      if ((s.get("trajectories") or {}).get("distinct") or 0) > 1]
-        event_paths = [_event_paths_line(s) for s in scenarios
-                       if ((s.get("paths") or {}).get("distinct") or 0) > 1]
+        tool_paths = [_paths_line(s) for s in scenarios if s.stats.trajectories.distinct > 1]
+        event_paths = [_event_paths_line(s) for s in scenarios if s.stats.paths.distinct > 1]
         model = [line for line in map(_model_line, scenarios) if line is not None]
         parts.append(_labelled([*((("" if i else "tool paths"), line)
                                   for i, line in enumerate(tool_paths)),
@@ -77,86 +77,76 @@ def run_report(doc: Mapping[str, Any], root: Path | None = None) -> RenderableTy
                                 *((("" if i else "event paths"), line)
                                   for i, line in enumerate(event_paths))]))
         # A pass with void repeats still needs its why: those repeats were not scored.
-        parts.extend(_why(s, str(doc.get("run_id"))) for s in scenarios
-                     if s.get("verdict") != Verdict.PASS or (s.get("counts") or {}).get("void"))
+        parts.extend(_why(s, doc.run_id) for s in scenarios
+                     if s.verdict != Verdict.PASS or s.stats.counts.void)
     parts.append(Text())
-    parts.append(_labelled([*_paths(doc.get("paths") or {}, root),
-                            ("isolation", _containment(scenarios))]))
+    parts.append(_labelled([*_paths(doc.paths, root), ("isolation", _containment(scenarios))]))
     return Group(*parts)
 
 
-def _header(doc: Mapping[str, Any]) -> Text:
-    lane, preflight = doc.get("lane") or {}, doc.get("preflight") or {}
-    framework = lane.get("framework") or DASH
-    reported = lane.get("reported_framework") or preflight.get("framework")
-    version = lane.get("reported_version") or preflight.get("version")
+def _header(doc: RunDocument) -> Text:
+    lane, gate, settings = doc.lane, doc.gate, doc.settings
+    framework = lane.framework or DASH
+    reported, version = gate.framework, gate.version
     text = Text.assemble(
-        ("lane ", "dim"), (str(lane.get("name") or DASH), "bold"), "  ", (str(framework), "bold"),
-        " ", (str(version or "(no version reported)"),
-              "green" if version and preflight.get("ok", True) else "red"),
-        (f" (requires {lane.get('requirement') or 'any'})", "dim"))
+        ("lane ", "dim"), (lane.name or DASH, "bold"), "  ", (framework, "bold"),
+        " ", (version or "(no version reported)", "green" if version and gate.ok else "red"),
+        (f" (requires {lane.requirement or 'any'})", "dim"))
     if reported and reported != framework:
         text.append(f" reported as {reported}", style="red")
     # The run on a line of its own: beside the lane it would not fit 80 columns.
-    repeats = (doc.get("settings") or {}).get("repeats")
-    settings = doc.get("settings") or {}
-    jobs = settings.get("jobs")
+    repeats, jobs = settings.repeats, settings.jobs
     # On a cluster, its workers' threads say how many ran at once, not --jobs.
-    where = (" · on a Dask cluster" if settings.get("executor") == "dask" else
-             f" · {jobs} at once" if isinstance(jobs, int) and jobs > 1 else "")
-    text.append(f"\nrun {doc.get('run_id') or DASH} · "
+    where = (" · on a Dask cluster" if settings.executor == "dask" else
+             f" · {jobs} at once" if jobs is not None and jobs > 1 else "")
+    text.append(f"\nrun {doc.run_id or DASH} · "
                 f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario{where}",
                 style="dim")
-    for resumed in (doc.get("resumed") or [])[:3]:
+    for resumed in doc.resumed[:3]:
         # When, and on what: a reviewer weighs a run that stopped and went on again.
-        text.append(f"\nresumed {str(resumed.get('at'))[:19].replace('T', ' ')} UTC after "
-                    f"{plural(_number(resumed.get('done')), 'finished repeat')}",
-                    style="yellow")
-    if (doc.get("status") or "complete") != "complete":
-        text.append(f"\n{str(doc['status']).upper()}", style="bold yellow")
-        counts = (doc.get("aggregate") or {}).get("counts") or {}
-        if _number(counts.get("requested")):
+        text.append(f"\nresumed {resumed.at[:19].replace('T', ' ')} UTC after "
+                    f"{plural(resumed.done, 'finished repeat')}", style="yellow")
+    if doc.status != "complete":
+        text.append(f"\n{doc.status.upper()}", style="bold yellow")
+        counts = doc.aggregate.counts
+        if counts.requested:
             # How far it got, at once: the rates below rest on these repeats only.
-            text.append(f" after {_number(counts.get('completed'))} of "
-                        f"{plural(_number(counts.get('requested')), 'repeat')}",
+            text.append(f" after {counts.completed} of {plural(counts.requested, 'repeat')}",
                         style="bold yellow")
-        if doc["status"] in ("running", "interrupted"):
+        if doc.status in ("running", "interrupted"):
             # A run whose alk was killed still reads "running": say how to finish either.
             # A lane of a run of several is resumed with its run, so the lanes after it run too.
-            run = group_of(str(doc.get("run_id")))
-            text.append(f"\n`alk run --resume {run}` goes on with it"
-                        + (" if its alk is gone" if doc["status"] == "running" else ""),
+            text.append(f"\n`alk run --resume {group_of(doc.run_id)}` goes on with it"
+                        + (" if its alk is gone" if doc.status == "running" else ""),
                         style="yellow")
     others = _other_identities(doc, reported, version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")
-    if lane.get("description"):
-        text.append("\n" + str(lane["description"]), style="dim italic")
+    if lane.description:
+        text.append("\n" + lane.description, style="dim italic")
     return text
 
 
-def _other_identities(doc: Mapping[str, Any], framework: Any, version: Any) -> str:
+def _other_identities(doc: RunDocument, framework: str | None, version: str | None) -> str:
     """Frameworks and versions a worker reported besides the probe's (a resumed attempt may
     report another): the header must never show only the first."""
-    others = [i for i in doc.get("identities") or []
-              if (i.get("framework"), i.get("version")) != (framework, version)]
-    return " · ".join(f"{i.get('framework')} {i.get('version')} ({i.get('repeats')} repeats)"
+    others = [i for i in doc.identities if (i.framework, i.version) != (framework, version)]
+    return " · ".join(f"{i.framework} {i.version} ({i.repeats} repeats)"
                       for i in others[:3]) + (f" · +{len(others) - 3} more"
                                               if len(others) > 3 else "")
 
 
-def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
-    lane, preflight = doc.get("lane") or {}, doc.get("preflight") or {}
-    cause = preflight.get("cause") or "preflight_failed"
-    framework = preflight.get("framework") or lane.get("reported_framework")
-    version = preflight.get("version") or lane.get("reported_version") or "(no version)"
-    reported = f"{framework} {version}" if framework else "nothing (no framework_ready)"
+def _preflight_panel(doc: RunDocument) -> Panel:
+    lane, gate = doc.lane, doc.gate
+    cause = gate.cause or "preflight_failed"
+    reported = (f"{gate.framework} {gate.version or '(no version)'}" if gate.framework
+                else "nothing (no framework_ready)")
     body = Text.assemble(
         ("worker reported  ", "dim"), (reported, "bold red"),
         ("\nlane requires    ", "dim"),
-        (f"{lane.get('framework') or '?'} {lane.get('requirement') or 'any'}", "bold"))
-    if preflight.get("detail"):
-        body.append("\n" + one_line(preflight["detail"], DETAIL_CHARS))
+        (f"{lane.framework or '?'} {lane.requirement or 'any'}", "bold"))
+    if gate.detail:
+        body.append("\n" + one_line(gate.detail, DETAIL_CHARS))
     info = CATALOGUE.get(cause)
     if info is not None:
         body.append(f"\nwhat to do: {info.action}", style="italic")
@@ -166,18 +156,14 @@ def _preflight_panel(doc: Mapping[str, Any]) -> Panel:
     return Panel(body, title=title, title_align="left", border_style="red", expand=False)
 
 
-def _scenario_table(scenarios: Sequence[Mapping[str, Any]],
-                    aggregate: Mapping[str, Any]) -> _ScenarioTable:
-    rows = [_Row(str(s.get("id")), (_verdict(s), _rate(s), _pass_hat(s),
-                                    _seconds(s.get("durations") or {})), _row_detail(s))
+def _scenario_table(scenarios: Sequence[ScenarioResult], aggregate: LaneStats) -> _ScenarioTable:
+    rows = [_Row(s.id, (_verdict(s.stats), _rate(s.stats), _pass_hat(s.stats),
+                        _seconds(s.stats.durations)), _row_detail(s.stats))
             for s in scenarios]
-    pooled = None
-    if aggregate:
-        # Its passed/scored under the scenarios', past the verdict's width.
-        pooled = _Row("lane (pooled)", (Text(" " * (VERDICT_CHARS + 1)
-                                             + _passed_of_scored(aggregate)), _rate(aggregate),
-                                        _pass_hat(aggregate), Text("")),
-                      _row_detail(aggregate, _verdict_tally(aggregate)))
+    # Its passed/scored under the scenarios', past the verdict's width.
+    pooled = _Row("lane (pooled)", (Text(" " * (VERDICT_CHARS + 1) + _passed_of_scored(aggregate)),
+                                    _rate(aggregate), _pass_hat(aggregate), Text("")),
+                  _row_detail(aggregate, _verdict_tally(aggregate)))
     return _ScenarioTable(rows, pooled)
 
 
@@ -198,11 +184,11 @@ class _ScenarioTable:
     RIGHT = (False, False, True, True)
     GAP = 2
 
-    def __init__(self, rows: Sequence[_Row], pooled: _Row | None) -> None:
+    def __init__(self, rows: Sequence[_Row], pooled: _Row) -> None:
         self.rows, self.pooled = rows, pooled
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        every = [*self.rows, *([self.pooled] if self.pooled else [])]
+        every = [*self.rows, self.pooled]
         widths = [max([len(header), *(row.cells[i].cell_len for row in every)])
                   for i, header in enumerate(self.HEADERS)]
         numbers = sum(widths) + self.GAP * len(widths)
@@ -214,9 +200,8 @@ class _ScenarioTable:
         yield rule
         for row in self.rows:
             yield from self._row(row, id_width, widths)
-        if self.pooled is not None:
-            yield rule
-            yield from self._row(self.pooled, id_width, widths)
+        yield rule
+        yield from self._row(self.pooled, id_width, widths)
 
     def _row(self, row: _Row, id_width: int, widths: Sequence[int]) -> RenderResult:
         name = Text(row.id, style="bold")
@@ -240,22 +225,19 @@ class _ScenarioTable:
         return line
 
 
-def _verdict(stats: Mapping[str, Any]) -> Text:
+def _verdict(stats: ScenarioStats) -> Text:
     """The verdict, marked when it rests on too few repeats, then passed/scored."""
-    verdict = stats.get("verdict")
-    text = Text(str(verdict or DASH), style=f"bold {style_of(verdict)}")
-    if _thin(stats):
+    text = Text(str(stats.verdict), style=f"bold {style_of(stats.verdict)}")
+    if _thin(stats.counts):
         text.append(THIN_MARK, style=VOID_STYLE)
     text.pad_right(VERDICT_CHARS - text.cell_len)
     # Nothing scored has no passed/scored to show: "void", not "void 0/0".
-    return text.append(" " + _passed_of_scored(stats)) if _number(
-        (stats.get("counts") or {}).get("scored")) else text
+    return text.append(" " + _passed_of_scored(stats)) if stats.counts.scored else text
 
 
-def _verdict_tally(aggregate: Mapping[str, Any]) -> list[Text]:
+def _verdict_tally(aggregate: LaneStats) -> list[Text]:
     """The pooled row's scenarios by verdict: "scenarios: 1 flaky, 1 pass"."""
-    verdicts = [(f"{n} {v}", style_of(v)) for v, n in (aggregate.get("verdicts") or {}).items()
-                if n]
+    verdicts = [(f"{n} {v}", style_of(v)) for v, n in aggregate.verdicts if n]
     if not verdicts:
         return []
     text = Text("scenarios: ")
@@ -264,26 +246,25 @@ def _verdict_tally(aggregate: Mapping[str, Any]) -> list[Text]:
     return [text]
 
 
-def _row_detail(stats: Mapping[str, Any], first: Sequence[Text] = ()) -> _Parts | None:
+def _row_detail(stats: ScenarioStats | LaneStats, first: Sequence[Text] = ()) -> _Parts | None:
     """Under a row: repeats that never ran, then each failing layer with its count and its
     commonest causes; None when every repeat ran and passed."""
-    counts, layers = stats.get("counts") or {}, stats.get("layers") or {}
-    causes = stats.get("causes") or {}
+    counts, layers = stats.counts, dict(stats.layers)
     parts = list(first)
-    requested, completed = _number(counts.get("requested")), _number(counts.get("completed"))
-    if completed < requested:
-        parts.append(Text(f"{completed} of {requested} repeats ran", style="bold yellow"))
+    if counts.completed < counts.requested:
+        parts.append(Text(f"{counts.completed} of {counts.requested} repeats ran",
+                          style="bold yellow"))
     for outcome, label in _LAYERS:
-        count = _number(layers.get(outcome))
+        count = layers.get(outcome, 0)
         if not count:
             continue
-        mine = sorted(((_number(n), c) for c, n in causes.items()
-                       if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome
-                       and _number(n)), key=lambda nc: (-nc[0], nc[1]))
+        mine = sorted(((n, c) for c, n in stats.causes
+                       if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == outcome and n),
+                      key=lambda nc: (-nc[0], nc[1]))
         named = ", ".join(f"{c}×{n}" for n, c in mine[:3])
         if len(mine) > 3:
             named += f", +{len(mine) - 3} more"
-        of = f" of {completed}" if outcome == Outcome.LANE_INFRA else ""
+        of = f" of {counts.completed}" if outcome == Outcome.LANE_INFRA else ""
         part = Text(f"{label} {count}{of}", style=style_of(outcome))
         parts.append(part.append(f": {named}" if named else ""))
     return _Parts(parts) if parts else None
@@ -310,15 +291,13 @@ class _Parts:
         yield line
 
 
-def _thin(stats: Mapping[str, Any]) -> bool:
+def _thin(counts: Counts) -> bool:
     """Does a verdict rest on fewer than half of the repeats asked for (void ones, or ones an
     interrupted run never started)? Nothing scored is a void verdict, which says so itself."""
-    counts = stats.get("counts") or {}
-    scored = _number(counts.get("scored"))
-    return 0 < scored and 2 * scored < _number(counts.get("requested"))
+    return 0 < counts.scored and 2 * counts.scored < counts.requested
 
 
-def _void_notes(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> Table | None:
+def _void_notes(scenarios: Sequence[ScenarioResult], aggregate: LaneStats) -> Table | None:
     """Under the table, whenever a repeat was void: how many were, and which verdicts rest on
     fewer than half of their repeats. A rate over the scored few must not pass for the run's."""
     notes = [*_void_note(aggregate), *_thin_note(scenarios)]
@@ -327,39 +306,32 @@ def _void_notes(scenarios: Sequence[Mapping[str, Any]], aggregate: Mapping) -> T
     return hanging(notes, label_style=VOID_STYLE, value_style=VOID_STYLE)
 
 
-def _void_note(aggregate: Mapping[str, Any]) -> list[tuple[str, str]]:
-    counts = aggregate.get("counts") or {}
-    void, ran, scored = (_number(counts.get(key)) for key in ("void", "completed", "scored"))
+def _void_note(aggregate: LaneStats) -> list[tuple[str, str]]:
+    void, ran, scored = aggregate.counts.void, aggregate.counts.completed, aggregate.counts.scored
     if not void:
         return []
     # Worded to fit 80 columns with up to a thousand repeats.
     rest = f"the rates above cover the other {scored}" if scored else "nothing was scored"
     rows = [("void:", f"{void} of {ran} repeats ({_percent(void, ran)}) not scored {DASH} {rest}")]
-    cause = _commonest_void_cause(aggregate.get("causes") or {})
+    cause = _commonest_void_cause(aggregate.causes)
     if cause:
         rows.append(("", f"commonest cause: {cause[0]} ({cause[1]} of {void})"))
     return rows
 
 
-def _thin_note(scenarios: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    thin = [s for s in scenarios if _thin(s)]
+def _thin_note(scenarios: Sequence[ScenarioResult]) -> list[tuple[str, str]]:
+    thin = [s for s in scenarios if _thin(s.stats.counts)]
     if not thin:
         return []
-    listed = ", ".join(f"{s.get('id')} ({_scored_of_requested(s)} scored)"
+    listed = ", ".join(f"{s.id} ({s.stats.counts.scored} of {s.stats.counts.requested} scored)"
                        for s in thin[:THIN_LISTED])
     more = f", and {len(thin) - THIN_LISTED} more" if len(thin) > THIN_LISTED else ""
     return [(THIN_MARK, f"marks a verdict on fewer than half of its repeats: {listed}{more}")]
 
 
-def _scored_of_requested(stats: Mapping[str, Any]) -> str:
-    counts = stats.get("counts") or {}
-    return f"{_number(counts.get('scored'))} of {_number(counts.get('requested'))}"
-
-
-def _commonest_void_cause(causes: Mapping[str, Any]) -> tuple[str, int] | None:
-    void = [(_number(n), str(c)) for c, n in causes.items()
-            if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == Outcome.LANE_INFRA
-            and _number(n)]
+def _commonest_void_cause(causes: Sequence[tuple[str, int]]) -> tuple[str, int] | None:
+    void = [(n, c) for c, n in causes
+            if c in CATALOGUE and CATALOGUE[Cause(c)].outcome == Outcome.LANE_INFRA and n]
     if not void:
         return None
     n, cause = min(void, key=lambda nc: (-nc[0], nc[1]))
@@ -372,17 +344,17 @@ def _percent(part: int, whole: int) -> str:
     return ("<1%" if 0 < share < 1 else ">99%" if 99 < share < 100 else f"{share:.0f}%")
 
 
-def _icc(icc: Mapping[str, Any]) -> Text:
+def _icc(icc: Icc) -> Text:
     """The ICC says whether repeats of one scenario fail together, which widens the pooled CI."""
-    if icc.get("value") is None:
+    if icc.value is None:
         text = Text(DASH)
-        return text.append(f" ({icc['reason']})", style="dim") if icc.get("reason") else text
+        return text.append(f" ({icc.reason})", style="dim") if icc.reason else text
     # round() first: a value of -0.001 is "0.00", not "-0.00".
-    text = Text(f"{round(icc['value'], 2) + 0.0:.2f}", style="bold")
-    extras = [shape.format(icc[key]) for key, shape in (
-        ("design_effect", "design effect {:.2f}"), ("effective_n", "effective n {:.1f}"),
-        ("groups", "{} scenarios"), ("observations", "{} scored repeats"),
-    ) if isinstance(icc.get(key), int | float)]
+    text = Text(f"{round(icc.value, 2) + 0.0:.2f}", style="bold")
+    extras = [shape.format(value) for value, shape in (
+        (icc.design_effect, "design effect {:.2f}"), (icc.effective_n, "effective n {:.1f}"),
+        (icc.groups, "{} scenarios"), (icc.observations, "{} scored repeats"),
+    ) if value is not None]
     return text.append("  " + " · ".join(extras), style="dim") if extras else text
 
 
@@ -391,14 +363,14 @@ def _labelled(rows: Sequence[tuple[str, Text | None]]) -> Table:
     return hanging(rows, label_style="dim", label_width=11)
 
 
-def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
+def _resources(scenarios: Sequence[ScenarioResult]) -> Text | None:
     """The workers' footprint: the largest peak RSS and CPU time of any repeat, and where."""
-    repeats = [(s.get("id"), r) for s in scenarios for r in s.get("repeats") or []]
-    rss = [(r["peak_rss_mb"], sid) for sid, r in repeats if r.get("peak_rss_mb") is not None]
+    repeats = [(s.id, r) for s in scenarios for r in s.repeats]
+    rss = [(r.peak_rss_mb, sid) for sid, r in repeats if r.peak_rss_mb is not None]
     # A private /tmp and /dev/shm are memory too: what the worker held there counts.
-    tmpfs = [(r["peak_tmpfs_mb"], sid) for sid, r in repeats
-             if isinstance(r.get("peak_tmpfs_mb"), (int, float)) and r["peak_tmpfs_mb"] >= 0.1]
-    cpu = [(r["cpu_s"], sid) for sid, r in repeats if r.get("cpu_s") is not None]
+    tmpfs = [(r.peak_tmpfs_mb, sid) for sid, r in repeats
+             if r.peak_tmpfs_mb is not None and r.peak_tmpfs_mb >= 0.1]
+    cpu = [(r.cpu_s, sid) for sid, r in repeats if r.cpu_s is not None]
     if not rss and not cpu:
         return None
     text = Text()
@@ -414,82 +386,75 @@ def _resources(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
     return text
 
 
-def _model_line(scenario: Mapping[str, Any]) -> Text | None:
+def _model_line(scenario: ScenarioResult) -> Text | None:
     """A scenario's model calls as alk's gateway saw them (retries on the wire included), a
     repeat's worth on average."""
-    model = scenario.get("model")
-    if not isinstance(model, Mapping) or not model.get("repeats"):
+    model = scenario.model
+    if model is None or not model.repeats:
         return None
-    each = {key: _number(model.get(key)) / model["repeats"]
-            for key in ("calls", "retries", "tokens")}
-    return Text.assemble((str(scenario.get("id")), "bold"),
-                         f"  {each['calls']:.1f} calls · {each['retries']:.1f} retries · "
-                         f"{each['tokens']:,.0f} tokens a repeat")
+    return Text.assemble((scenario.id, "bold"),
+                         f"  {model.calls / model.repeats:.1f} calls · "
+                         f"{model.retries / model.repeats:.1f} retries · "
+                         f"{model.tokens / model.repeats:,.0f} tokens a repeat")
 
 
-def _event_paths_line(scenario: Mapping[str, Any]) -> Text:
+def _event_paths_line(scenario: ScenarioResult) -> Text:
     """Repeats whose normalized event paths differ; with a scripted model, that is the
     framework's own nondeterminism."""
-    paths = scenario["paths"]
-    text = Text.assemble((str(scenario.get("id")), "bold"),
-                         f": {paths['distinct']} distinct")
-    difference = paths.get("first_difference")
-    if difference:
-        text.append(f", first differing at event {difference['event']} "
-                    f"({' vs '.join(difference['events'])})")
-    if scenario.get("scripted"):
+    paths = scenario.stats.paths
+    text = Text.assemble((scenario.id, "bold"), f": {paths.distinct} distinct")
+    if paths.first_difference:
+        text.append(f", first differing at event {paths.first_difference} "
+                    f"({' vs '.join(paths.events_there)})")
+    if scenario.scripted:
         text.append(" — the model is scripted: this nondeterminism is the framework's",
                     style="bold yellow")
     return text
 
 
-def _paths_line(scenario: Mapping[str, Any]) -> Text:
+def _paths_line(scenario: ScenarioResult) -> Text:
     """Repeats that took different tool paths: a finding even when they all passed."""
-    trajectories = scenario["trajectories"]
-    text = Text.assemble((str(scenario.get("id")), "bold"),
-                         f": {trajectories['distinct']} distinct")
-    if trajectories.get("first_divergence"):
-        text.append(f", first diverging at step {trajectories['first_divergence']}")
-    if trajectories.get("entropy_bits") is not None:
-        text.append(f" (entropy {trajectories['entropy_bits']:.2f} bits)", style="dim")
+    trajectories = scenario.stats.trajectories
+    text = Text.assemble((scenario.id, "bold"), f": {trajectories.distinct} distinct")
+    if trajectories.first_divergence:
+        text.append(f", first diverging at step {trajectories.first_divergence}")
+    text.append(f" (entropy {trajectories.entropy_bits:.2f} bits)", style="dim")
     return text
 
 
-def _why(scenario: Mapping[str, Any], run_id: str) -> RenderableType:
+def _why(scenario: ScenarioResult, run_id: str) -> RenderableType:
     """Why a scenario is not `pass`, from the repeats alone, so nobody has to open a file first.
 
     Repeats that failed the same way are shown once: twenty void repeats with one missing
     variable are one reason, not twenty. Each reason gives the `alk show` command that opens
     its first repeat's transcript, and what to do about its cause.
     """
-    verdict, repeats = scenario.get("verdict"), scenario.get("repeats") or []
-    bad = [r for r in repeats if r.get("outcome") != Outcome.PASS]
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for r in sorted(bad, key=lambda r: r.get("repeat") or 0):
-        key = (r.get("outcome"), r.get("cause"), _SECONDS.sub("# s", str(r.get("detail") or "")))
-        groups.setdefault(key, []).append(r)
+    verdict, repeats = scenario.verdict, scenario.repeats
+    bad = [r for r in repeats if r.outcome != Outcome.PASS]
+    groups: dict[tuple[Outcome, str, str], list[RepeatResult]] = {}
+    for r in sorted(bad, key=lambda r: r.repeat):
+        groups.setdefault((r.outcome, r.cause, _SECONDS.sub("# s", r.detail)), []).append(r)
     blocks: list[RenderableType] = [Text.assemble(
-        "\n", (f"why {scenario.get('id')}: ", "bold"),
-        (f"{verdict}{THIN_MARK if _thin(scenario) else ''}", style_of(verdict)),
+        "\n", (f"why {scenario.id}: ", "bold"),
+        (f"{verdict}{THIN_MARK if _thin(scenario.stats.counts) else ''}", style_of(verdict)),
         (f" · {_not_passed(repeats)}", "dim"))]
     if not repeats:
         blocks.append(Text("  no repeat ran", style="dim"))
     # Scored failures explain a verdict better than void repeats; then the commonest mode first.
     shown = sorted(groups.items(), key=lambda g: (g[0][0] == Outcome.LANE_INFRA, -len(g[1]),
-                                                  g[1][0].get("repeat") or 0))[:WHY_REPEATS]
+                                                  g[1][0].repeat))[:WHY_REPEATS]
     for (outcome, cause, _), members in shown:
-        numbers = [str(r.get("repeat")) for r in members]
+        numbers = [str(r.repeat) for r in members]
         label = f"repeat {numbers[0]}" if len(numbers) == 1 else (
             f"repeats {', '.join(numbers[:5])}" + (f" … ({len(numbers)} in all)"
                                                    if len(numbers) > 5 else ""))
         blocks.append(Padding(Text.assemble(f"{label}: ", (f"{outcome}/{cause}",
                                                            style_of(outcome))), (0, 0, 0, 2)))
         # Under its label, indented further: a wrapped detail never reads as the next reason.
-        under = Text(one_line(_with_ranges([str(r.get("detail") or "") for r in members]),
-                              DETAIL_CHARS))
-        if members[0].get("transcript"):
-            under.append(("\n" if under else "") + f"alk show {run_id} {scenario.get('id')} "
-                         f"{members[0].get('repeat')}", style="dim")
+        under = Text(one_line(_with_ranges([r.detail for r in members]), DETAIL_CHARS))
+        if members[0].transcript:
+            under.append(("\n" if under else "") + f"alk show {run_id} {scenario.id} "
+                         f"{members[0].repeat}", style="dim")
         if under:
             blocks.append(Padding(under, (0, 0, 0, 6)))
     rest = len(bad) - sum(len(members) for _, members in shown)
@@ -503,10 +468,10 @@ def _why(scenario: Mapping[str, Any], run_id: str) -> RenderableType:
     return Group(*blocks)
 
 
-def _not_passed(repeats: Sequence[Mapping[str, Any]]) -> str:
+def _not_passed(repeats: Sequence[RepeatResult]) -> str:
     """"of 20 repeats, 3 failed, 2 void (not scored)": a void repeat did not fail."""
-    void = sum(1 for r in repeats if r.get("outcome") == Outcome.LANE_INFRA)
-    failed = sum(1 for r in repeats if r.get("outcome") not in (Outcome.PASS, Outcome.LANE_INFRA))
+    void = sum(1 for r in repeats if not r.scored)
+    failed = sum(1 for r in repeats if r.scored and not r.passed)
     parts = [f"{failed} failed" if failed else "", f"{void} void (not scored)" if void else ""]
     said = ", ".join(part for part in parts if part) or "none failed"
     return f"of {plural(len(repeats), 'repeat')}, {said}"
@@ -526,62 +491,56 @@ def _with_ranges(details: Sequence[str]) -> str:
     return _SECONDS.sub(lambda m: next(shown, m.group()), details[0])
 
 
-def _containment(scenarios: Sequence[Mapping[str, Any]]) -> Text | None:
+def _containment(scenarios: Sequence[ScenarioResult]) -> Text | None:
     """How the repeats' workers were contained: a reviewer weighs a verdict by it."""
     used: dict[str, int] = {}
     for scenario in scenarios:
-        for repeat in scenario.get("repeats") or []:
-            if repeat.get("containment"):
-                level = (f"{repeat['containment']}, network {repeat.get('network') or '?'}, "
-                         f"filesystem {repeat.get('filesystem') or '?'}")
+        for repeat in scenario.repeats:
+            if repeat.containment:
+                level = (f"{repeat.containment}, network {repeat.network or '?'}, "
+                         f"filesystem {repeat.filesystem or '?'}")
                 used[level] = used.get(level, 0) + 1
     if not used:
         return None
     return Text("; ".join(f"{name} ({plural(count, 'repeat')})" for name, count in used.items()))
 
 
-def _paths(paths: Mapping[str, Any], root: Path | None) -> list[tuple[str, Text | None]]:
+def _paths(paths: Paths, root: Path | None) -> list[tuple[str, Text | None]]:
     # Where the files went, said outright: alk writes under the folder it runs in (or --out),
     # which is not always the folder that holds the lanes.
     return [("files in", Text(str(root)) if root else None),
-            ("report", Text(str(paths.get("result") or DASH))),
-            ("transcripts", Text(str(paths.get("transcripts") or DASH))),
-            ("workspaces", Text(str(paths["workspaces"])) if paths.get("workspaces") else None)]
+            ("report", Text(paths.result or DASH)),
+            ("transcripts", Text(paths.transcripts or DASH)),
+            ("workspaces", Text(paths.workspaces) if paths.workspaces else None)]
 
 
 # ---------------------------------------------------------------------------------------------
 # Cells
 
 
-def _rate(stats: Mapping[str, Any]) -> Text:
-    rate, ci = stats.get("pass_rate"), stats.get("ci")
+def _rate(stats: ScenarioStats | LaneStats) -> Text:
+    rate, ci = stats.pass_rate, stats.ci
     # Right-aligned in the width of 100.0%, so that the rates and their CIs line up.
     text = Text(f"{DASH if rate is None else f'{rate * 100:.1f}%':>6}")
-    if rate is not None and ci and len(ci) == 2 and None not in ci:
+    if rate is not None and ci is not None:
         text.append(f" [{ci[0] * 100:.1f}–{ci[1] * 100:.1f}]")
     return text
 
 
-def _passed_of_scored(stats: Mapping[str, Any]) -> str:
+def _passed_of_scored(stats: ScenarioStats | LaneStats) -> str:
     """A rate means little without its n."""
-    counts = stats.get("counts") or {}
-    return f"{_number(counts.get('passed'))}/{_number(counts.get('scored'))}"
+    return f"{stats.counts.passed}/{stats.counts.scored}"
 
 
-def _number(value: Any) -> int:
-    """A count from a document, 0 when it is missing or not a whole number."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _pass_hat(stats: Mapping[str, Any]) -> Text:
-    """pass^k at the largest k (k = n): the chance that n repeats in a row all pass."""
-    ks = [(int(k), v) for k, v in (stats.get("pass_hat_k") or {}).items() if str(k).isdigit()]
-    if not ks or stats.get("pass_rate") is None:  # nothing scored: no rate to raise to k
+def _pass_hat(stats: ScenarioStats | LaneStats) -> Text:
+    """pass^k at the largest k, which the curve always keeps (k = n): the chance that n
+    repeats in a row all pass."""
+    curve = stats.curve
+    if not curve.pass_hat_k or stats.pass_rate is None:  # nothing scored: no rate to raise to k
         return Text(DASH, style="dim")
-    k, value = max(ks)
-    return Text(DASH if value is None else "<0.01" if 0 < value < 0.005 else f"{value:.2f}")
+    value = curve.pass_hat_k[-1]
+    return Text("<0.01" if 0 < value < 0.005 else f"{value:.2f}")
 
 
-def _seconds(durations: Mapping[str, Any]) -> Text:
-    p50 = durations.get("p50")
-    return Text(DASH, style="dim") if p50 is None else Text(f"{p50:.2f} s")
+def _seconds(durations: DurationStats) -> Text:
+    return Text(DASH, style="dim") if durations.p50 is None else Text(f"{durations.p50:.2f} s")

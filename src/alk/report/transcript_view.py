@@ -11,7 +11,9 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
+from alk.records import RepeatResult
 from alk.report.safe_text import DASH, cut, json_text, one_line, printable, style_of
+from alk.result import CutShort
 from alk.transcript import TranscriptPage
 
 PAYLOAD_CHARS = 240
@@ -95,26 +97,30 @@ def page_summary(page: TranscriptPage, channels: Collection[str] | None,
     return text
 
 
-def repeat_header(run_id: str, scenario: str, repeat: int, entry: Mapping[str, Any]) -> Text:
+def repeat_header(run_id: str, scenario: str, repeat: int,
+                  entry: RepeatResult | CutShort) -> Text:
     """`alk show`'s first lines: which repeat, how it ended, and why."""
-    ended = "/".join(str(entry[key]) for key in ("outcome", "cause") if entry.get(key))
+    if isinstance(entry, CutShort):
+        ended, style = "interrupted", "bold yellow"
+    else:
+        ended = "/".join(part for part in (entry.outcome, entry.cause) if part)
+        style = "bold " + (style_of(entry.outcome) or "yellow")
     text = Text.assemble((printable(f"run {run_id} · {scenario} · repeat {repeat}"), "bold"),
-                         "\n", (printable(ended), "bold " + (style_of(entry.get("outcome"))
-                                                              or "yellow")))
-    if entry.get("detail"):
-        text.append(printable(f" {DASH} {entry['detail']}"))
+                         "\n", (printable(ended), style))
+    if entry.detail:
+        text.append(printable(f" {DASH} {entry.detail}"))
     return text
 
 
-def transcript_hash(entry: Mapping[str, Any], intact: bool) -> Text:
+def transcript_hash(entry: RepeatResult | CutShort, intact: bool) -> Text:
     """Whether the transcript still is what alk wrote: the sha256 in the result says."""
-    if not entry.get("sha256"):
-        return Text.assemble(("transcript  ", "dim"), printable(str(entry.get("transcript"))),
+    if isinstance(entry, CutShort) or not entry.sha256:
+        return Text.assemble(("transcript  ", "dim"), printable(entry.transcript),
                              ("\nsha256      none: the repeat never finished, so alk never "
                               "hashed its transcript", "yellow"))
     return Text.assemble(
-        ("transcript  ", "dim"), printable(str(entry.get("transcript"))),
-        ("\nsha256      ", "dim"), printable(str(entry.get("sha256"))), "\n            ",
+        ("transcript  ", "dim"), printable(entry.transcript),
+        ("\nsha256      ", "dim"), printable(entry.sha256), "\n            ",
         ("matches the file", "green") if intact else
         ("does NOT match the file: it changed after the run", "bold red"))
 
@@ -194,18 +200,18 @@ def _summary(event: Mapping[str, Any]) -> str:
     return one_line(line, PAYLOAD_CHARS)
 
 
-def repeat_facts(entry: Mapping[str, Any]) -> Text:
+def repeat_facts(entry: RepeatResult | CutShort) -> Text:
     """One repeat's process facts, for `alk show`."""
-    entry = printable(entry)
-    if entry.get("outcome") == "interrupted":
+    if isinstance(entry, CutShort):
         return Text("interrupted: no exit, no verdict", style="dim")
-    status = (f"signal {entry['signal']}" if entry.get("signal") is not None
-              else f"exit {entry.get('exit_code')}")
-    facts = [status, f"{entry.get('duration_s') or 0:.2f} s"]
-    if entry.get("peak_rss_mb") is not None:
-        facts.append(f"peak RSS {entry['peak_rss_mb']:.1f} MB")
-    if entry.get("cpu_s") is not None:
-        facts.append(f"CPU {entry['cpu_s']:.2f} s")
-    levels = [f"{name} {entry[name]}" for name in ("containment", "network", "filesystem")
-              if entry.get(name)]
+    entry = printable(entry)
+    status = (f"signal {entry.signal}" if entry.signal is not None else f"exit {entry.exit_code}")
+    facts = [status, f"{entry.duration_s:.2f} s"]
+    if entry.peak_rss_mb is not None:
+        facts.append(f"peak RSS {entry.peak_rss_mb:.1f} MB")
+    if entry.cpu_s is not None:
+        facts.append(f"CPU {entry.cpu_s:.2f} s")
+    levels = [f"{name} {level}" for name, level in (
+        ("containment", entry.containment), ("network", entry.network),
+        ("filesystem", entry.filesystem)) if level]
     return Text(" · ".join(facts + levels), style="dim")
