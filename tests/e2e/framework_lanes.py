@@ -56,7 +56,7 @@ def measured(tmp_path: Path, name: str, framework: str, scenarios: list[str],
     if problem:
         pytest.skip(f"{problem}: {lane(name)['install']}")
     document = run_lane(tmp_path, name, [*scenarios, "sampled"], seed=7)
-    assert document["lane"]["reported_framework"] == framework
+    assert document["gate"]["framework"] == framework
     found = findings(document)
     assert found.pop("sampled") == second_turn_finding(document, lane(name))
     return found

@@ -43,7 +43,8 @@ def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict
 
 def findings(document: dict) -> dict[str, tuple[str, list[str]]]:
     """scenario → (verdict, the causes of its repeats that did not pass)."""
-    return {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
+    return {s["id"]: (s["stats"]["verdict"],
+                      sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
             for s in document["scenarios"]}
 
 

@@ -55,13 +55,13 @@ def test_reference_lane_passes_with_evidence(tmp_path):
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 3, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     document = result_of(tmp_path)
-    assert document["schema"] == "alk.result/1" and document["status"] == "complete"
-    assert document["lane"]["reported_version"] == "1.0.0"
-    assert [s["verdict"] for s in document["scenarios"]] == ["pass"] * 5
+    assert document["schema"] == "alk.result/2" and document["status"] == "complete"
+    assert document["gate"]["version"] == "1.0.0"
+    assert [s["stats"]["verdict"] for s in document["scenarios"]] == ["pass"] * 5
     for scenario in document["scenarios"]:
         assert scenario["id"] in done.stdout
-        assert scenario["counts"] == {"requested": 3, "completed": 3, "void": 0, "scored": 3,
-                                      "passed": 3}
+        assert scenario["stats"]["counts"] == {"requested": 3, "completed": 3, "void": 0,
+                                               "scored": 3, "passed": 3}
     level = (f"{detect().containment.value}, network {detect().strongest_network.value}, "
              f"filesystem {detect().strongest_filesystem.value}")
     assert f"isolation   {level} (15 repeats)" in done.stdout
@@ -81,8 +81,8 @@ def test_unsupported_version_is_void_before_any_repeat(tmp_path):
     assert done.returncode == 3, done.stdout + done.stderr
     assert "version_unsupported" in done.stdout and "0.9.1" in done.stdout
     document = result_of(tmp_path)
-    assert document["preflight"]["cause"] == "version_unsupported"
-    assert document["lane"]["reported_version"] == "0.9.1"
+    assert document["gate"]["cause"] == "version_unsupported"
+    assert document["gate"]["version"] == "0.9.1"
     assert repeats_of(document) == []
     run = tmp_path / "transcripts" / document["run_id"]
     assert [p.name for p in run.iterdir()] == ["preflight.jsonl"]
@@ -138,10 +138,10 @@ def test_crash_after_the_effect_then_resume(tmp_path):
 def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     done = alk("run", "--lane", LANES / "faults.toml", "-n", 2, cwd=tmp_path)
     injected, forgotten, unused = result_of(tmp_path)["scenarios"]
-    assert injected["verdict"] == "pass"
+    assert injected["stats"]["verdict"] == "pass"
     assert {r["cause"] for r in unused["repeats"]} == {"script_not_consumed"}
     assert "expected \"all 2 turns used\", got \"1 turns used\"" in unused["repeats"][0]["detail"]
-    assert forgotten["verdict"] == "void"
+    assert forgotten["stats"]["verdict"] == "void"
     assert {r["cause"] for r in forgotten["repeats"]} == {"fault_not_fired"}
     assert "before_model#1" in forgotten["repeats"][0]["detail"]
     assert done.returncode == 1  # the unused turns are a failure; void alone would be 3
@@ -156,7 +156,7 @@ def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path):
                       '[[scenarios]]\nid = "a"\ntask = "t"\n')
     done = alk("run", "--lane", lane, "-n", 2, cwd=tmp_path)
     assert done.returncode == 3
-    gate = result_of(tmp_path)["preflight"]
+    gate = result_of(tmp_path)["gate"]
     assert gate["cause"] == "framework_missing"
     assert "install it: pip install not-installed-fw" in gate["detail"]
 
@@ -173,9 +173,10 @@ def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
 def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp_path):
     done = alk("run", "--lane", LANES / "wobbly.toml", "-n", 4, cwd=tmp_path)
     [scenario] = result_of(tmp_path)["scenarios"]
-    assert scenario["verdict"] == "pass" and scenario["scripted"] is True
-    assert scenario["paths"] == {"distinct": 2, "first_difference": {
-        "event": 1, "events": ["tool/call lookup_customer", "tool/call lookup_order"]}}
+    assert scenario["stats"]["verdict"] == "pass" and scenario["scripted"] is True
+    assert scenario["stats"]["paths"] == {
+        "distinct": 2, "first_difference": 1,
+        "events_there": ["tool/call lookup_customer", "tool/call lookup_order"]}
     flat = " ".join(done.stdout.split())
     assert "event paths two-tools: 2 distinct" in flat and "framework's" in flat
 
@@ -193,7 +194,7 @@ def test_mixed_outcomes_make_a_flaky_verdict(tmp_path):
     done = alk("run", "--lane", LANES / "flaky.toml", "-n", 4, "--seed", seed, cwd=tmp_path)
     assert done.returncode == 1
     [scenario] = result_of(tmp_path)["scenarios"]
-    assert scenario["verdict"] == "flaky" and 0 < scenario["pass_rate"] < 1
+    assert scenario["stats"]["verdict"] == "flaky" and 0 < scenario["stats"]["pass_rate"] < 1
 
 
 def test_hang_is_a_timeout_and_alk_returns_in_time(tmp_path):
@@ -376,9 +377,9 @@ def test_void_repeats_beside_passes_are_never_green(tmp_path):
     # One at a time: two workers at once would race on the count in their file.
     done = alk("run", "--lane", lane, "-n", 4, "-j", 1, cwd=tmp_path)
     [scenario] = result_of(tmp_path)["scenarios"]
-    assert scenario["verdict"] == "pass"
-    assert scenario["counts"] == {"requested": 4, "completed": 4, "void": 2, "scored": 2,
-                                  "passed": 2}
+    assert scenario["stats"]["verdict"] == "pass"
+    assert scenario["stats"]["counts"] == {"requested": 4, "completed": 4, "void": 2,
+                                           "scored": 2, "passed": 2}
     assert done.returncode == 3
     # The report says so under the row and under the table; half scored is not yet too few.
     flat = " ".join(done.stdout.split())
@@ -524,7 +525,7 @@ def test_a_program_the_sandboxed_worker_could_not_read_is_said_before_anything_r
                       '[[scenarios]]\nid = "a"\ntask = "t"\n')
     done = alk("run", "--lane", lane, "-n", 1, cwd=tmp_path)
     assert done.returncode == 3
-    gate = result_of(tmp_path)["preflight"]
+    gate = result_of(tmp_path)["gate"]
     assert gate["cause"] == "spawn_failed"
     assert str(private) in gate["detail"] and "chmod o+rX" in gate["detail"]
     assert not (tmp_path / "transcripts").exists() or not list(

@@ -19,6 +19,7 @@ import pytest
 from alk import api
 from alk.errors import UsageError
 from alk.plan import repeat_seed
+from alk.result import from_json
 
 distributed = pytest.importorskip("distributed")
 
@@ -52,7 +53,7 @@ def alk(*args, cwd, timeout=120):
 
 
 def repeats_of(document):
-    return {(s["id"], r["repeat"]): r for s in document["scenarios"] for r in s["repeats"]}
+    return {(s.id, r.repeat): r for s in document.scenarios for r in s.repeats}
 
 
 def write_lane(folder, name, body):
@@ -63,10 +64,10 @@ def write_lane(folder, name, body):
 
 def assert_transcripts_intact(document, out):
     for repeat in repeats_of(document).values():
-        data = (out / repeat["transcript"]).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == repeat["sha256"], repeat["transcript"]
+        data = (out / repeat.transcript).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == repeat.sha256, repeat.transcript
         assert json.loads(data.splitlines()[-1])["type"] == "attribution"
-    assert (out / document["paths"]["transcripts"] / "preflight.jsonl").stat().st_size > 0
+    assert (out / document.paths.transcripts / "preflight.jsonl").stat().st_size > 0
 
 
 def test_a_dask_run_gives_what_a_local_run_gives(tmp_path, cluster):
@@ -80,18 +81,19 @@ def test_a_dask_run_gives_what_a_local_run_gives(tmp_path, cluster):
     assert set(Path(tempfile.gettempdir()).glob("alk-dask-*")) == folders
     assert (local.exit_code, dask.exit_code) == (0, 0)
     ours, theirs = local.document, dask.document
-    assert theirs["settings"]["executor"] == "dask" and theirs["status"] == "complete"
+    assert theirs.settings.executor == "dask" and theirs.status == "complete"
     assert repeats_of(theirs).keys() == repeats_of(ours).keys() and len(repeats_of(ours)) == 10
     for key, repeat in repeats_of(theirs).items():
         mine = repeats_of(ours)[key]
         for name in ("seed", "outcome", "cause", "attempts", "containment", "network",
                      "filesystem", "path_hash", "trajectory"):
-            assert repeat[name] == mine[name], (key, name)
-    for scenario, mine in zip(theirs["scenarios"], ours["scenarios"]):
-        for name in ("id", "verdict", "counts", "pass_rate", "ci", "pass_hat_k", "causes"):
-            assert scenario[name] == mine[name], (scenario["id"], name)
-    assert theirs["aggregate"]["verdicts"] == ours["aggregate"]["verdicts"]
-    assert theirs["preflight"] == ours["preflight"]
+            assert getattr(repeat, name) == getattr(mine, name), (key, name)
+    for scenario, mine in zip(theirs.scenarios, ours.scenarios):
+        # pass^k follows from the counts, whatever shape it is kept in.
+        for name in ("id", "verdict", "counts", "pass_rate", "ci", "layers", "causes"):
+            assert getattr(scenario.stats, name) == getattr(mine.stats, name), (mine.id, name)
+    assert theirs.aggregate.verdicts == ours.aggregate.verdicts
+    assert theirs.gate == ours.gate
     assert_transcripts_intact(theirs, tmp_path / "dask")
 
 
@@ -108,19 +110,19 @@ def test_an_interrupted_dask_run_resumes_with_the_same_seeds(tmp_path, cluster):
 
     first = api.run_lane(lane, repeats=8, seed=5, out_dir=tmp_path,
                          engine=DaskEngine("", client=client), on_repeat=interrupt_after_three)
-    assert first.interrupted and first.document["status"] == "interrupted"
+    assert first.interrupted and first.document.status == "interrupted"
     kept = repeats_of(first.document)
     assert 3 <= len(kept) < 8  # those that finished while the others stopped are kept too
-    resumed = api.resume(first.document["run_id"], out_dir=tmp_path,
+    resumed = api.resume(first.document.run_id, out_dir=tmp_path,
                          engine=DaskEngine("", client=client))
     [run] = resumed.runs
     document = run.document
-    assert document["status"] == "complete" and len(document["resumed"]) == 1
+    assert document.status == "complete" and len(document.resumed) == 1
     repeats = repeats_of(document)
     assert sorted(repeats) == [("nominal", n) for n in range(1, 9)]
     for (scenario, number), repeat in repeats.items():
-        assert repeat["seed"] == repeat_seed(5, scenario, number)
-        assert repeat["outcome"] == ("pass" if repeat["seed"] % 2 == 0 else "agent")
+        assert repeat.seed == repeat_seed(5, scenario, number)
+        assert repeat.outcome == ("pass" if repeat.seed % 2 == 0 else "agent")
         if (scenario, number) in kept:
             assert repeat == kept[(scenario, number)]  # kept as it was, never run again
     assert_transcripts_intact(document, tmp_path)
@@ -155,8 +157,8 @@ def test_every_worker_holds_its_repeats_to_the_probes_identity(tmp_path, cluster
     _, client = cluster
     lane = program_lane(tmp_path, "shifty", SHIFTING_WORKER, tmp_path / "starts")
     done = api.run_lane(lane, repeats=4, out_dir=tmp_path, engine=DaskEngine("", client=client))
-    assert done.document["preflight"]["version"] == "1.0"
-    causes = [(r["outcome"], r["cause"]) for r in repeats_of(done.document).values()]
+    assert done.document.gate.version == "1.0"
+    causes = [(r.outcome, r.cause) for r in repeats_of(done.document).values()]
     assert causes == [("framework_runtime", "identity_changed")] * 4
 
 
@@ -192,8 +194,8 @@ def test_the_cli_runs_on_the_cluster(tmp_path, cluster):
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["settings"]["executor"] == "dask"
-    assert [s["verdict"] for s in document["scenarios"]] == ["pass", "pass"]
-    assert_transcripts_intact(document, tmp_path)
+    assert [s["stats"]["verdict"] for s in document["scenarios"]] == ["pass", "pass"]
+    assert_transcripts_intact(from_json(document), tmp_path)
 
 
 def test_an_unreachable_scheduler_or_no_distributed_is_a_usage_error(monkeypatch):
@@ -232,7 +234,7 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
     assert done.exit_code == 0, done.document
     [repeat] = repeats_of(done.document).values()
     events = [json.loads(line) for line in
-              (tmp_path / "env" / repeat["transcript"]).read_text().splitlines()]
+              (tmp_path / "env" / repeat.transcript).read_text().splitlines()]
     seen = next(e for e in events if e["type"] == "env")["payload"]["env"]
     assert seen[WORKER_SECRET_NAME] == "[REDACTED]"  # the worker's value, its redactor's mask
     for path in (tmp_path / "env").rglob("*.json*"):
@@ -245,10 +247,10 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
                         environ={**os.environ, "E2E_DASK_NEVER_SET": "on-the-coordinator"},
                         engine=DaskEngine("", client=client))
     assert void.exit_code == 3
-    preflight = void.document["preflight"]
-    assert preflight["cause"] == "env_missing"
-    assert "on Dask worker tcp://" in preflight["detail"]
-    assert "E2E_DASK_NEVER_SET" in preflight["detail"]
+    gate = void.document.gate
+    assert gate.cause == "env_missing"
+    assert "on Dask worker tcp://" in gate.detail
+    assert "E2E_DASK_NEVER_SET" in gate.detail
     assert repeats_of(void.document) == {}
 
 
@@ -259,9 +261,9 @@ def test_a_worker_with_another_alk_voids_the_run(tmp_path, cluster, monkeypatch)
     void = api.run_lane(api.load_lane(LANES / "trivial.toml"), repeats=1, out_dir=tmp_path,
                         engine=DaskEngine("", client=client))
     assert void.exit_code == 3
-    preflight = void.document["preflight"]
-    assert preflight["cause"] == "harness_error"
-    assert "alk 9.9.9 on the coordinator: install the same alk on both" in preflight["detail"]
+    gate = void.document.gate
+    assert gate.cause == "harness_error"
+    assert "alk 9.9.9 on the coordinator: install the same alk on both" in gate.detail
 
 
 def test_ctrl_c_stops_the_repeats_running_on_the_cluster(tmp_path, cluster):
@@ -291,7 +293,7 @@ def test_ctrl_c_stops_the_repeats_running_on_the_cluster(tmp_path, cluster):
         time.sleep(0.05)
     [result] = tmp_path.glob("reports/*/result.json")
     document = json.loads(result.read_text())
-    assert document["status"] == "interrupted" and repeats_of(document) == {}
+    assert document["status"] == "interrupted" and repeats_of(from_json(document)) == {}
     # The two repeats cut short left their transcripts, as locally; the two queued never ran.
     logs = sorted(tmp_path.glob("transcripts/*/nominal/repeat-*.jsonl"))
     assert len(logs) == 2

@@ -90,9 +90,10 @@ def test_framework_lane_findings(tmp_path, lane, module, findings):
     assert done.returncode == 1, done.stderr
     [result] = (tmp_path / "reports").glob("*/result.json")
     document = json.loads(result.read_text())
-    assert document["lane"]["reported_framework"] == lane
+    assert document["gate"]["framework"] == lane
     unpinned = {sid for sid, (verdict, _) in findings.items() if verdict is None}
-    found = {s["id"]: (s["verdict"], sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
+    found = {s["id"]: (s["stats"]["verdict"],
+                       sorted({r["cause"] for r in s["repeats"]} - {"passed"}))
              for s in document["scenarios"] if s["id"] not in unpinned}
     expected = {sid: (verdict, [cause] if cause else []) for sid, (verdict, cause)
                 in findings.items() if sid in PINNED and sid not in unpinned}

@@ -40,7 +40,7 @@ def test_autogen_lane_findings(tmp_path):
     if problem:
         pytest.skip(f"{problem}: {lane('autogen')['install']}")
     document = run_lane(tmp_path, "autogen", [*FINDINGS, "sampled"], seed=7)
-    assert document["lane"]["reported_framework"] == "autogen-agentchat"
+    assert document["gate"]["framework"] == "autogen-agentchat"
     found = findings(document)
     assert found.pop("sampled") == sampled_finding(document, lane("autogen"))
     assert found == FINDINGS

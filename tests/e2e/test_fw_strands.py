@@ -37,7 +37,7 @@ def test_strands_lane_findings(tmp_path):
         pytest.skip(f"Strands is not installed in {PYTHON.relative_to(ROOT)}: "
                     f"{lane('strands')['install']}")
     document = run_lane(tmp_path, "strands", [*FINDINGS, "sampled"], seed=7)
-    assert document["lane"]["reported_framework"] == "strands-agents"
+    assert document["gate"]["framework"] == "strands-agents"
     found = findings(document)
     assert found.pop("sampled") == sampled_finding(document, lane("strands"))
     assert found == FINDINGS

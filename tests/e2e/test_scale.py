@@ -380,7 +380,7 @@ def test_three_lanes_in_one_run_report_each_and_a_matrix(scale):
     for scenario, row in rows.items():
         want = []
         for document in documents:
-            [entry] = [s for s in document["scenarios"] if s["id"] == scenario]
+            [entry] = [s["stats"] for s in document["scenarios"] if s["id"] == scenario]
             want.append((entry["verdict"], round(entry["pass_rate"] * 100),
                          round(entry["ci"][0] * 100), round(entry["ci"][1] * 100)))
         assert row == want
@@ -448,7 +448,7 @@ def test_parallel_repeats_give_the_results_of_sequential_ones(scale):
         assert documents[jobs]["settings"]["jobs"] == jobs
     sequential, parallel = (measured(documents[jobs]) for jobs in (1, 4))
     assert parallel == sequential
-    assert [s["verdict"] for s in documents[1]["scenarios"]] == ["flaky", "flaky"]
+    assert [s["stats"]["verdict"] for s in documents[1]["scenarios"]] == ["flaky", "flaky"]
     # The repeats did run at once with -j 4 (two started within one's sleep), not with -j 1.
     for jobs, at_once in ((1, False), (4, True)):
         began = sorted(s["at"] for s in scale.starts() if s["run_id"] ==
@@ -463,8 +463,9 @@ TIMINGS = {"duration_s", "cpu_s", "peak_rss_mb", "peak_tmpfs_mb", "transcript", 
 
 
 def measured(document) -> dict:
-    scenarios = [{**{key: value for key, value in scenario.items()
-                     if key not in ("durations", "repeats")},
+    scenarios = [{**scenario,
+                  "stats": {key: value for key, value in scenario["stats"].items()
+                            if key != "durations"},
                   "repeats": [{key: value for key, value in repeat.items()
                                if key not in TIMINGS} for repeat in scenario["repeats"]]}
                  for scenario in document["scenarios"]]

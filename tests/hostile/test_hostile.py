@@ -138,7 +138,7 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         assert repeat["filesystem"] == (level or detect().strongest_filesystem.value)
         assert done.returncode == (0 if outcome == "pass" else 1), done.stderr
         assert elapsed < timeout_s + 2 + START_ALLOWANCE_S, f"alk took {elapsed:.1f} s"
-        assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+        assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
         _no_secret_anywhere(tmp_path, done, token,
                             private if NAMESPACE or threat != "steal_secrets" else None)
         _nothing_raw_on_the_terminal(done.stdout + done.stderr)
@@ -255,9 +255,9 @@ def test_a_worker_cannot_learn_its_scenario_before_the_gate_to_void_its_failures
     lane = header("peek_scenario", str(tmp_path)) + scenario("easy") + scenario("hard")
     done, document, _ = run_alk(tmp_path, lane, "-n", "3", env=TOKEN_ENV)
     easy, hard = document["scenarios"]
-    assert easy["counts"]["passed"] == 3
+    assert easy["stats"]["counts"]["passed"] == 3
     assert [r["cause"] for r in hard["repeats"]] == ["wrong_output"] * 3
-    assert hard["counts"]["void"] == 0 and done.returncode == 1
+    assert hard["stats"]["counts"]["void"] == 0 and done.returncode == 1
 
 
 def test_a_resumed_attempt_that_changes_identity_fails_the_repeat_and_both_are_recorded(
@@ -269,8 +269,7 @@ def test_a_resumed_attempt_that_changes_identity_fails_the_repeat_and_both_are_r
         assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime",
                                                         "identity_changed"), repeat["detail"]
         assert repeat["attempts"] == 2
-        assert repeat["identities"] == [{"framework": "hostile", "version": "1.0"},
-                                        {"framework": "hostile", "version": "2.0"}]
+        assert repeat["identities"] == [["hostile", "1.0"], ["hostile", "2.0"]]
     assert {(i["version"], i["repeats"]) for i in document["identities"]} == {("1.0", 2),
                                                                               ("2.0", 2)}
     assert done.returncode == 1
@@ -280,7 +279,7 @@ def test_a_resumed_attempt_that_changes_identity_fails_the_repeat_and_both_are_r
 def test_a_million_character_version_is_bounded_in_every_output(tmp_path):
     done, document, _ = run_alk(tmp_path, header("huge_version") + scenario("a"), "-n", "1",
                                 env=TOKEN_ENV)
-    assert document["preflight"]["cause"] == "version_invalid"
+    assert document["gate"]["cause"] == "version_invalid"
     assert done.returncode == 3
     assert len(done.stdout) < 8_000
     assert len(json.dumps(document)) < 40_000
@@ -290,12 +289,12 @@ def test_a_long_run_of_distinct_tool_names_keeps_the_result_small(tmp_path):
     done, document, _ = run_alk(tmp_path, header("tool_name_flood") + scenario("a"),
                                 "-n", "30", env=TOKEN_ENV)
     [attack] = document["scenarios"]
-    assert attack["counts"]["passed"] == 30
+    assert attack["stats"]["counts"]["passed"] == 30
     # 30 repeats × 1,000 names of 128 characters: 3.9 MB of trajectories, kept to 8 KiB each.
     size = sum(p.stat().st_size for p in (tmp_path / "reports").rglob("result.json"))
     assert size < 600_000, size
-    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
-    assert attack["trajectories"]["distinct"] == 30
+    assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+    assert attack["stats"]["trajectories"]["distinct"] == 30
 
 
 PEM = ("-----BEGIN PRIVATE KEY-----\n"
@@ -386,7 +385,7 @@ def test_a_worker_that_makes_half_its_repeats_void_cannot_pass_for_green(tmp_pat
     # One at a time: two workers at once would race on the count in their file.
     done, document, _ = run_alk(tmp_path, lane, "-n", "6", "-j", "1", env=TOKEN_ENV)
     [attack] = document["scenarios"]
-    assert attack["counts"]["void"] == 3 and attack["counts"]["passed"] == 3
+    assert attack["stats"]["counts"]["void"] == 3 and attack["stats"]["counts"]["passed"] == 3
     assert done.returncode == 3  # void beside passes is never green
     shown = " ".join(done.stdout.decode().split())
     assert "void 3 of 6: " in shown
@@ -401,7 +400,7 @@ def test_eight_floods_at_once_keep_alk_within_its_memory_bound(tmp_path):
                                 env=TOKEN_ENV)
     assert [r["cause"] for r in document["scenarios"][0]["repeats"]] == ["passed"] * 8
     assert document["settings"]["jobs"] == 8
-    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+    assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
     _transcripts_valid_and_bounded(tmp_path, cap_mb=16)
 
 
@@ -412,4 +411,4 @@ def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_pa
     done, document, elapsed = run_alk(tmp_path, lane + scenario("a"), "-n", "1", env=TOKEN_ENV)
     [repeat] = document["scenarios"][0]["repeats"]
     assert repeat["cause"] == "passed", repeat["detail"]
-    assert document["harness"]["peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+    assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
