@@ -50,7 +50,7 @@ def through_alk(threat: str, size_mb: int, scratch: Path) -> dict:
     document = json.loads(result.read_text())
     [repeat] = document["scenarios"][0]["repeats"]
     # The repeat's own wall clock, from its spawn to its exit and the last read.
-    return {"seconds": repeat["duration_s"], "rss": document["harness"]["peak_rss_mb"],
+    return {"seconds": repeat["duration_s"], "rss": document["harness_peak_rss_mb"],
             "transcript": (folder / repeat["transcript"]).stat().st_size / 2**20,
             "outcome": f"{repeat['outcome']}/{repeat['cause']}"}
 

@@ -38,6 +38,7 @@ from aiohttp import web
 from alk import api
 from alk.gateway import wire
 from alk.lane import load_lane
+from alk.result import RunDocument
 from alk.runner.isolation import Network, detect
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,18 +66,18 @@ task = "Prepare the report for order 742"
     return path
 
 
-def timed_run(path: Path, repeats: int, out: Path) -> tuple[float, dict]:
+def timed_run(path: Path, repeats: int, out: Path) -> tuple[float, RunDocument]:
     began = time.perf_counter()
     result = api.run_lane(load_lane(path), repeats=repeats, out_dir=out)
     return time.perf_counter() - began, result.document
 
 
-def call_times(document: dict, out: Path) -> list[int]:
+def call_times(document: RunDocument, out: Path) -> list[int]:
     """The worker's own call times: its output, as the transcript's result event holds it."""
     times: list[int] = []
-    for repeat in document["scenarios"][0]["repeats"]:
-        assert repeat["outcome"] == "pass", repeat["detail"]
-        for line in (out / repeat["transcript"]).read_text().splitlines():
+    for repeat in document.scenarios[0].repeats:
+        assert repeat.outcome == "pass", repeat.detail
+        for line in (out / repeat.transcript).read_text().splitlines():
             event = json.loads(line)
             if event["channel"] == "agent" and event["type"] == "result":
                 times += json.loads(event["payload"]["output"])[1:]

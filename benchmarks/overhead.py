@@ -276,8 +276,8 @@ class Bench:
                            runner=LocalRunner(setup.isolation), limits=setup.limits,
                            on_repeat=lambda _: ends.append(time.perf_counter()))
         sample = clock.sample(repeats, {name: [] for name in PHASES})
-        assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
-        folder = out / run_transcripts(run.document["run_id"]) / "echo"
+        assert run.exit_code == 0, dict(run.document.scenarios[0].stats.causes)
+        folder = out / run_transcripts(run.document.run_id) / "echo"
         for number in range(2, repeats + 1):  # the first repeat follows the probe
             t = {}
             for event in read_transcript(folder / f"repeat-{number:02d}.jsonl"):
@@ -312,7 +312,7 @@ class Bench:
         run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out,
                            runner=LocalRunner(setup.isolation), limits=setup.limits,
                            on_repeat=between)
-        assert run.exit_code == 0, run.document["scenarios"][0]["causes"]
+        assert run.exit_code == 0, dict(run.document.scenarios[0].stats.causes)
         # Repeat k + 1 runs from the end of callback k to the start of callback k + 1, whose
         # bare spawns are its neighbours.
         return [((after[0] - before[1]) * 1000, *spawns)

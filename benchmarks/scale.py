@@ -16,7 +16,7 @@ a lane's "{python}" is alk's own interpreter); workers get alk's strongest isola
    the waiting worker: -j 2 ÷ -j 1 ≥ 1.9 and -j 8 ÷ -j 1 ≥ 7. On the spinning worker, what the
    machine's cores give is reported, with no target.
 2. Memory and files, from `python -m alk run ... -q` in a subprocess (its result document's
-   harness.peak_rss_mb is that process's own VmHWM): a run of 1,000 repeats (5 scenarios × 200
+   harness_peak_rss_mb is that process's own VmHWM): a run of 1,000 repeats (5 scenarios × 200
    that pass at once, -j 2) against one of 100: result.json and journal.jsonl per repeat (flat:
    the 1,000-repeat run's size a repeat within 1.10× the 100-repeat run's), and the peak RSS
    difference; then alk's peak RSS at -j 8 and -j 1 on the waiting worker (bound: 150 MiB).
@@ -54,6 +54,7 @@ from alk.cleanup import remove_tree
 from alk.journal import JOURNAL_NAME, journal_path, read_journal
 from alk.records import ExitCode, Lane
 from alk.repeat import SAFE_ENV_NAMES, _install_sdk
+from alk.result import RESULT_NAME, RunDocument, from_json
 from alk.transcript import read_transcript, repeat_transcript, run_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,15 +164,15 @@ class Bench:
                               on_repeat=lambda _: ends.append(time.perf_counter()))
         after = cpu()
         passed(result.document, self.repeats)
-        for entry in result.document["scenarios"][0]["repeats"]:
+        for entry in result.document.scenarios[0].repeats:
             times = {}
-            for event in read_transcript(out / entry["transcript"]):
+            for event in read_transcript(out / entry.transcript):
                 times.setdefault(event["type"], event["t"])
             side.ready_ms.append((times["framework_ready"] - times["spawn"]) * 1000)
-            side.repeat_ms.append(entry["duration_s"] * 1000)
-        repeat = result.document["scenarios"][0]["repeats"][0]
-        self.isolation = (f"{repeat['filesystem']}, network {repeat['network']}, "
-                          f"{repeat['containment'].replace('_', ' ')}")
+            side.repeat_ms.append(entry.duration_s * 1000)
+        repeat = result.document.scenarios[0].repeats[0]
+        self.isolation = (f"{repeat.filesystem}, network {repeat.network}, "
+                          f"{repeat.containment.replace('_', ' ')}")
         side.wall.append(max(ends) - min(starts))
         side.own_cpu.append(after[0] - before[0])
         side.child_cpu.append(after[1] - before[1])
@@ -225,12 +226,18 @@ class Bench:
         return self.cli(args, self.out(name))
 
 
-def passed(document: dict, repeats: int) -> None:
-    outcomes = [r["outcome"] for s in document["scenarios"] for r in s["repeats"]]
-    wrong = [r for s in document["scenarios"] for r in s["repeats"] if r["outcome"] != "pass"]
-    if len(outcomes) != repeats * len(document["scenarios"]) or wrong:
-        detail = wrong[0]["detail"] if wrong else f"{len(outcomes)} repeats"
-        raise RuntimeError(f"run {document['run_id']}: not every repeat passed: {detail}")
+def read_result(run: Path) -> RunDocument:
+    """A run's result.json as alk reads it back (`run` is its folder under reports/)."""
+    path = run / RESULT_NAME
+    return from_json(json.loads(path.read_text()), str(path))
+
+
+def passed(document: RunDocument, repeats: int) -> None:
+    outcomes = [r.outcome for s in document.scenarios for r in s.repeats]
+    wrong = [r for s in document.scenarios for r in s.repeats if r.outcome != "pass"]
+    if len(outcomes) != repeats * len(document.scenarios) or wrong:
+        detail = wrong[0].detail if wrong else f"{len(outcomes)} repeats"
+        raise RuntimeError(f"run {document.run_id}: not every repeat passed: {detail}")
 
 
 def kill_copy(run: Path, out: Path) -> tuple[str, str, int]:
@@ -349,10 +356,10 @@ def part_memory(bench: Bench) -> tuple[list[str], Path]:
     sizes = {}
     for repeats in (SMALL, BIG):
         seconds, run = bench.lane_run(repeats, QUICK, 2, f"quick-{repeats}")
-        document = json.loads((run / "result.json").read_text())
+        document = read_result(run)
         passed(document, repeats)
         total = repeats * len(QUICK)
-        sizes[total] = (seconds, document["harness"]["peak_rss_mb"],
+        sizes[total] = (seconds, document.harness_peak_rss_mb,
                         (run / "result.json").stat().st_size,
                         (run / JOURNAL_NAME).stat().st_size)
         big_run = run
@@ -380,9 +387,9 @@ def part_memory(bench: Bench) -> tuple[list[str], Path]:
     rss = {}
     for jobs in (1, 8):
         seconds, run = bench.lane_run(RSS_REPEATS, ("wait",), jobs, f"rss-j{jobs}")
-        document = json.loads((run / "result.json").read_text())
+        document = read_result(run)
         passed(document, RSS_REPEATS)
-        rss[jobs] = (seconds, document["harness"]["peak_rss_mb"])
+        rss[jobs] = (seconds, document.harness_peak_rss_mb)
     met = rss[8][1] <= RSS_BOUND_MB
     if not met:
         missed.append(f"peak RSS at -j 8 ({rss[8][1]:.1f} MiB > {RSS_BOUND_MB:.0f})")
@@ -403,7 +410,7 @@ def part_resume(bench: Bench, finished: Path) -> list[str]:
         out = bench.out("resume")
         run_id, _, _ = kill_copy(finished, out)
         seconds, run = bench.cli(["--resume", run_id, "-j", "2"], out)
-        passed(json.loads((run / "result.json").read_text()), BIG)
+        passed(read_result(run), BIG)
         resumes.append(seconds)
         fresh.append(bench.lane_run(1, QUICK[:1], 2, "fresh")[0])
     reads = []
