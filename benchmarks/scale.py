@@ -436,7 +436,8 @@ def part_resume(bench: Bench, finished: Path) -> list[str]:
     marks = {"call": time.perf_counter()}
 
     def mark(name: str):
-        return lambda _: marks.__setitem__(name, time.perf_counter())
+        # on_plan is given the plan and the repeats done; on_start and on_repeat one value.
+        return lambda *_: marks.__setitem__(name, time.perf_counter())
 
     opens.watching = True
     try:
