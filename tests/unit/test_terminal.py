@@ -43,6 +43,9 @@ from alk.report.transcript_view import (
 )
 from alk.result import CutShort, RunDocument, build_document
 from alk.transcript import TranscriptPage
+from math import comb
+from scipy.stats import f as f_dist
+from statsmodels.stats.proportion import proportion_confint
 
 RUN = "20261129-120000-ab12"
 STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
@@ -124,14 +127,14 @@ def test_run_report_shows_verdicts_rates_and_causes():
     for verdict in ("flaky", "pass", "void"):
         assert verdict in out
     assert "85.0% [64.0–94.8]" in out  # Wilson, 17 of 20
-    assert "pass^n" in out and re.search(r"17/20 .* 0\.00 ", out)  # pass^20 of 17/20
-    assert re.search(r"20/20 .* 1\.00 ", out)
+    assert "pass^5 [CI]" in out  # checked in the tests of pass^k below
     assert "framework_runtime 2" in out and "agent 1" in out and "void 20" in out
     assert "nonzero_exit×2" in out and "wrong_output×1" in out
     assert "0.05 s" in out
     assert "92.5% [80.1–97.4]" in out  # the pooled lane row, 37 of 40
     icc = doc.aggregate.icc
-    assert re.search(rf"ICC +{icc.value:.2f}  design effect {icc.design_effect:.2f}", out)
+    assert re.search(rf"ICC +{icc.value:.2f} \[", out)
+    assert f"design effect {icc.design_effect:.2f}" in out
     assert "INTERRUPTED" not in out
 
 
@@ -302,7 +305,7 @@ def test_void_repeats_are_plain_under_the_row_at_80_columns():
     out = render(run_report(void_document()), width=80)
     lines = [line.rstrip() for line in out.splitlines()]
     row = next(i for i, line in enumerate(lines) if line.startswith("mostly-void"))
-    assert "pass?  1/1" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
+    assert "pass?    1/1" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
     assert lines[row + 1] == "  void 19 of 20: exited_before_ready×19"
     remote = next(i for i, line in enumerate(lines) if line.startswith("remote"))
     assert "void?" not in lines[remote] and "void 20 of 20: env_missing×20" in lines[remote + 1]
@@ -330,8 +333,9 @@ def test_a_run_without_void_repeats_gets_no_void_note():
     repeats = scenarios()
     del repeats["remote"]
     out = render(run_report(built(repeats)), width=80)
-    assert [line for line in out.splitlines() if "void" in line] == [
-        "n/m beside a verdict: passed/scored (void repeats are never scored) · pass^n: "]
+    assert not re.search(r"^void:|void \d", out, re.M)  # no void note, none under a row
+    assert [cells_of(out, s)[-3] for s in ("nominal", "tool_error")] == ["0%", "0%"]
+    assert cells_of(out, "lane (pooled)")[-2] == "0%"
     assert "?" not in out
 
 
@@ -499,3 +503,159 @@ def test_the_cause_list_is_a_code_and_a_sentence_each_grouped_by_outcome():
                             "agent: the run finished, the harness's check failed"]
     # A meaning's first sentence only: `alk causes CODE` has the rest.
     assert "`alk check-worker`" not in out and "alk causes CODE" in out
+
+
+# --- the statistics beside each rate, checked against independent computations ---------------
+
+
+def wilson(passed: int, n: float) -> tuple[float, float]:
+    """statsmodels' Wilson interval: `n` may be an effective number of repeats."""
+    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
+    return float(low), float(high)
+
+
+def cells_of(out: str, first: str) -> list[str]:
+    """The table row that begins with `first`, cut into its cells (2+ spaces apart)."""
+    [line] = [line for line in out.splitlines() if line.startswith(first + "  ")]
+    return re.split(r"\s{2,}", line.strip())[1:]
+
+
+def whole(value: float) -> str:
+    assert 0.01 <= value <= 0.99 or value in (0.0, 1.0), value  # no "<1%" or ">99%" here
+    return f"{value * 100:.0f}%"
+
+
+def hat_cell(point: float, low: float, high: float) -> str:
+    return f"{whole(point)} [{low * 100:.0f}–{high * 100:.0f}]"
+
+
+@pytest.mark.parametrize("k", [2, 5, 20])
+def test_pass_hat_k_at_the_chosen_k_is_the_unbiased_point_in_the_wilson_bounds_to_the_k(k):
+    out = render(run_report(document(), k=k), width=80)
+    assert out.splitlines()[3].split()[-3:] == [f"pass^{k}", "[CI]", "p50"]
+    low, high = wilson(17, 20)
+    nominal = comb(17, k) / comb(20, k)
+    assert cells_of(out, "nominal")[-2] == hat_cell(nominal, low**k, high**k)
+    low, high = wilson(20, 20)
+    assert cells_of(out, "tool_error")[-2] == hat_cell(1.0, low**k, 1.0)
+    # The lane's is the same quantity: the mean of its scored scenarios' pass^k.
+    assert cells_of(out, "lane (pooled)")[-1].startswith(whole((nominal + 1.0) / 2) + " [")
+    assert "pass^n" not in out
+
+
+def test_pass_hat_1_is_the_pass_rate():
+    out = render(run_report(document(), k=1), width=80)
+    for scenario in ("nominal", "tool_error"):
+        cells = cells_of(out, scenario)
+        rate = re.fullmatch(r"([\d.]+)% \[([\d.]+)–([\d.]+)\]", cells[-4])
+        assert rate, cells
+        point, low, high = (float(x) for x in rate.groups())
+        assert cells[-2] == f"{point:.0f}% [{low:.0f}–{high:.0f}]"
+    assert "pass^1      the pass rate" in out
+
+
+def test_pass_hat_k_beyond_the_scored_repeats_is_a_dash_and_the_legend_says_why():
+    out = render(run_report(void_document(), k=5), width=80)
+    assert cells_of(out, "mostly-void")[-2] == "—"
+    assert cells_of(out, "nominal")[-2] != "—"
+    # The lane's mean needs k scored repeats in each scenario that scored any.
+    assert cells_of(out, "lane (pooled)")[-1] == "—"
+    flat = " ".join(out.split())
+    assert ("— fewer than 5 scored repeats: mostly-void; the lane's pass^5 needs 5 in every "
+            "scenario") in flat
+    out = render(run_report(document(), k=21), width=80)
+    assert [cells_of(out, s)[-2] for s in ("nominal", "tool_error")] == ["—", "—"]
+    assert "fewer than 21 scored repeats: nominal, tool_error" in " ".join(out.split())
+    assert "fewer than" not in render(run_report(document(), k=20), width=80)
+    with pytest.raises(ValueError, match="k >= 1"):
+        run_report(document(), k=0)
+
+
+def test_void_is_a_rate_beside_every_pass_rate():
+    out = render(run_report(void_document()), width=80)
+    assert cells_of(out, "nominal")[-3] == "0%"
+    assert cells_of(out, "mostly-void")[-3] == whole(19 / 20)
+    assert cells_of(out, "remote")[-3] == "100%"
+    assert cells_of(out, "lane (pooled)")[-2] == whole(39 / 80)
+    assert "void: share of the repeats run that were not scored" in out
+
+
+def anova(groups: list[tuple[int, int]]) -> tuple[float, float, float, float, float]:
+    """ICC(1) of 0/1 groups given as (passed, scored), by the textbook one-way ANOVA, with
+    k0, Kish's m = Σn²/N, and McGraw & Wong's F interval (scipy's F quantiles)."""
+    values = [[1.0] * c + [0.0] * (n - c) for c, n in groups]
+    a, big_n = len(values), sum(len(v) for v in values)
+    grand = sum(map(sum, values)) / big_n
+    means = [sum(v) / len(v) for v in values]
+    msb = sum(len(v) * (m - grand) ** 2 for v, m in zip(values, means)) / (a - 1)
+    msw = sum((x - m) ** 2 for v, m in zip(values, means) for x in v) / (big_n - a)
+    k0 = (big_n - sum(len(v) ** 2 for v in values) / big_n) / (a - 1)
+    icc = (msb - msw) / (msb + (k0 - 1) * msw)
+    f0 = msb / msw
+    f_low = f0 / f_dist.ppf(0.975, a - 1, big_n - a)
+    f_high = f0 * f_dist.ppf(0.975, big_n - a, a - 1)
+    low = (f_low - 1) / (f_low + k0 - 1)
+    high = (f_high - 1) / (f_high + k0 - 1)
+    return icc, low, high, k0, sum(len(v) ** 2 for v in values) / big_n
+
+
+def minus(value: float) -> str:
+    return f"{value:.2f}".replace("-", "−")
+
+
+def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read():
+    out = render(run_report(document()), width=80)
+    pooled = wilson(37, 40)
+    assert cells_of(out, "lane (pooled)")[1] == (f"92.5% [{pooled[0] * 100:.1f}–"
+                                                 f"{pooled[1] * 100:.1f}]")
+    icc, *_, m = anova([(17, 20), (20, 20)])
+    effective = 40 / (1 + (m - 1) * icc)
+    low, high = wilson(37 / 40 * effective, effective)
+    [clustered] = [line for line in out.splitlines() if line.startswith("  clustered ")]
+    assert clustered.split() == ["clustered", "92.5%", f"[{low * 100:.1f}–{high * 100:.1f}]"]
+    assert low < pooled[0] - 0.05  # the clustered one is wider here
+    flat = " ".join(out.split())
+    assert ("clustered the scenarios as a sample of tasks: read it to generalise beyond them; "
+            "pooled: these scenarios only") in flat
+
+
+def test_the_icc_has_its_f_interval_design_effect_and_effective_n():
+    flat = " ".join(render(run_report(document()), width=80).split())
+    icc, low, high, k0, m = anova([(17, 20), (20, 20)])
+    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 2 scenarios, cluster size "
+            f"{m:.1f} design effect {1 + (m - 1) * icc:.2f}: effective n "
+            f"{40 / (1 + (m - 1) * icc):.1f} of 40 scored repeats only 2 scenarios: the interval "
+            "is wide") in flat
+    assert low < 0  # a minus that reads as one
+    # Unequal counts: the ICC's k0 differs from Kish's cluster size, and both are shown.
+    flat = " ".join(render(run_report(void_document()), width=80).split())
+    icc, low, high, k0, m = anova([(17, 20), (20, 20), (1, 1)])
+    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 3 scenarios, cluster size "
+            f"{m:.1f} (k0 {k0:.1f}) design effect {1 + (m - 1) * icc:.2f}") in flat
+
+
+def test_an_icc_without_variance_says_why_and_that_the_design_effect_is_its_worst():
+    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b")}
+    flat = " ".join(render(run_report(built(passing)), width=80).split())
+    assert ("ICC — (no variance: every scored repeat had the same outcome) · 2 scenarios, "
+            "cluster size 20.0 design effect 20.00: effective n 2.0 of 40 scored repeats "
+            "design effect at its worst case, ICC = 1: each scenario counts once") in flat
+    low, high = wilson(2, 2)
+    assert f"clustered 100.0% [{low * 100:.1f}–100.0]" in flat
+
+
+def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
+    flat = " ".join(render(run_report(document()), width=80).split())
+    # 3 of 20 failed: the least n with 1 − 0.85ⁿ ≥ 0.95.
+    seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
+    assert f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time" in flat
+    # None of 20 failed: failure rates up to Wilson's upper bound are not ruled out.
+    bound = 1 - wilson(20, 20)[0]
+    assert f"tool_error: no failure in 20 scored; up to {bound:.1%} not ruled out" in flat
+    five, one = (next(n for n in range(1, 1000) if 1 - (1 - p) ** n >= 0.95) for p in (.05, .01))
+    assert (five, one) == (59, 299)
+    assert f"to see a 5% failure 95% of the time takes {five} repeats, a 1% one {one}" in flat
+    # Scenarios that share the numbers share a line; all of them are "every scenario".
+    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b", "c")}
+    flat = " ".join(render(run_report(built(passing)), width=80).split())
+    assert f"failures every scenario: no failure in 20 scored; up to {bound:.1%}" in flat

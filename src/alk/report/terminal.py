@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
@@ -23,7 +23,16 @@ from alk.plan import group_of
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.report.safe_text import DASH, hanging, one_line, plural, printable, style_of
 from alk.result import Paths, RunDocument, ScenarioResult
-from alk.stats import Counts, DurationStats, Icc, LaneStats, ScenarioStats
+from alk.estimate import Estimate
+from alk.stats import (
+    Counts,
+    DurationStats,
+    Icc,
+    LaneStats,
+    ScenarioStats,
+    pass_hat_k_at,
+    repeats_to_see,
+)
 
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
@@ -35,20 +44,28 @@ THIN_LISTED = 5
 # The widest verdict as the table shows it ("flaky?"): passed/scored starts past it.
 VERDICT_CHARS = len("flaky") + len(THIN_MARK)
 VOID_STYLE = "bold magenta"
+# The k of the pass^k shown when the reader names none (`alk run --k`).
+PASS_HAT_K = 5
+# The lane's second row: its pass rate with the interval of scenarios taken as a sample of tasks.
+CLUSTERED = "  clustered"
 DETAIL_CHARS = 240
+LABEL_CHARS = len("transcripts")  # the widest label of the facts under the table
 
 
 # ---------------------------------------------------------------------------------------------
 # Run report
 
 
-def run_report(doc: RunDocument, root: Path | None = None) -> RenderableType:
+def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_K
+               ) -> RenderableType:
     """A run's record as header, scenario table, why-sections and paths (under `root`, the
-    folder they are relative to, when given).
+    folder they are relative to, when given). `k`: the pass^k shown (`alk run --k`).
 
     When the preflight failed nothing was scored, so a panel explaining the failure replaces the
     table: an all-void table would hide the one fact that matters.
     """
+    if k < 1:
+        raise ValueError(f"pass^k needs k >= 1, got {k}")
     doc = printable(doc)  # worker text, escaped once, before any of it is shown
     parts: list[RenderableType] = [_header(doc)]
     scenarios, aggregate = doc.scenarios, doc.aggregate
@@ -58,14 +75,18 @@ def run_report(doc: RunDocument, root: Path | None = None) -> RenderableType:
         ids = ", ".join(s.id for s in scenarios) or DASH
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
-        parts.append(_scenario_table(scenarios, aggregate))
-        parts.append(Text("n/m beside a verdict: passed/scored (void repeats are never scored) · "
-                          "pass^n: chance that n repeats in a row all pass", style="dim"))
+        parts.append(_scenario_table(scenarios, aggregate, k))
+        parts.append(_legend(scenarios, aggregate, k))
         notes = _void_notes(scenarios, aggregate)
         if notes is not None:
             parts.append(notes)
         parts.append(Text())
-        parts.append(_labelled([("ICC", _icc(aggregate.icc)), ("workers", _resources(scenarios))]))
+        # The record carries no consistency metrics yet (alk.consistency): once it does, the
+        # lane's and the scenarios' (outcome, trajectory, resource, fault robustness, each with
+        # its interval) go under the ICC, as its rows do.
+        parts.append(_labelled([("ICC", _icc(aggregate.icc)),
+                                *_failures(scenarios),
+                                ("workers", _resources(scenarios))]))
         # Under a label each, so that a wrapped line hangs clear of it.
         tool_paths = [_paths_line(s) for s in scenarios if s.stats.trajectories.distinct > 1]
         event_paths = [_event_paths_line(s) for s in scenarios if s.stats.paths.distinct > 1]
@@ -156,21 +177,31 @@ def _preflight_panel(doc: RunDocument) -> Panel:
     return Panel(body, title=title, title_align="left", border_style="red", expand=False)
 
 
-def _scenario_table(scenarios: Sequence[ScenarioResult], aggregate: LaneStats) -> _ScenarioTable:
-    rows = [_Row(s.id, (_verdict(s.stats), _rate(s.stats), _pass_hat(s.stats),
+def _scenario_table(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
+                    k: int) -> _ScenarioTable:
+    # passed/scored right-aligned, the lane's too: its larger counts reach into the empty
+    # verdict instead of widening the column.
+    width = max([0, *(len(_passed_of_scored(s.stats)) for s in scenarios)])
+    rows = [_Row(s.id, (_verdict(s.stats, width), _rate(s.stats.pass_rate, s.stats.ci),
+                        _void_rate(s.stats.void_rate), _pass_hat(s.stats, k),
                         _seconds(s.stats.durations)), _row_detail(s.stats))
             for s in scenarios]
-    # Its passed/scored under the scenarios', past the verdict's width.
-    pooled = _Row("lane (pooled)", (Text(" " * (VERDICT_CHARS + 1) + _passed_of_scored(aggregate)),
-                                    _rate(aggregate), _pass_hat(aggregate), Text("")),
-                  _row_detail(aggregate, _verdict_tally(aggregate)))
-    return _ScenarioTable(rows, pooled)
+    counts = Text(_passed_of_scored(aggregate).rjust(VERDICT_CHARS + 1 + width))
+    lane = [_Row("lane (pooled)", (counts, _rate(aggregate.pass_rate, aggregate.ci),
+                                   _void_rate(aggregate.void_rate), _pass_hat(aggregate, k),
+                                   Text("")), None)]
+    clustered = aggregate.clustered_rate
+    if clustered is not None:
+        lane.append(_Row(CLUSTERED, (Text(""), _rate(clustered.value,
+                                                     (clustered.low, clustered.high))), None))
+    lane[-1] = _Row(lane[-1].id, lane[-1].cells, _row_detail(aggregate, _verdict_tally(aggregate)))
+    return _ScenarioTable(rows, lane, k)
 
 
 @dataclass(frozen=True, slots=True)
 class _Row:
     id: str
-    cells: tuple[Text, ...]  # verdict, pass rate, pass^n, p50
+    cells: tuple[Text, ...]  # verdict, pass rate, void, pass^k, p50 (a row may stop early)
     detail: _Parts | None  # what failed, under the row
 
 
@@ -178,30 +209,33 @@ class _ScenarioTable:
     """One line of numbers per scenario, and under it, indented and wrapped at word boundaries,
     what did not pass. Designed for 80 columns: the numbers never wrap, and the causes, the one
     part of unbounded length, get the whole width instead of a narrow column. An id too long
-    for its column takes a line of its own above its numbers rather than being broken."""
+    for its column takes a line of its own above its numbers rather than being broken. Under
+    the scenarios, the lane's rows: pooled, then clustered."""
 
-    HEADERS = ("verdict", "pass rate [95% CI]", "pass^n", "p50")
-    RIGHT = (False, False, True, True)
+    RIGHT = (False, False, True, False, True)
     GAP = 2
 
-    def __init__(self, rows: Sequence[_Row], pooled: _Row) -> None:
-        self.rows, self.pooled = rows, pooled
+    def __init__(self, rows: Sequence[_Row], lane: Sequence[_Row], k: int) -> None:
+        self.rows, self.lane = rows, lane
+        self.headers = ("verdict", "pass rate [95% CI]", "void", f"pass^{k} [CI]", "p50")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        every = [*self.rows, self.pooled]
-        widths = [max([len(header), *(row.cells[i].cell_len for row in every)])
-                  for i, header in enumerate(self.HEADERS)]
+        every = [*self.rows, *self.lane]
+        widths = [max([len(header), *(row.cells[i].cell_len for row in every
+                                      if i < len(row.cells))])
+                  for i, header in enumerate(self.headers)]
         numbers = sum(widths) + self.GAP * len(widths)
         longest = max([len("scenario"), *(len(row.id) for row in every)])
         id_width = max(len("scenario"), min(longest, options.max_width - numbers))
-        header = [Text(h, style="bold") for h in self.HEADERS]
+        header = [Text(h, style="bold") for h in self.headers]
         yield self._line(Text("scenario", style="bold"), header, id_width, widths)
         rule = Text("─" * min(options.max_width, id_width + numbers), style="dim")
         yield rule
         for row in self.rows:
             yield from self._row(row, id_width, widths)
         yield rule
-        yield from self._row(self.pooled, id_width, widths)
+        for row in self.lane:
+            yield from self._row(row, id_width, widths)
 
     def _row(self, row: _Row, id_width: int, widths: Sequence[int]) -> RenderResult:
         name = Text(row.id, style="bold")
@@ -225,14 +259,16 @@ class _ScenarioTable:
         return line
 
 
-def _verdict(stats: ScenarioStats) -> Text:
-    """The verdict, marked when it rests on too few repeats, then passed/scored."""
+def _verdict(stats: ScenarioStats, width: int) -> Text:
+    """The verdict, marked when it rests on too few repeats, then passed/scored (right-aligned
+    in `width`)."""
     text = Text(str(stats.verdict), style=f"bold {style_of(stats.verdict)}")
     if _thin(stats.counts):
         text.append(THIN_MARK, style=VOID_STYLE)
     text.pad_right(VERDICT_CHARS - text.cell_len)
     # Nothing scored has no passed/scored to show: "void", not "void 0/0".
-    return text.append(" " + _passed_of_scored(stats)) if stats.counts.scored else text
+    return (text.append(" " + _passed_of_scored(stats).rjust(width)) if stats.counts.scored
+            else text)
 
 
 def _verdict_tally(aggregate: LaneStats) -> list[Text]:
@@ -339,28 +375,118 @@ def _commonest_void_cause(causes: Sequence[tuple[str, int]]) -> tuple[str, int] 
 
 
 def _percent(part: int, whole: int) -> str:
-    # Never "0%" for some, nor "100%" for not all: the reader must see that some were void.
-    share = 100 * part / whole if whole else 0
-    return ("<1%" if 0 < share < 1 else ">99%" if 99 < share < 100 else f"{share:.0f}%")
+    return share(part / whole if whole else 0.0)
 
 
-def _icc(icc: Icc) -> Text:
-    """The ICC says whether repeats of one scenario fail together, which widens the pooled CI."""
+def _icc(icc: Icc) -> RenderableType:
+    """How alike a scenario's repeats are (ICC(1), with its F interval), and what that does to
+    the pooled rate: the design effect, and how many independent repeats the scored ones are
+    worth. When it has no value, why; when its value needs a caveat, the caveat."""
     if icc.value is None:
-        text = Text(DASH)
-        return text.append(f" ({icc.reason})", style="dim") if icc.reason else text
-    # round() first: a value of -0.001 is "0.00", not "-0.00".
-    text = Text(f"{round(icc.value, 2) + 0.0:.2f}", style="bold")
-    extras = [shape.format(value) for value, shape in (
-        (icc.design_effect, "design effect {:.2f}"), (icc.effective_n, "effective n {:.1f}"),
-        (icc.groups, "{} scenarios"), (icc.observations, "{} scored repeats"),
-    ) if value is not None]
-    return text.append("  " + " · ".join(extras), style="dim") if extras else text
+        point = Text(DASH).append(f" ({icc.reason})" if icc.reason else "", style="dim")
+    else:
+        point = Text(_signed(icc.value), style="bold")
+        if icc.ci is not None:
+            point.append(f" [{_signed(icc.ci[0])}, {_signed(icc.ci[1])}]")
+    sizes = Text(plural(icc.groups, "scenario"), style="dim")
+    if icc.cluster_size is not None:
+        sizes.append(f", cluster size {icc.cluster_size:.1f}")
+        # k0, the ICC's own size for unequal counts: worth a word only when it differs.
+        if icc.k0 is not None and round(icc.k0, 1) != round(icc.cluster_size, 1):
+            sizes.append(f" (k0 {icc.k0:.1f})")
+    lines: list[RenderableType] = [_Parts([point, sizes])]
+    if icc.design_effect is not None and icc.effective_n is not None:
+        lines.append(Text(f"design effect {icc.design_effect:.2f}: effective n "
+                          f"{icc.effective_n:.1f} of {plural(icc.observations, 'scored repeat')}",
+                          style="dim"))
+    if icc.note:
+        lines.append(Text(icc.note, style="yellow"))
+    return Group(*lines)
+
+
+def _signed(value: float) -> str:
+    """Two decimals, a minus that reads as one, and never "−0.00"."""
+    shown = f"{round(value, 2) + 0.0:.2f}"
+    return "−" + shown[1:] if shown.startswith("-") else shown
+
+
+# Failure rates every reader can weigh a run against: how many repeats it takes to see one.
+REFERENCE_FAILURES = (0.05, 0.01)
+LISTED = 3  # scenario ids named in one line, before "and N more"
+FAILURE_LINES = 4  # lines of each kind (failures seen, none seen), before "and N more"
+
+
+def _failures(scenarios: Sequence[ScenarioResult]) -> list[tuple[str, Text | None]]:
+    """What the repeats say about failures: for a flaky scenario, how many repeats show a
+    failure at the rate seen (to reproduce it); for one that never failed, the failure rates
+    its repeats leave possible, and what it takes to see a failure of a reference rate.
+    Scenarios that share the numbers share a line."""
+    seen: dict[tuple[float, int], list[str]] = {}
+    unseen: dict[tuple[int, float], list[str]] = {}
+    for scenario in scenarios:
+        needed, counts = scenario.stats.repeats_needed, scenario.stats.counts
+        if needed is None:
+            continue
+        if not needed.observed:
+            unseen.setdefault((counts.scored, needed.failure_rate), []).append(scenario.id)
+        elif needed.failure_rate < 1.0:  # a failure every time needs no reproducing
+            seen.setdefault((needed.failure_rate, needed.repeats), []).append(scenario.id)
+    scored = sum(1 for s in scenarios if s.stats.counts.scored)
+    lines = _capped([Text.assemble((_listed(ids, scored), "bold"), f": {rate:.1%} failed; "
+                                   f"{repeats} repeats show one 95% of the time")
+                     for (rate, repeats), ids in seen.items()], seen.values())
+    lines += _capped([Text.assemble((_listed(ids, scored), "bold"), f": no failure in {n} "
+                                    f"scored; up to {rate:.1%} not ruled out")
+                      for (n, rate), ids in unseen.items()], unseen.values())
+    if unseen:
+        first, *rest = REFERENCE_FAILURES
+        lines.append(Text(f"to see a {first:.0%} failure 95% of the time takes "
+                          f"{repeats_to_see(first)} repeats"
+                          + "".join(f", a {p:.0%} one {repeats_to_see(p)}" for p in rest),
+                          style="dim"))
+    return [("" if i else "failures", line) for i, line in enumerate(lines)]
+
+
+def _capped(lines: list[Text], groups: Iterable[list[str]]) -> list[Text]:
+    """At most FAILURE_LINES lines, the rest counted."""
+    if len(lines) <= FAILURE_LINES:
+        return lines
+    rest = sum(len(ids) for ids in list(groups)[FAILURE_LINES - 1:])
+    return [*lines[:FAILURE_LINES - 1], Text(f"and {rest} more scenarios", style="dim")]
+
+
+def _listed(ids: Sequence[str], every: int = 0) -> str:
+    """Ids by name, the first few; "every scenario" when they are all `every` there are."""
+    if len(ids) > 1 and len(ids) == every:
+        return "every scenario"
+    more = len(ids) - LISTED
+    return ", ".join(ids[:LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _legend(scenarios: Sequence[ScenarioResult], aggregate: LaneStats, k: int) -> Table:
+    """What the table's columns mean, why a pass^k is missing, and which of the lane's two
+    intervals to read when."""
+    if k == 1:
+        hat = "the pass rate; the lane's: its scenarios' mean ± 1.96 SE"
+    else:
+        hat = (f"chance that {k} repeats in a row all pass; interval: the Wilson bounds to "
+               f"the power {k}; the lane's: its scenarios' mean ± 1.96 SE")
+    rows = [("n/m", "passed/scored · void: share of the repeats run that were not scored"),
+            (f"pass^{k}", hat)]
+    short = [s.id for s in scenarios if 0 < s.stats.counts.scored < k]
+    if short:
+        rows.append((DASH, f"fewer than {k} scored repeats: {_listed(short)}; the lane's "
+                           f"pass^{k} needs {k} in every scenario"))
+    if aggregate.clustered_rate is not None:
+        rows.append(("clustered", "the scenarios as a sample of tasks: read it to generalise "
+                                  "beyond them; pooled: these scenarios only"))
+    return hanging([(label, Text(value)) for label, value in rows], label_style="dim",
+                   value_style="dim", label_width=LABEL_CHARS)
 
 
 def _labelled(rows: Sequence[tuple[str, Text | None]]) -> Table:
     """Facts under a label each, the labels as wide as the widest ("transcripts")."""
-    return hanging(rows, label_style="dim", label_width=11)
+    return hanging(rows, label_style="dim", label_width=LABEL_CHARS)
 
 
 def _resources(scenarios: Sequence[ScenarioResult]) -> Text | None:
@@ -518,8 +644,7 @@ def _paths(paths: Paths, root: Path | None) -> list[tuple[str, Text | None]]:
 # Cells
 
 
-def _rate(stats: ScenarioStats | LaneStats) -> Text:
-    rate, ci = stats.pass_rate, stats.ci
+def _rate(rate: float | None, ci: tuple[float, float] | None) -> Text:
     # Right-aligned in the width of 100.0%, so that the rates and their CIs line up.
     text = Text(f"{DASH if rate is None else f'{rate * 100:.1f}%':>6}")
     if rate is not None and ci is not None:
@@ -527,19 +652,35 @@ def _rate(stats: ScenarioStats | LaneStats) -> Text:
     return text
 
 
+def _void_rate(rate: Estimate | None) -> Text:
+    """The share of the repeats that ran and were void: dim when none, marked when some."""
+    if rate is None:  # nothing ran
+        return Text(DASH, style="dim")
+    shown = share(rate.value)
+    return Text(shown, style="dim") if rate.value == 0 else Text(shown, style=VOID_STYLE)
+
+
+def share(value: float) -> str:
+    """A share as a whole percent: never "0%" for some, nor "100%" for not all, so that a
+    reader sees that some were void, or that k repeats in a row may fail."""
+    percent = 100 * value
+    return ("<1%" if 0 < percent < 1 else ">99%" if 99 < percent < 100 else f"{percent:.0f}%")
+
+
 def _passed_of_scored(stats: ScenarioStats | LaneStats) -> str:
     """A rate means little without its n."""
     return f"{stats.counts.passed}/{stats.counts.scored}"
 
 
-def _pass_hat(stats: ScenarioStats | LaneStats) -> Text:
-    """pass^k at the largest k, which the curve always keeps (k = n): the chance that n
-    repeats in a row all pass."""
-    curve = stats.curve
-    if not curve.pass_hat_k or stats.pass_rate is None:  # nothing scored: no rate to raise to k
-        return Text(DASH, style="dim")
-    value = curve.pass_hat_k[-1]
-    return Text("<0.01" if 0 < value < 0.005 else f"{value:.2f}")
+def _pass_hat(stats: ScenarioStats | LaneStats, k: int) -> Text:
+    """pass^k with its 95% interval, in whole percents: the chance that k repeats in a row all
+    pass. A dash when k exceeds the scored repeats (the legend says so)."""
+    estimate = pass_hat_k_at(stats, k)
+    if estimate is None:
+        return Text(f"{DASH:>4}", style="dim")
+    # Right-aligned in the width of 100%, so that the intervals line up.
+    return Text(f"{share(estimate.value):>4}").append(
+        f" [{estimate.low * 100:.0f}–{estimate.high * 100:.0f}]", style="dim")
 
 
 def _seconds(durations: DurationStats) -> Text:
