@@ -64,7 +64,7 @@ def test_a_row_a_scenario_of_any_lane_in_order_and_a_cell_its_verdict_rate_inter
     assert lines[0].rstrip() == "lanes × scenarios: verdict, pass % [95% interval]"
     assert cells(lines, "scenario") == ["scenario", "pydantic-ai", "langgraph", "openai-agents"]
     rows = [line.split()[0] for line in lines[3:] if line.strip()]
-    assert rows == ["nominal", "tool-raises", "sampled", "malformed-output"]
+    assert rows == ["nominal", "tool-raises", "sampled", "malformed-output", "void"]
     # Wilson intervals of 10/10, 0/10, 7/10 and 9/10.
     assert cells(lines, "nominal") == ["nominal", "pass 100 [72–100]", "pass 100 [72–100]",
                                        "void (preflight)"]
@@ -86,7 +86,8 @@ def test_cells_are_the_documents_own_figures(three):
 def test_three_lanes_fit_80_columns_whole(three):
     lines = render(three, crop=False)
     assert max(map(cell_len, lines)) <= 80
-    assert len([line for line in lines if line.strip()]) == 7  # title, header, rule, 4 rows
+    # title, header, rule, 4 rows, the void row
+    assert len([line for line in lines if line.strip()]) == 8
 
 
 def test_every_lane_of_this_repository_shows_whole_at_80_columns(tmp_path, make_lane):
@@ -97,6 +98,20 @@ def test_every_lane_of_this_repository_shows_whole_at_80_columns(tmp_path, make_
     text = "\n".join(lines)
     for name in (*ALL_LANES, "crash-after-effect", "pass 100 [72–100]", "fail 0 [0–28]"):
         assert name in text
+
+
+def test_void_repeats_are_a_rate_under_a_cell_and_for_each_lane(three, tmp_path, make_lane):
+    # 1 of 3 scenarios void in langgraph (10 of 30 repeats); nothing ran in openai-agents.
+    assert cells(render(three), "void") == ["void", "0%", "33%", "—"]
+    half = document(tmp_path, make_lane, "half", nominal=[PASSING] * 6 + [BROKEN] * 4,
+                    sampled=[PASSING] * 10)
+    lines = render([half, three[0]])
+    at = lines.index(next(line for line in lines if line.startswith("nominal ")))
+    # The pass rate of 6 scored repeats, and under it the 4 of 10 that were void.
+    assert cells(lines, "nominal")[1] == "pass 100 [61–100]"
+    assert lines[at + 1].split() == ["void", "40%"]
+    assert lines[at + 2].startswith("sampled ")  # no void, no line
+    assert cells(lines, "void") == ["void", "20%", "0%"]
 
 
 def test_what_a_document_holds_is_shown_as_text_never_as_markup_or_escapes(three):

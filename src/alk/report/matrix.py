@@ -1,6 +1,8 @@
 """The lane × scenario matrix of a run of several lanes: how frameworks compare on the same
 scenarios. A row per scenario, a column per lane; a cell holds the scenario's verdict there and
-its pass rate with the Wilson interval, so that two cells are compared with their uncertainty.
+its pass rate with the Wilson interval, so that two cells are compared with their uncertainty,
+and under them, the share of its repeats that were void when some were. The last row is each
+lane's void rate: a lane that voided half its repeats is not compared on the same footing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rich.text import Text
 
 from alk.records import Verdict
 from alk.report.safe_text import DASH, printable
+from alk.report.terminal import share
 from alk.result import RunDocument, ScenarioResult
 
 _VERDICT_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow",
@@ -72,6 +75,8 @@ class _Matrix:
             for doc in documents:
                 row.append(_cell(doc.scenario(scenario_id), doc))
             table.add_row(*row)
+        table.add_section()
+        table.add_row(Text("void", style="dim"), *map(_void, documents))
         return table
 
 
@@ -94,4 +99,16 @@ def _cell(entry: ScenarioResult | None, doc: RunDocument) -> Text:
         text.append(f" {rate * 100:.0f}")
         if ci is not None:
             text.append(f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f}]", style="dim")
+        void = entry.stats.void_rate
+        # Some repeats void, some scored: the rate above rests on fewer than ran.
+        if void is not None and void.value > 0:
+            text.append(f"\nvoid {share(void.value)}", style="magenta")
     return text
+
+
+def _void(doc: RunDocument) -> Text:
+    """The lane's void repeats, as a share of those that ran: a dash when none ran."""
+    void = doc.aggregate.void_rate
+    if void is None:
+        return Text(DASH, style="dim")
+    return Text(share(void.value), style="magenta" if void.value else "dim")
