@@ -35,6 +35,8 @@ SHOW_LIMIT_MAX = 2_000
 
 LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
+KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
+                    "repeats in a row all pass.")
 
 
 def main() -> None:
@@ -113,6 +115,7 @@ def run(
                                     "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
                                     "max_open_files, max_file_mb."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    k: int = KOpt,
     out: Path = OutOpt,
 ) -> None:
     """Run lanes: every scenario, N fresh worker processes each; report and exit by verdict.
@@ -159,7 +162,7 @@ def run(
     if as_json:
         _echo_json(api.runs_json(documents), f"run {results.run_id}")
     else:
-        _print_runs(documents, out)
+        _print_runs(documents, out, k)
     raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)
 
 
@@ -179,7 +182,7 @@ def _engine(executor: str, scheduler: Optional[str]):  # -> alk.engine.Engine | 
     return DaskEngine(scheduler)
 
 
-def _print_runs(documents: list, out: Path) -> None:  # list[alk.result.RunDocument]
+def _print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument]
     """Each lane's report; with several lanes, the lane x scenario matrix after them."""
     from rich.console import Console
 
@@ -189,7 +192,7 @@ def _print_runs(documents: list, out: Path) -> None:  # list[alk.result.RunDocum
     for number, document in enumerate(documents):
         if number:
             console.print()  # the lanes of one run, apart
-        console.print(terminal.run_report(document, out.resolve()))
+        console.print(terminal.run_report(document, out.resolve(), k=k))
     if len(documents) > 1:
         console.print()
         console.print(matrix.lane_matrix(documents))
@@ -199,6 +202,7 @@ def _print_runs(documents: list, out: Path) -> None:  # list[alk.result.RunDocum
 def report(
     run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result document."),
+    k: int = KOpt,
     out: Path = OutOpt,
 ) -> None:
     """Re-render a saved run from reports/RUN_ID/result.json."""
@@ -211,7 +215,7 @@ def report(
     if as_json:
         _echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:
-        _print_runs(documents, out)
+        _print_runs(documents, out, k)
 
 
 @app.command(short_help="Print a page of one repeat's transcript.")
