@@ -2,7 +2,8 @@
 
 The engine (`alk.engine`) is where repeats run: threads of this process (`-j N`) or a Dask
 cluster. This module decides what runs and in what order of events, keeps what comes back, and
-says why a run is void; nothing here prints.
+says why a run is void; nothing here prints. An adaptive run (`alk.adaptive`) runs its repeats
+round by round, each round one batch on the engine, until every scenario is settled.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+from alk.adaptive import Adaptive, Sampling
 from alk.attribution import attribute, void
 from alk.causes import Cause
 from alk.engine import Engine
@@ -26,6 +28,7 @@ __all__ = ["execute", "Runner"]
 def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | None = None,
             environ: Mapping[str, str] = os.environ, keep_workspaces: bool = False,
             jobs: int = 1, engine: Engine | None = None, done: Iterable[RepeatResult] = (),
+            adaptive: Adaptive | None = None,
             on_preflight: Callable[[Preflight], None] | None = None,
             on_start: Callable[[RepeatSpec], None] | None = None,
             on_record: Callable[[RepeatResult], None] | None = None,
@@ -36,11 +39,16 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     the probe's passing verdict before any repeat starts, and may raise to stop the run there
     (a resumed run whose worker reports another version). `on_record` makes a finished repeat
     durable (the journal) before it counts. `redactor` holds the values of the lane's
-    `required_env` as found in `environ`."""
+    `required_env` as found in `environ`.
+
+    With `adaptive`, the plan holds `max_repeats` repeats a scenario and a prefix of each
+    scenario's runs: the stopping state is re-derived from `done`, and `Execution.stopped`
+    says why each scenario stopped."""
     engine = engine or ThreadEngine(runner, jobs)
     execution = Execution(repeats=list(done))
-    finished = {(result.scenario, result.repeat) for result in execution.repeats}
-    items = [item for item in plan.items if (item.scenario.id, item.repeat) not in finished]
+    sampling = None if adaptive is None else Sampling(plan, adaptive, execution.repeats)
+    if sampling is not None:
+        execution.stopped = sampling.stopped  # filled in as scenarios settle
     try:
         with engine.open(plan, out_dir, redactor, environ, keep_workspaces) as lane:
             execution.workspaces = lane.workspaces
@@ -69,14 +77,25 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
                 if on_record:
                     on_record(result)
                 execution.repeats.append(result)
+                if sampling is not None:
+                    sampling.add(result)
                 if on_repeat:
                     on_repeat(result, execution)
 
-            lane.run(items, on_start=on_start, on_result=keep)
+            if sampling is None:
+                finished = {(result.scenario, result.repeat) for result in execution.repeats}
+                lane.run([item for item in plan.items
+                          if (item.scenario.id, item.repeat) not in finished],
+                         on_start=on_start, on_result=keep)
+            else:
+                while batch := sampling.next_round():
+                    lane.run(batch, on_start=on_start, on_result=keep)
     except RunVoid as exc:
         execution.void = exc.attribution
     except KeyboardInterrupt:
         execution.interrupted = True
+        if sampling is not None:
+            sampling.interrupt()
     return execution
 
 

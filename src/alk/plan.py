@@ -5,6 +5,9 @@ machine over a long run spreads across scenarios instead of landing on one. With
 the scenarios come in an order drawn afresh from the OS's randomness, which `--seed` does not
 fix: a worker that times its starts (from the SDK folder's age, say) could otherwise tell which
 scenario a start is before the version gate, and void the ones it would fail.
+
+An adaptive run (`alk run --repeats auto`, `alk.adaptive`) has a plan of its maximum repeats, of
+which the executor runs a prefix of each scenario's.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import Callable, Mapping, Sequence
 
+from alk.adaptive import Adaptive
 from alk.errors import UsageError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
@@ -44,9 +48,16 @@ def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:
 def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
                scenario_ids: Sequence[str] = (), seed: int | None = None,
                timeout_s: float | None = None, limits: Mapping[str, int] | None = None,
+               adaptive: Adaptive | None = None,
                shuffle: Callable[[list[Scenario]], None] = _UNPREDICTABLE.shuffle) -> Plan:
     """`limits` override the lane's `[limits]` by name (0 lifts one); `shuffle` orders each
-    round (tests pass one that does nothing)."""
+    round (tests pass one that does nothing). With `adaptive`, the plan holds its
+    `max_repeats` repeats a scenario (`repeats`, if given, must say the same)."""
+    if adaptive is not None:
+        if repeats not in (None, adaptive.max_repeats):
+            raise UsageError(f"--repeats {repeats} and adaptive repeats exclude each other: "
+                             "give a number, or `--repeats auto` with --max-repeats")
+        repeats = adaptive.max_repeats
     repeats = lane.repeats if repeats is None else repeats
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {repeats}")

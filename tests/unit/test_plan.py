@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import pytest
 
+from alk.adaptive import Adaptive
 from alk.causes import Cause
 from alk.errors import UsageError
 from alk.plan import build_plan, new_run_id, repeat_seed
@@ -123,6 +124,26 @@ def test_timeout_not_positive(make_lane: MakeLane, timeout: float) -> None:
     with pytest.raises(UsageError) as caught:
         build_plan(make_lane(), "r", timeout_s=timeout)
     assert str(caught.value) == f"--timeout must be a positive number of seconds, got {timeout}"
+
+
+def test_an_adaptive_plan_holds_its_maximum(make_lane: MakeLane) -> None:
+    """The executor runs a prefix of each scenario's repeats; their seeds are a fixed run's."""
+    lane = make_lane(("a", "b"), repeats=3)
+    plan = build_plan(lane, "r", adaptive=Adaptive(max_repeats=40), seed=9, shuffle=keep)
+    assert plan.repeats == 40 and len(plan.items) == 80
+    assert order(plan)[:4] == [("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+    assert seeds(plan) == seeds(build_plan(lane, "r", repeats=40, seed=9))
+    # A resumed run may name its maximum again.
+    again = build_plan(lane, "r", repeats=40, adaptive=Adaptive(max_repeats=40), seed=9)
+    assert seeds(again) == seeds(plan)
+
+
+def test_a_number_of_repeats_and_adaptive_repeats_exclude_each_other(make_lane: MakeLane
+                                                                    ) -> None:
+    with pytest.raises(UsageError) as caught:
+        build_plan(make_lane(), "r", repeats=20, adaptive=Adaptive(max_repeats=40))
+    assert str(caught.value) == ("--repeats 20 and adaptive repeats exclude each other: give a "
+                                 "number, or `--repeats auto` with --max-repeats")
 
 
 def test_run_ids_sort_by_time() -> None:
