@@ -23,9 +23,10 @@ and its children's (wrappers, init and worker): less moved by other work on the 
 and it says whose processes did the work.
 
 Runs of 100 repeats take seconds each, and load on a shared machine comes and goes within
-them: so each round also makes one run of 100 repeats with two bare spawns after each repeat
-(in alk's on_repeat callback), one with the same isolation and one with none, and compares
-them a repeat apart (medians), the steadier figure when the machine is busy.
+them: so each round also makes one run of 100 repeats with two bare spawns after each repeat's
+worker has ended (in the repeat's own thread, one after the other with alk's own work: see
+`PairedRunner`), one with the same isolation and one with none, and compares them a repeat
+apart (medians), the steadier figure when the machine is busy.
 
 Then, from the 100-repeat runs, where a repeat's time goes, the bare sides timed at the same
 points (medians over every repeat): starting the process (alk: from opening the transcript
@@ -53,20 +54,21 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from alk import api
 from alk.cleanup import remove_tree
 from alk.repeat import SAFE_ENV_NAMES
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import prlimit_prefix
-from alk.records import Lane, Limits
+from alk.records import Lane, Limits, Observation
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
-from alk.runner.request import RunRequest
+from alk.runner.request import Gate, RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import command_line, init_program
-from alk.transcript import read_transcript, run_transcripts
+from alk.transcript import TranscriptWriter, read_transcript, run_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "workers" / "well_behaved.py"
@@ -291,32 +293,65 @@ class Bench:
         return sample
 
     def paired(self, setup: Setup, repeats: int, out: Path) -> list[tuple[float, float, float]]:
-        """A run of `repeats` with two bare spawns after each of its repeats, one with the
-        same isolation and one with none: (alk's repeat, the first, the second), ms. Side by
-        side a repeat apart, load that comes and goes on a shared machine lands on all three
-        alike. alk's repeat runs from the end of one on_repeat callback (where the bare spawns
-        are made) to the start of the next; alk's checkpoints of result.json, which it makes
-        once a second, come a little less often per repeat than in a run of its own."""
+        """A run of `repeats` with two bare spawns after each of its repeats' workers, one with
+        the same isolation and one with none: (alk's repeat, the first, the second), ms. Side
+        by side a repeat apart, load that comes and goes on a shared machine lands on all three
+        alike. alk's checkpoints of result.json, which it makes once a second, come a little
+        less often per repeat than in a run of its own."""
         folder = out / "bare"
         folder.mkdir(parents=True)
-        marks: list[tuple[float, float]] = []  # (the callback began, it ended)
-        bare: list[tuple[float, float]] = []
-        phases: dict[str, list[float]] = {name: [] for name in PHASES}
+        phases: dict[str, list[float]] = {name: [] for name in PHASES}  # not reported
 
-        def between(_: object) -> None:
-            began = time.perf_counter()
-            bare.append((self.bare_once(setup, folder / f"w-{len(marks)}", phases),
-                         self.bare_once(None, folder / f"plain-{len(marks)}", phases)))
-            marks.append((began, time.perf_counter()))
+        def spawns(number: int) -> tuple[float, float]:
+            return (self.bare_once(setup, folder / f"w-{number}", phases),
+                    self.bare_once(None, folder / f"plain-{number}", phases))
 
-        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out,
-                           runner=LocalRunner(setup.isolation), limits=setup.limits,
-                           on_repeat=between)
+        runner = PairedRunner(LocalRunner(setup.isolation), spawns)
+        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out, runner=runner,
+                           limits=setup.limits)
         assert run.exit_code == 0, dict(run.document.scenarios[0].stats.causes)
-        # Repeat k + 1 runs from the end of callback k to the start of callback k + 1, whose
-        # bare spawns are its neighbours.
-        return [((after[0] - before[1]) * 1000, *spawns)
-                for before, after, spawns in zip(marks, marks[1:], bare[1:])]
+        return runner.pairs()
+
+
+class PairedRunner:
+    """alk's runner with bare spawns after each repeat's worker, in the repeat's own thread.
+
+    With one repeat at a time alk still runs it in a thread of its own and hands its result to
+    the calling thread, whose callbacks (on_repeat) run while the next repeat has begun: bare
+    spawns made there would overlap alk's repeat and each side would be timed under the other's
+    load. Made here they run one after the other with alk's own work, and nothing of alk's runs
+    meanwhile: the next repeat waits for this one, and the calling thread's part of the
+    previous one (its journal line, a checkpoint) ended while this repeat's worker ran."""
+
+    def __init__(self, runner: LocalRunner,
+                 spawns: Callable[[int], tuple[float, float]]) -> None:
+        self.runner, self.spawns = runner, spawns
+        self.began: list[float] = []  # when each repeat's worker was to start
+        self.bare: list[tuple[float, float, float]] = []  # (same, none, time away from alk), ms
+
+    @property
+    def isolation(self) -> Isolation:
+        return self.runner.isolation
+
+    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter
+            ) -> Observation:
+        if request.start is None:  # the preflight probe: not a repeat
+            return self.runner.run(request, gate, transcript)
+        self.began.append(time.perf_counter())
+        seen = self.runner.run(request, gate, transcript)
+        away = time.perf_counter()
+        same, plain = self.spawns(len(self.began))
+        self.bare.append((same, plain, (time.perf_counter() - away) * 1000))
+        return seen
+
+    def pairs(self) -> list[tuple[float, float, float]]:
+        """(alk's repeat, the bare spawns made within it), ms: alk's repeat runs from one
+        worker's start to the next one's (its checks, transcript, workspace and result, and
+        the next repeat's workspace and transcript, all alk's), less the time spent in the
+        bare spawns; the last repeat has no next one."""
+        return [((after - before) * 1000 - away, same, plain)
+                for before, after, (same, plain, away) in zip(self.began, self.began[1:],
+                                                               self.bare)]
 
 
 def _kind(event: dict) -> str:
