@@ -2,7 +2,9 @@
 settled, so that a stable scenario costs few repeats and an unsettled one gets enough.
 
 The rule, evaluated per scenario on its scored repeats (void ones settle nothing):
-- `flaky`: a pass and a scored failure have both been seen: the verdict can no longer change;
+- `flaky`: a pass and a scored failure have both been seen: the verdict can no longer change.
+  Not for a scenario whose model turns are drawn from weighted choices: it is meant to vary, so
+  both outcomes say nothing new, and what is settled is its rate (the next rule);
 - `ci_width`: the 95% Wilson interval of its pass rate is narrower than the target;
 - `max_repeats`: the maximum has run, void repeats included (a worker must not keep a scenario
   running forever by voiding).
@@ -83,10 +85,11 @@ class Adaptive:
 
 
 def stop_reason(passed: int, failed: int, ran: int, *, max_repeats: int,
-                ci_width: float) -> StopReason | None:
+                ci_width: float, sampled: bool = False) -> StopReason | None:
     """Why a scenario stops now, or None to go on: `passed` and `failed` count its scored
-    repeats, `ran` every repeat it ran (void ones too)."""
-    if passed and failed:
+    repeats, `ran` every repeat it ran (void ones too); `sampled`: its model turns are drawn
+    from weighted choices, so only its rate's interval or the maximum settle it."""
+    if passed and failed and not sampled:
         return StopReason.FLAKY
     scored = passed + failed
     if scored:
@@ -105,6 +108,7 @@ class _Scenario:
     round: int = 1  # the round now sampled (1-based)
     passed: int = 0  # in the rounds evaluated so far
     failed: int = 0
+    sampled: bool = False  # its model turns are drawn from weighted choices
 
 
 class Sampling:
@@ -120,7 +124,8 @@ class Sampling:
         self._asked: set[tuple[str, int]] = set()  # every repeat a round has asked for
         self._order = {(item.scenario.id, item.repeat): place
                        for place, item in enumerate(plan.items)}
-        self._scenarios = {scenario.id: _Scenario({}, {}) for scenario in plan.scenarios}
+        self._scenarios = {scenario.id: _Scenario({}, {}, sampled=scenario.sampled)
+                           for scenario in plan.scenarios}
         for item in plan.items:
             self._scenarios[item.scenario.id].items[item.repeat] = item
         for result in done:
@@ -180,4 +185,4 @@ class Sampling:
         state.passed, state.failed = state.passed + passed, state.failed + scored - passed
         return stop_reason(state.passed, state.failed, last,
                            max_repeats=self.adaptive.max_repeats,
-                           ci_width=self.adaptive.ci_width)
+                           ci_width=self.adaptive.ci_width, sampled=state.sampled)

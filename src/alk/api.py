@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
+from alk.adaptive import Adaptive, Sampling
 from alk.engine import Engine
 from alk.errors import (
     LaneError,
@@ -93,23 +95,25 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
              out_dir: Path = Path("."), runner: Runner | None = None,
              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
              jobs: int = 1, engine: Engine | None = None, run_id: str | None = None,
+             adaptive: Adaptive | None = None,
              on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
              on_start: Callable[[RepeatSpec], None] | None = None,
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Runs a lane: `jobs` repeats at once (each its own worker process), on `engine` when
     given (a Dask cluster, say), else in this process's threads. The run is journaled as it
-    goes (`alk.journal`): `resume_run` continues it if it is killed."""
+    goes (`alk.journal`): `resume_run` continues it if it is killed. With `adaptive`, each
+    scenario runs until its verdict is settled (`alk.adaptive`), at most its `max_repeats`."""
     environ = os.environ if environ is None else environ
     plan = build_plan(lane, run_id or new_run_id(), repeats=repeats, scenario_ids=scenarios,
-                      seed=seed, timeout_s=timeout_s, limits=limits)
+                      seed=seed, timeout_s=timeout_s, limits=limits, adaptive=adaptive)
     started_at = datetime.now(timezone.utc)
     with JournalWriter(journal_path(out_dir, plan.run_id),
                        plan_settings(plan, timeout_s=timeout_s, limits=limits or {},
-                                     started_at=started_at)) as journal:
+                                     started_at=started_at, adaptive=adaptive)) as journal:
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
-                         started_at=started_at, on_plan=on_plan, on_start=on_start,
-                         on_repeat=on_repeat)
+                         adaptive=adaptive, started_at=started_at, on_plan=on_plan,
+                         on_start=on_start, on_repeat=on_repeat)
 
 
 def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
@@ -139,21 +143,30 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
             raise ResumeError(f"{lane.path}: model.record: run {run_id} was recording a "
                               "cassette, which a resumed run would replace with its own part "
                               "alone; start a new run to record one whole")
+        adaptive = _adaptive(settings.adaptive)
         plan = build_plan(lane, run_id, repeats=settings.repeats,
                           scenario_ids=settings.scenarios, seed=settings.seed,
-                          timeout_s=settings.timeout_s, limits=settings.limits)
-        finished = {(result.scenario, result.repeat) for result in past.repeats}
-        if past.identity is not None and all((item.scenario.id, item.repeat) in finished
-                                             for item in plan.items):
+                          timeout_s=settings.timeout_s, limits=settings.limits,
+                          adaptive=adaptive)
+        if past.identity is not None and not _to_run(plan, adaptive, past.repeats):
             # Killed after its last repeat, before it said so: written up, nothing run again.
             return _write_up(plan, journal, past, out_dir=out_dir, environ=environ,
-                             engine=engine, jobs=jobs)
+                             engine=engine, jobs=jobs, adaptive=adaptive)
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
+                         adaptive=adaptive,
                          started_at=datetime.fromisoformat(settings.started_at),
                          done=past.repeats, identity=past.identity, resumed=past.resumed,
                          resumed_at=datetime.now(timezone.utc), on_plan=on_plan,
                          on_start=on_start, on_repeat=on_repeat)
+
+
+def _to_run(plan: Plan, adaptive: Adaptive | None, done: Sequence[RepeatResult]) -> bool:
+    """Has the plan repeats still to run, after those done?"""
+    if adaptive is not None:
+        return bool(Sampling(plan, adaptive, done).next_round())
+    finished = {(result.scenario, result.repeat) for result in done}
+    return not all((item.scenario.id, item.repeat) in finished for item in plan.items)
 
 
 def _complete(run_id: str) -> ResumeError:
@@ -163,7 +176,7 @@ def _complete(run_id: str) -> ResumeError:
 
 def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runner | None,
               environ: Mapping[str, str], keep_workspaces: bool, jobs: int,
-              engine: Engine | None, started_at: datetime,
+              engine: Engine | None, started_at: datetime, adaptive: Adaptive | None = None,
               done: Sequence[RepeatResult] = (),
               identity: tuple[str | None, str | None] | None = None,
               resumed: Sequence[Resumption] = (),
@@ -188,7 +201,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
         return build_document(plan, execution, status=status, started_at=started_at,
                               finished_at=finished_at, resumed=resumed,
                               jobs=execution.jobs or jobs, executor=executor,
-                              harness_peak_rss_mb=own_peak_rss_mb())
+                              adaptive=adaptive, harness_peak_rss_mb=own_peak_rss_mb())
 
     def checkpoint(execution: Execution) -> None:
         write_document(path, document(execution, "running"), redactor)
@@ -231,6 +244,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
     try:
         execution = execute(plan, out_dir, redactor, runner=runner, environ=environ,
                             keep_workspaces=keep_workspaces, jobs=jobs, engine=engine, done=done,
+                            adaptive=adaptive,
                             on_preflight=on_preflight, on_start=on_start,
                             # From its record on, the repeat is finished, whatever happens.
                             on_record=journal.repeat, on_repeat=after_repeat)
@@ -260,17 +274,23 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
 
 
 def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Path,
-              environ: Mapping[str, str], engine: Engine | None, jobs: int) -> RunResult:
+              environ: Mapping[str, str], engine: Engine | None, jobs: int,
+              adaptive: Adaptive | None) -> RunResult:
     """The result of a run whose every repeat is in its journal, written from it alone."""
     lane = plan.lane
     framework, version = past.identity or (None, None)
+    stopped = {}
+    if adaptive is not None:
+        sampling = Sampling(plan, adaptive, past.repeats)
+        sampling.next_round()  # settles every scenario: none has a repeat left to run
+        stopped = sampling.stopped
     execution = Execution(preflight=Preflight(True, framework, version),
-                          repeats=list(past.repeats))
+                          repeats=list(past.repeats), stopped=stopped)
     document = build_document(plan, execution, status="complete",
                               started_at=datetime.fromisoformat(past.settings.started_at),
                               finished_at=datetime.now(timezone.utc), resumed=past.resumed,
                               jobs=jobs, executor=engine.name if engine is not None else "local",
-                              harness_peak_rss_mb=own_peak_rss_mb())
+                              adaptive=adaptive, harness_peak_rss_mb=own_peak_rss_mb())
     code = exit_code(document)
     path = result_path(out_dir, plan.run_id)
     written = write_document(path, document, _redactor(lane, environ))
@@ -335,7 +355,7 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
               timeout_s: float | None = None, limits: Mapping[str, int] | None = None,
               out_dir: Path = Path("."), runner: Runner | None = None,
               environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
-              jobs: int = 1, engine: Engine | None = None,
+              jobs: int = 1, engine: Engine | None = None, adaptive: Adaptive | None = None,
               on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
@@ -345,18 +365,19 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
         result = run_lane(lanes[0], repeats=repeats, scenarios=scenarios, seed=seed,
                           timeout_s=timeout_s, limits=limits, out_dir=out_dir, runner=runner,
                           environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
-                          engine=engine, on_plan=on_plan, on_start=on_start,
-                          on_repeat=on_repeat)
+                          engine=engine, adaptive=adaptive, on_plan=on_plan,
+                          on_start=on_start, on_repeat=on_repeat)
         return RunsResult(result.document.run_id, (result,))
     run_id = new_run_id()
     seed = secrets.randbelow(2**31) if seed is None else seed
     for lane in lanes:  # a scenario or option no lane can run stops the run before it starts
         build_plan(lane, run_id, repeats=repeats, scenario_ids=scenarios, seed=seed,
-                   timeout_s=timeout_s, limits=limits)
+                   timeout_s=timeout_s, limits=limits, adaptive=adaptive)
     group = {"schema": GROUP_SCHEMA, "run_id": run_id,
              "lanes": [{"name": lane.name, "path": str(lane.path.resolve())} for lane in lanes],
              "repeats": repeats, "scenarios": list(scenarios), "seed": seed,
-             "timeout_s": timeout_s, "limits": dict(limits or {})}
+             "timeout_s": timeout_s, "limits": dict(limits or {}),
+             "adaptive": dataclasses.asdict(adaptive) if adaptive is not None else None}
     write_atomically(out_dir / "reports" / run_id / GROUP_NAME,
                      (json.dumps(group, indent=1) + "\n").encode())
     return _run_group(group, out_dir=out_dir, runner=runner, environ=environ,
@@ -403,11 +424,16 @@ def _run_group(group: Mapping[str, Any], *, out_dir: Path, resuming: bool = Fals
             result = run_lane(load_lane(Path(entry["path"])), repeats=group["repeats"],
                               scenarios=group["scenarios"], seed=group["seed"],
                               timeout_s=group["timeout_s"], limits=group["limits"],
-                              out_dir=out_dir, run_id=member, **options)
+                              adaptive=_adaptive(group.get("adaptive")), out_dir=out_dir,
+                              run_id=member, **options)
         results.append(result)
         if result.interrupted:
             break  # the lanes after it begin when the run is resumed
     return RunsResult(group["run_id"], tuple(results))
+
+
+def _adaptive(options: Mapping[str, Any] | None) -> Adaptive | None:
+    return Adaptive(**options) if options is not None else None
 
 
 def _read_group(path: Path) -> dict[str, Any]:

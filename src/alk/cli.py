@@ -88,8 +88,16 @@ def run(
     lane: List[str] = typer.Option([], "--lane", "-l", help="A lane name in ./lanes/ or a path "
                                    "to a .toml; repeatable, and a quoted pattern such as "
                                    "'lanes/*.toml' names every lane it matches."),
-    repeats: Optional[int] = typer.Option(None, "--repeats", "-n", help="Repeats per scenario "
-                                          "(default: the lane's `repeats`)."),
+    repeats: Optional[str] = typer.Option(None, "--repeats", "-n", metavar="N|auto",
+                                          help="Repeats per scenario (default: the lane's "
+                                          "`repeats`), or auto: sample each scenario until "
+                                          "its verdict is settled (--max-repeats, --ci-width)."),
+    max_repeats: Optional[int] = typer.Option(None, "--max-repeats", min=1, help="With "
+                                              "--repeats auto: at most this many repeats a "
+                                              "scenario, void ones included (default 100)."),
+    ci_width: Optional[float] = typer.Option(None, "--ci-width", help="With --repeats auto: "
+                                             "stop a scenario once the 95% interval of its "
+                                             "pass rate is narrower than this (default 0.2)."),
     scenario: List[str] = typer.Option([], "--scenario", "-s", help="Run only this scenario "
                                        "(repeatable)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Repeats at once, each "
@@ -139,23 +147,26 @@ def run(
                      on_start=shown.start if shown else None,
                      on_repeat=shown.advance if shown else None)
         if resume is not None:
-            if lane or scenario or repeats or seed is not None or timeout or limit:
+            if (lane or scenario or repeats or seed is not None or timeout or limit
+                    or max_repeats or ci_width):
                 raise UsageError("--resume RUN_ID continues a run as it began: leave out "
-                                 "--lane, --scenario, --repeats, --seed, --timeout and --limit")
+                                 "--lane, --scenario, --repeats, --seed, --timeout, --limit, "
+                                 "--max-repeats and --ci-width")
             with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
                 results = api.resume(resume, out_dir=out, jobs=jobs, engine=engine,
                                      keep_workspaces=keep_workspaces, **hooks)
         else:
             if not lane:
                 raise UsageError("name a lane: --lane NAME (repeatable), or --resume RUN_ID")
+            count, adaptive = _parse_repeats(repeats, max_repeats, ci_width)
             loaded = api.load_lanes(lane)
             for one in loaded:
                 _warn(lane_warnings(one))
             with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
-                results = api.run_lanes(loaded, repeats=repeats, scenarios=scenario, seed=seed,
+                results = api.run_lanes(loaded, repeats=count, scenarios=scenario, seed=seed,
                                         timeout_s=timeout, limits=_parse_limits(limit),
                                         out_dir=out, keep_workspaces=keep_workspaces,
-                                        jobs=jobs, engine=engine, **hooks)
+                                        jobs=jobs, engine=engine, adaptive=adaptive, **hooks)
     except AlkError as exc:
         _fail(str(exc))
     documents = [result.document for result in results.runs]
@@ -361,6 +372,23 @@ def check_worker(
     if result.interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
     raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
+
+
+def _parse_repeats(value: Optional[str], max_repeats: Optional[int],
+                   ci_width: Optional[float]):  # -> (int | None, alk.adaptive.Adaptive | None)
+    """--repeats N, or auto with its options."""
+    from alk.adaptive import Adaptive
+
+    if value == "auto":
+        options = {"max_repeats": max_repeats, "ci_width": ci_width}
+        return None, Adaptive(**{name: v for name, v in options.items() if v is not None})
+    if max_repeats is not None or ci_width is not None:
+        raise UsageError("--max-repeats and --ci-width are for --repeats auto")
+    if value is None:
+        return None, None
+    if not value.isdigit():
+        raise UsageError(f"--repeats must be a whole number or auto, got {value!r}")
+    return int(value), None
 
 
 def _parse_limits(values: List[str]) -> dict[str, int]:

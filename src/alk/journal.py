@@ -28,6 +28,7 @@ import msgspec
 
 from alk import __version__
 from alk.errors import ResumeError
+from alk.adaptive import Adaptive
 from alk.records import Plan, Preflight, RepeatResult
 from alk.result import Resumption
 
@@ -53,6 +54,8 @@ class Settings:
     timeout_s: float | None  # the --timeout given, None for the lane's own
     limits: Mapping[str, int]  # the --limit overrides given
     started_at: str
+    # An adaptive run's options (alk.adaptive.Adaptive as a dict); None: a fixed number of repeats
+    adaptive: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -215,9 +218,10 @@ def result_from_json(record: Any) -> RepeatResult:
 
 
 def plan_settings(plan: Plan, *, timeout_s: float | None, limits: Mapping[str, int],
-                  started_at: datetime) -> Settings:
+                  started_at: datetime, adaptive: Adaptive | None = None) -> Settings:
     return Settings(run_id=plan.run_id, lane_path=str(plan.lane.path.resolve()),
                     lane_sha256=plan.lane.sha256, lane_name=plan.lane.name,
                     repeats=plan.repeats, scenarios=tuple(s.id for s in plan.scenarios),
                     seed=plan.seed, timeout_s=timeout_s, limits=dict(limits),
-                    started_at=started_at.isoformat(timespec="seconds"))
+                    started_at=started_at.isoformat(timespec="seconds"),
+                    adaptive=dataclasses.asdict(adaptive) if adaptive is not None else None)

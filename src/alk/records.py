@@ -144,6 +144,11 @@ class Scenario:
     kill_at: KillAt | None = None
     max_attempts: int = 1
 
+    @property
+    def sampled(self) -> bool:
+        """Its scripted model draws turns from weighted choices: its repeats are meant to vary."""
+        return any("choices" in turn for turn in self.script)
+
 
 @dataclass(frozen=True, slots=True)
 class Lane:
@@ -333,7 +338,7 @@ class RepeatResult:
     claimed: Any
     transcript: str
     sha256: str
-    path: tuple[str, ...] = ()  # the normalized event path's steps; not written to result.json
+    path: tuple[str, ...] = ()  # the normalized event path's steps; empty in result.json
     trajectory_hash: str = ""
     peak_tmpfs_mb: float | None = None
     identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)

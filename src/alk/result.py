@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import msgspec
 
 from alk import __version__
+from alk.adaptive import Adaptive, StopReason
 from alk.errors import TranscriptError
 from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
 from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenario
@@ -62,6 +63,7 @@ class Settings:
     limits: Mapping[str, int]
     jobs: int | None = None
     executor: str = "local"
+    adaptive: Adaptive | None = None  # `--repeats auto`: `repeats` is then the maximum
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,9 @@ class ScenarioResult:
     stats: ScenarioStats
     repeats: tuple[RepeatResult, ...]  # in repeat order
     model: ModelTotals | None = None
+    # An adaptive run: which rule stopped its sampling (alk.adaptive.StopReason), None while it
+    # goes on, and in a run of a fixed number of repeats.
+    stopped: str | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -183,7 +188,7 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
 def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,
                    finished_at: datetime | None, harness_peak_rss_mb: float,
                    resumed: Sequence[Resumption] = (), jobs: int | None = None,
-                   executor: str = "local") -> RunDocument:
+                   executor: str = "local", adaptive: Adaptive | None = None) -> RunDocument:
     """The record of a plan's execution so far. `resumed`: when and after how many finished
     repeats the run was resumed; `jobs` and `executor`: how it ran, which never changes what
     it measured."""
@@ -196,7 +201,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     ordered = sorted(execution.repeats, key=lambda r: (r.repeat, place.get(r.scenario, 0)))
     for result in ordered:
         by_scenario[result.scenario].append(result)
-    scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], plan.repeats)
+    scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], plan.repeats,
+                                execution.stopped.get(scenario.id))
                       for scenario in plan.scenarios)
     return RunDocument(
         schema=SCHEMA, run_id=plan.run_id, status=status, alk_version=__version__,
@@ -207,7 +213,8 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                       sha256=lane.sha256),
         settings=Settings(repeats=plan.repeats, timeout_s=plan.timeout_s, seed=plan.seed,
                           scenarios=tuple(s.id for s in plan.scenarios),
-                          limits=plan.limits.applied(), jobs=jobs, executor=executor),
+                          limits=plan.limits.applied(), jobs=jobs, executor=executor,
+                          adaptive=adaptive),
         resumed=tuple(resumed),
         gate=_gate(execution),
         identities=_identities(execution.preflight, ordered),
@@ -221,20 +228,22 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
 
 
 
-def _scenario(scenario: Scenario, repeats: list[RepeatResult], requested: int
-              ) -> ScenarioResult:
+def _scenario(scenario: Scenario, repeats: list[RepeatResult], requested: int,
+              stopped: str | None) -> ScenarioResult:
     # A fully scripted scenario (a fixed model script, no faults) should take one path; turns
     # sampled from weighted choices are meant to vary.
     scripted = (bool(scenario.script) and not scenario.faults and not scenario.wire_faults
                 and scenario.kill_at is None
-                and not any("choices" in turn for turn in scenario.script))
+                and not scenario.sampled)
     return ScenarioResult(
         id=scenario.id, scripted=scripted,
-        stats=summarize_scenario(scenario.id, repeats, requested),
+        # A scenario an adaptive run settled asked for the repeats it ran, not the maximum.
+        stats=summarize_scenario(scenario.id, repeats, requested if stopped in (
+            None, StopReason.INTERRUPTED) else len(repeats)),
         # A repeat's event path (up to 8 KiB of steps) is in its journal and its statistics,
         # not in the document: 100,000 repeats would make it gigabytes.
         repeats=tuple(replace(r, path=()) for r in repeats),
-        model=_model_totals(repeats))
+        model=_model_totals(repeats), stopped=stopped)
 
 
 def _gate(execution: Execution) -> Gate:

@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from alk.adaptive import NOTE as ADAPTIVE_NOTE
 from alk.causes import CATALOGUE, Cause
 from alk.plan import group_of
 from alk.records import Outcome, RepeatResult, Verdict
@@ -85,6 +86,7 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
         # lane's and the scenarios' (outcome, trajectory, resource, fault robustness, each with
         # its interval) go under the ICC, as its rows do.
         parts.append(_labelled([("ICC", _icc(aggregate.icc)),
+                                *_stopped(doc),
                                 *_failures(scenarios),
                                 ("workers", _resources(scenarios))]))
         # Under a label each, so that a wrapped line hangs clear of it.
@@ -105,6 +107,28 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
     return Group(*parts)
 
 
+def _stopped(doc: RunDocument) -> list[tuple[str, Text | None]]:
+    """An adaptive run: which rule stopped each scenario, after how many repeats, grouped; and
+    that its intervals are approximate."""
+    if doc.settings.adaptive is None:
+        return []
+    groups: dict[tuple[str, int], list[str]] = {}
+    for scenario in doc.scenarios:
+        reason = scenario.stopped or "still sampling"
+        groups.setdefault((reason, scenario.stats.counts.completed), []).append(scenario.id)
+    words = {**_STOP_WORDS,
+             "ci_width": f"interval under {doc.settings.adaptive.ci_width:g} wide"}
+    lines = [Text(f"{words.get(reason, reason)} after {plural(ran, 'repeat')}: "
+                  f"{', '.join(ids)}") for (reason, ran), ids in groups.items()]
+    lines.append(Text(ADAPTIVE_NOTE, style="dim"))
+    return [("" if i else "stopped", line) for i, line in enumerate(lines)]
+
+
+# Why an adaptive run stopped sampling a scenario, in words (alk.adaptive.StopReason).
+_STOP_WORDS = {"flaky": "both outcomes seen", "max_repeats": "at the maximum",
+               "interrupted": "interrupted"}
+
+
 def _header(doc: RunDocument) -> Text:
     lane, gate, settings = doc.lane, doc.gate, doc.settings
     framework = lane.framework or DASH
@@ -120,9 +144,11 @@ def _header(doc: RunDocument) -> Text:
     # On a cluster, its workers' threads say how many ran at once, not --jobs.
     where = (" · on a Dask cluster" if settings.executor == "dask" else
              f" · {jobs} at once" if jobs is not None and jobs > 1 else "")
-    text.append(f"\nrun {doc.run_id or DASH} · "
-                f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario{where}",
-                style="dim")
+    if settings.adaptive is not None:
+        asked = f"adaptive: up to {repeats} repeats a scenario"
+    else:
+        asked = f"{plural(repeats, 'repeat') if repeats else '? repeats'} per scenario"
+    text.append(f"\nrun {doc.run_id or DASH} · {asked}{where}", style="dim")
     for resumed in doc.resumed[:3]:
         # When, and on what: a reviewer weighs a run that stopped and went on again.
         text.append(f"\nresumed {resumed.at[:19].replace('T', ' ')} UTC after "
