@@ -1,0 +1,203 @@
+"""`alk compare RUN_A RUN_B` as rich renderables: which run is which, one row per scenario
+(pass rates, the change B − A with its interval, the Holm-adjusted p, the verdict), the pooled
+row, what differs between the runs, and for each scenario that is not unchanged, why, and what
+changed in its failures, void repeats, tool paths and durations.
+
+Verdicts carry a mark as well as a colour (▼ regressed, ▲ improved, = unchanged,
+? inconclusive), so that they read the same in a CI log without colour. Nothing here prints:
+the CLI owns the console.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from alk.causes import CATALOGUE
+from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
+from alk.estimate import Estimate
+from alk.records import Outcome
+from alk.report.safe_text import DASH, STYLES, cell, hanging, plural
+
+MARKS = {Change.REGRESSED: ("▼", "bold red"), Change.IMPROVED: ("▲", "bold green"),
+         Change.UNCHANGED: ("=", ""), Change.INCONCLUSIVE: ("?", "yellow")}
+# Failure layers as the run report orders them; void repeats get a line of their own.
+_FAILED = (Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT)
+ARROW = " → "
+
+
+def compare_view(comparison: Comparison) -> RenderableType:
+    """The whole comparison, designed for 80 columns."""
+    parts: list[RenderableType] = [_header(comparison), _table(comparison), _legend(comparison)]
+    if comparison.notes:
+        parts.append(hanging([("note" if i == 0 else "", cell(note))
+                              for i, note in enumerate(comparison.notes)],
+                             label_style="bold yellow", value_style="yellow"))
+    for scenario in comparison.scenarios:
+        if scenario.change is not Change.UNCHANGED:
+            parts.extend((Text(), _details(scenario)))
+    return Group(*parts)
+
+
+def verdict(change: Change) -> Text:
+    mark, style = MARKS[change]
+    return Text(f"{mark} {change.value}", style=style)
+
+
+def _header(comparison: Comparison) -> RenderableType:
+    counts = ", ".join(f"{n} {change.value}" for change in Change
+                       if (n := comparison.count(change)))
+    overall = Text("B against A: ").append_text(verdict(comparison.change)).append(
+        f" ({counts} of {plural(len(comparison.scenarios), 'scenario')})")
+    runs = hanging([(Text(name, style="bold"), _run_line(side))
+                    for name, side in (("A", comparison.a), ("B", comparison.b))], gap=2)
+    return Group(runs, overall)
+
+
+def _run_line(side: RunSide) -> Text:
+    text = cell(side.run_id, "bold").append("  ").append_text(cell(side.lane))
+    text.append(" · ").append_text(cell(f"{side.framework or DASH} "
+                                        f"{side.version or '(no version)'}", "bold"))
+    text.append(f" · {plural(side.repeats, 'repeat')}", style="dim")
+    if side.status != "complete":
+        text.append(" · ").append_text(cell(side.status, "bold yellow"))
+    return text
+
+
+def _table(comparison: Comparison) -> Table:
+    # The pooled row is the footer, under a rule. Its p is Fisher's on the pooled counts, not
+    # adjusted (one test), and it carries no verdict: the scenarios' verdicts decide (header).
+    pooled = (Text("pooled", style="bold"), _rate(comparison.pooled_a),
+              _rate(comparison.pooled_b), _difference(comparison.pooled_difference),
+              _p(comparison.pooled_p), Text(""))
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, collapse_padding=True,
+                  show_footer=True)
+    for header, footer in zip(("scenario", "A", "B", "Δ pts [95% CI]", "p Holm", "verdict"),
+                              pooled):
+        right = header not in ("scenario", "verdict")
+        # The numbers never wrap: a long scenario id folds instead.
+        table.add_column(header, footer=footer, justify="right" if right else "left",
+                         no_wrap=header != "scenario", overflow="fold")
+    for scenario in comparison.scenarios:
+        table.add_row(cell(scenario.id, "bold"), _rate(scenario.a), _rate(scenario.b),
+                      _difference(scenario.difference), _p(scenario.p_holm),
+                      verdict(scenario.change))
+    return table
+
+
+def _legend(comparison: Comparison) -> Text:
+    return Text(
+        "A, B: pass rate, passed/scored (void repeats are never scored) · Δ: B − A, "
+        "Newcombe's interval · p: Fisher's exact, Holm-adjusted (pooled: not adjusted, and "
+        "its repeats taken as independent) · regressed, improved: p < "
+        f"{comparison.alpha:g} and the interval clear of 0 · unchanged: the interval within "
+        f"±{_points(comparison.margin)} and no void repeat", style="dim")
+
+
+def _details(scenario: ScenarioComparison) -> RenderableType:
+    """Why a scenario got its verdict, and what changed in it."""
+    title = cell(scenario.id, "bold").append(": ").append_text(verdict(scenario.change))
+    title.append(" · ").append_text(cell(scenario.reason))
+    if scenario.repeats_to_settle is not None:
+        title.append(f"; about {scenario.repeats_to_settle} repeats a run would narrow it "
+                     "enough at these rates")
+    rows = [("failures", _failures(scenario.a, scenario.b)),
+            ("void", _void(scenario.a, scenario.b)),
+            ("tool paths", _paths(scenario)),
+            ("duration", _duration(scenario))]
+    return Group(title, hanging([(Text(label, style="dim"), value)
+                                 for label, value in rows if value is not None],
+                                label_width=11))
+
+
+def _failures(a: Side, b: Side) -> Text | None:
+    """Each failure layer A → B, with its causes A → B."""
+    layers_a, layers_b = dict(a.layers), dict(b.layers)
+    parts = []
+    for layer in _FAILED:
+        before, after = layers_a.get(layer.value, 0), layers_b.get(layer.value, 0)
+        if before or after:
+            part = cell(f"{layer.value} {before}{ARROW}{after}", STYLES[layer])
+            causes = _causes(a, b, layer)
+            parts.append(part.append_text(cell(f": {causes}")) if causes else part)
+    return Text(" · ").join(parts) if parts else None
+
+
+def _void(a: Side, b: Side) -> Text | None:
+    if not a.void and not b.void:
+        return None
+    text = cell(f"{_percent(a.void_rate)}{ARROW}{_percent(b.void_rate)} "
+                f"({a.void} of {a.completed}{ARROW}{b.void} of {b.completed})",
+                STYLES[Outcome.LANE_INFRA])
+    causes = _causes(a, b, Outcome.LANE_INFRA)
+    return text.append_text(cell(f": {causes}")) if causes else text
+
+
+def _causes(a: Side, b: Side, layer: Outcome) -> str:
+    causes_a, causes_b = dict(a.causes), dict(b.causes)
+    # Most repeats first, in B (the run under question), then in A.
+    mine = sorted((cause for cause in causes_a.keys() | causes_b.keys()
+                   if (info := CATALOGUE.get(cause)) is not None  # type: ignore[call-overload]
+                   and info.outcome is layer),
+                  key=lambda c: (-causes_b.get(c, 0), -causes_a.get(c, 0), c))
+    return ", ".join(f"{c} {causes_a.get(c, 0)}{ARROW}{causes_b.get(c, 0)}" for c in mine)
+
+
+def _paths(scenario: ScenarioComparison) -> Text | None:
+    distance = scenario.trajectory_distance
+    if distance is None or (not distance and scenario.a.trajectories <= 1):
+        return None
+    return cell(f"{scenario.a.trajectories}{ARROW}{scenario.b.trajectories} distinct · "
+                f"Jensen–Shannon distance {distance:.2f} (0 same, 1 disjoint)")
+
+
+def _duration(scenario: ScenarioComparison) -> Text | None:
+    change, a, b = scenario.duration_change, scenario.a.median_s, scenario.b.median_s
+    if change is None or a is None or b is None:
+        return None
+    low, high = _signed(change.low, 2), _signed(change.high, 2)
+    return cell(f"median {a:.2f} s{ARROW}{b:.2f} s · Δ {_signed(change.value, 2)} s "
+                f"[{low}, {high}] (bootstrap)")
+
+
+def _rate(side: Side) -> Text:
+    if not side.scored:
+        return Text("void", style=STYLES[Outcome.LANE_INFRA])
+    text = Text(f"{_percent(side.rate)} {side.passed}/{side.scored}")
+    if side.void:
+        text.append(f"\nvoid {_percent(side.void_rate)}", style=STYLES[Outcome.LANE_INFRA])
+    return text
+
+
+def _difference(estimate: Estimate | None) -> Text:
+    if estimate is None:
+        return Text(DASH, style="dim")
+    # Whole points, unless the interval is narrower than ten: then a tenth of a point matters.
+    places = 1 if estimate.high - estimate.low < 0.1 else 0
+    values = [_signed(v * 100, places) for v in (estimate.value, estimate.low, estimate.high)]
+    return Text(values[0]).append(f" [{values[1]}, {values[2]}]", style="dim")
+
+
+def _signed(value: float, places: int) -> str:
+    shown = f"{value:.{places}f}"
+    if float(shown) == 0:
+        return f"{0:.{places}f}"  # no "−0"
+    return shown.replace("-", "−") if value < 0 else "+" + shown
+
+
+def _p(p: float | None) -> Text:
+    if p is None:
+        return Text(DASH, style="dim")
+    # Two significant figures: 0.69, 0.013, 0.0033; below 0.001 the digits mean little.
+    return Text("<0.001" if p < 0.001 else f"{p:.2f}" if p >= 0.1 else f"{p:.2g}")
+
+
+def _percent(rate: float | None) -> str:
+    return DASH if rate is None else f"{rate * 100:.0f}%"
+
+
+def _points(margin: float) -> str:
+    return f"{margin * 100:g}"
+

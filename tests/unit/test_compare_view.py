@@ -1,0 +1,92 @@
+"""alk.report.compare_view: `alk compare` at 80 and 120 columns, against snapshots a person has
+read (tests/unit/snapshots/compare-*.txt), from result records alk made itself.
+
+After changing the view on purpose, run
+`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_compare_view.py`, read the files it
+rewrote, and commit them with the change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+import documents
+from alk.compare import Change, Comparison, compare_runs
+from alk.report.compare_view import compare_view, verdict
+from test_terminal import render
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+NEWER = {"framework": "pydantic-ai", "framework_version": "1.1.0"}
+
+
+def newer(observations: list) -> list:
+    return [dataclasses.replace(o, ready=NEWER) for o in observations]
+
+
+def comparison(out: Path) -> Comparison:
+    """1.0.3 against 1.1.0: nominal went from 20/20 to 12/20, remote from flaky to passing,
+    cache had void repeats in A, and `old` is in A only."""
+    a = documents.made(out / "a", documents.observation(0.3), nominal=documents.passing(20),
+                       tool_error=documents.passing(20, 0.92), remote=documents.flaky(),
+                       cache=[documents.NEVER_READY] * 3 + documents.passing(17),
+                       old=documents.passing(20))
+    b = documents.made(out / "b", newer([documents.observation(0.3)])[0],
+                       nominal=newer(documents.passing(12, 1.5) + [documents.CRASHED] * 6
+                                     + [documents.WRONG] * 2),
+                       tool_error=newer(documents.passing(20, 0.95)),
+                       remote=newer(documents.passing(20)), cache=newer(documents.passing(20)))
+    return compare_runs(a, dataclasses.replace(b, run_id="20261130-093000-cd34e5"))
+
+
+def plain(made: Comparison, width: int) -> str:
+    return "\n".join(line.rstrip() for line in render(compare_view(made), width).splitlines())
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_view_matches_its_snapshot(width: int, tmp_path: Path, private_temp: None) -> None:
+    text = plain(comparison(tmp_path), width) + "\n"
+    assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
+    path = SNAPSHOTS / f"compare-{width}.txt"
+    if os.environ.get("ALK_UPDATE_SNAPSHOTS"):
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"{path.name}: no snapshot; run with ALK_UPDATE_SNAPSHOTS=1, read it"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path.name} changed; if on purpose, run with ALK_UPDATE_SNAPSHOTS=1 and read the diff")
+
+
+def test_a_row_holds_its_numbers_and_its_verdict_mark(tmp_path: Path,
+                                                      private_temp: None) -> None:
+    lines = plain(comparison(tmp_path), 80).splitlines()
+    row = next(line for line in lines if line.startswith("nominal "))
+    assert row.split() == ["nominal", "100%", "20/20", "60%", "12/20", "−40", "[−61,", "−16]",
+                           "0.013", "▼", "regressed"]
+    assert "B against A: ▼ regressed (1 regressed, 3 inconclusive of 4 scenarios)" in lines
+    # Void beside the rate, as a rate, under it.
+    cache = lines.index(next(line for line in lines if line.startswith("cache ")))
+    assert lines[cache + 1].split() == ["void", "15%"]
+
+
+@pytest.mark.parametrize("change,mark", [(Change.REGRESSED, "▼"), (Change.IMPROVED, "▲"),
+                                         (Change.UNCHANGED, "="), (Change.INCONCLUSIVE, "?")])
+def test_verdicts_read_without_colour(change: Change, mark: str) -> None:
+    assert render(verdict(change)).strip() == f"{mark} {change.value}"
+
+
+def test_worker_text_is_shown_escaped(tmp_path: Path, private_temp: None) -> None:
+    made = comparison(tmp_path)
+    hostile = "1.1.0\x1b[2J\u202e[bold]"
+    made = dataclasses.replace(
+        made, b=dataclasses.replace(made.b, version=hostile),
+        scenarios=(dataclasses.replace(made.scenarios[0], id="[red]nominal\x07"),
+                   *made.scenarios[1:]),
+        notes=(f"framework: pydantic-ai 1.0.3 in A, pydantic-ai {hostile} in B",))
+    text = render(compare_view(made), 120)
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    assert "1.1.0\\x1b[2J\\u202e[bold]" in text  # in the header, and in the note
+    assert text.count("1.1.0\\x1b[2J\\u202e[bold]") == 2
+    # Markup shown as it is, never obeyed: in its row and above its details.
+    assert text.count("[red]nominal\\x07") == 2
