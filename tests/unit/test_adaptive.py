@@ -4,6 +4,7 @@ same at any -j, and a resumed run continues as an uninterrupted one would."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -16,6 +17,7 @@ from alk.plan import build_plan, repeat_seed
 from alk.records import Observation, Outcome
 from alk.redaction import Redactor
 from scripted import PASSING, ScriptedRunner, ready
+from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -343,3 +345,100 @@ def test_a_round_asked_again_is_an_error_not_a_loop(plan):
     assert len(sampling.next_round()) == 20
     with pytest.raises(RuntimeError, match="the engine returned without repeat 1 of alternating"):
         sampling.next_round()
+
+
+# --- a scenario whose model turns are sampled ----------------------------------------------------
+
+
+def test_a_sampled_scenario_is_settled_by_its_rate_not_by_both_outcomes():
+    # Its turns are drawn from weighted choices: a pass beside a failure is what it is for.
+    assert rule(1, 1, 2) == StopReason.FLAKY
+    assert stop_reason(1, 1, 2, max_repeats=100, ci_width=0.2, sampled=True) is None
+    # 20/40: Wilson half-width 1.96·sqrt(.25/40 + 3.8415/6400)/(1 + 3.8415/40) = 0.1466, so
+    # 0.293 wide; 50/100: 1.96·sqrt(.0025 + .000096)/1.038415 = 0.0962, 0.192 wide.
+    assert stop_reason(20, 20, 40, max_repeats=100, ci_width=0.2, sampled=True) is None
+    assert stop_reason(50, 50, 100, max_repeats=100, ci_width=0.2,
+                       sampled=True) == StopReason.CI_WIDTH
+
+
+def test_a_sampled_scenario_runs_on_where_a_scripted_one_stops(make_lane, tmp_path):
+    choices = ({"choices": [{"weight": 1, "say": "a"}, {"weight": 1, "say": "b"}]},)
+    lane = make_lane(("fixed", "sampled"))
+    lane = dataclasses.replace(lane, scenarios=(
+        lane.scenarios[0], dataclasses.replace(lane.scenarios[1], script=choices)))
+    adaptive = Adaptive(max_repeats=30)
+    plan = build_plan(lane, "run-1", adaptive=adaptive, seed=7)
+    alternating = BEHAVIOURS["alternating"]
+    execution = execute(plan, tmp_path, Redactor(),
+                        runner=ByRepeat({"fixed": alternating, "sampled": alternating}),
+                        environ={"PATH": "/bin"}, adaptive=adaptive)
+    assert execution.stopped == {"fixed": "flaky", "sampled": "max_repeats"}
+    assert ran(execution) == {"fixed": [1, 2, 3, 4, 5], "sampled": list(range(1, 31))}
+
+
+# --- through the API: the journal, resume, the record ----------------------------------------------
+
+
+def interrupting(at: int):
+    """The behaviours, but Ctrl-C when the stable scenario's repeat `at` starts."""
+    return {**BEHAVIOURS, "stable": lambda n: KeyboardInterrupt() if n == at else PASSING}
+
+
+def lane_file(root):
+    """A lane of the behaviours' scenarios on disk: a resumed run loads its lane again."""
+    from alk import api
+
+    ids = "".join(scenario(sid, expect='output_equals = "hi"') for sid in BEHAVIOURS)
+    return api.load_lane(write(root, lane_toml(ids, name="demo"), "demo"))
+
+
+def test_a_resumed_adaptive_run_ends_as_an_uninterrupted_one(root):
+    from alk import api
+
+    lane = lane_file(root)
+    options = dict(seed=7, environ={"PATH": "/bin"}, adaptive=Adaptive(max_repeats=30))
+    whole = api.run_lane(lane, out_dir=root / "whole", runner=ByRepeat(), **options)
+    cut = api.run_lane(lane, out_dir=root, runner=ByRepeat(interrupting(12)), **options)
+    assert cut.interrupted and cut.document.settings.adaptive == Adaptive(max_repeats=30)
+    # Cut in the third round: only the scenario settled in the first has a rule of its own.
+    assert [s.stopped for s in cut.document.scenarios] == [
+        "interrupted", "interrupted", "flaky", "interrupted"]
+    done = api.resume_run(cut.document.run_id, out_dir=root, runner=ByRepeat(),
+                          environ={"PATH": "/bin"})
+
+    def shape(document):
+        return [(s.id, s.stopped, [r.repeat for r in s.repeats], s.stats.counts.requested)
+                for s in document.scenarios]
+
+    assert shape(done.document) == shape(whole.document) == [
+        ("stable", "ci_width", list(range(1, 21)), 20),
+        ("broken", "ci_width", list(range(1, 21)), 20),
+        ("alternating", "flaky", [1, 2, 3, 4, 5], 5),
+        ("voids", "max_repeats", list(range(1, 31)), 30)]
+    assert done.document.settings.adaptive == whole.document.settings.adaptive
+
+
+def test_an_adaptive_run_killed_after_its_last_round_is_written_up_with_its_stop_rules(root):
+    from alk import api
+    from alk.journal import journal_path
+    from alk.store import result_path
+
+    tmp_path = root
+    whole = api.run_lane(lane_file(root), out_dir=root, runner=ByRepeat(), seed=7,
+                         environ={"PATH": "/bin"}, adaptive=Adaptive(max_repeats=30))
+    run_id = whole.document.run_id
+    journal = journal_path(tmp_path, run_id)
+    lines = journal.read_bytes().split(b"\n")
+    journal.write_bytes(b"\n".join(lines[:-2]) + b"\n")  # no `end` record: killed
+    result_path(tmp_path, run_id).unlink()
+
+    class Untouchable(ByRepeat):
+        def answer(self, request):
+            raise AssertionError("a run with nothing left to run started a worker")
+
+    again = api.resume_run(run_id, out_dir=tmp_path, runner=Untouchable(),
+                           environ={"PATH": "/bin"})
+    assert [s.stopped for s in again.document.scenarios] == [
+        "ci_width", "ci_width", "flaky", "max_repeats"]
+    assert [s.stats for s in again.document.scenarios] == [
+        s.stats for s in whole.document.scenarios]
