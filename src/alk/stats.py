@@ -16,25 +16,36 @@ What each statistic means and how its interval is made:
 - ICC(1) with its F-based interval, Kish's design effect and the effective n (`Icc`).
 - the repeats it takes to see a failure of the observed rate, or of the largest rate the
   repeats leave possible when none failed (`RepeatsNeeded`).
+- consistency (outcome, tool use, steps, resources) and fault robustness, as `alk.consistency`
+  computes them (`Consistency`, `FaultRobustness`).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from alk.consistency import (
+    fault_robustness,
+    lane_mean,
+    outcome_consistency,
+    resource_consistencies,
+    sequence_consistencies,
+    tool_use_consistencies,
+)
 from alk.estimate import Z_95, Estimate, f_quantile, wilson_bounds, wilson_estimate
 from alk.estimate import wilson_interval as wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
 
 __all__ = [
-    "Z_95", "Counts", "DurationStats", "EventPaths", "Icc", "KCurve", "LaneStats",
-    "RepeatsNeeded", "ScenarioStats", "Tally", "TrajectoryStats", "icc1", "k_grid",
-    "pass_at_k", "pass_hat_k", "pass_hat_k_at", "repeats_to_see", "summarize_lane",
-    "summarize_scenario", "wilson_interval",
+    "Z_95", "Consistency", "Counts", "DurationStats", "EventPaths", "FaultRobustness", "Icc",
+    "KCurve", "LaneStats", "RepeatsNeeded", "ScenarioStats", "Tally", "TrajectoryStats", "icc1",
+    "k_grid", "pass_at_k", "pass_hat_k", "pass_hat_k_at", "repeats_to_see", "summarize_lane",
+    "summarize_scenario", "summarize_scenarios", "wilson_interval",
 ]
 
 _SIGNATURES_SHOWN = 5
@@ -317,6 +328,34 @@ class DurationStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Consistency:
+    """How much the repeats agree, as Rabanser, Kapoor et al. define it ("Towards a Science of
+    AI Agent Reliability", 2026), each with its interval (`alk.consistency` says how): outcome,
+    1 − 4p(1 − p); tool use, 1 − the mean Jensen–Shannon distance of two repeats' tool
+    frequencies; steps, the mean normalized Levenshtein similarity of two repeats' steps;
+    resources, exp(−mean coefficient of variation) of duration, CPU, peak memory and model
+    calls. Over scored repeats; None where too few had what a metric needs. A lane's are the
+    means over its scenarios, their intervals resampling scenarios."""
+
+    outcome: Estimate | None
+    tool_use: Estimate | None
+    steps: Estimate | None
+    resources: Estimate | None
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRobustness:
+    """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
+    with a seeded bootstrap interval (`alk.consistency.fault_robustness`). Not clamped to 1:
+    above 1 is chance, "no harm measured". `high` is None when the repeats without faults
+    passed too rarely to bound the ratio."""
+
+    value: float
+    low: float
+    high: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ScenarioStats:
     id: str
     verdict: Verdict
@@ -326,6 +365,8 @@ class ScenarioStats:
     void_rate: Estimate | None  # void/completed, Wilson
     curve: KCurve
     repeats_needed: RepeatsNeeded | None
+    faulted: bool  # the lane injects faults into it: it counts on fault robustness's faulted side
+    consistency: Consistency
     layers: tuple[tuple[str, int], ...]
     causes: tuple[tuple[str, int], ...]
     trajectories: TrajectoryStats
@@ -403,10 +444,30 @@ def _verdict(scored: int, passed: int) -> Verdict:
     return Verdict.FLAKY
 
 
-def summarize_scenario(
-    scenario_id: str, repeats: Sequence[RepeatResult], requested: int
-) -> ScenarioStats:
-    """Statistics for one scenario from the repeats that actually ran."""
+def summarize_scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int, *,
+                       faulted: bool = False, seed: int = 0) -> ScenarioStats:
+    """Statistics for one scenario from the repeats that actually ran. `faulted`: the lane
+    injects faults into it (worker faults, wire faults, a kill); `seed`: the consistency
+    metrics' bootstraps."""
+    return summarize_scenarios({scenario_id: repeats}, requested,
+                               faulted=(scenario_id,) if faulted else (), seed=seed)[0]
+
+
+def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]], requested: int, *,
+                        faulted: Collection[str] = (), seed: int = 0
+                        ) -> tuple[ScenarioStats, ...]:
+    """`summarize_scenario` of every scenario of a lane (scenario id → its repeats), in the
+    mapping's order, at once: the consistency metrics then compare what scenarios share once,
+    which for thousands of scenarios is most of their cost."""
+    tallied = [_tallied(sid, rs) for sid, rs in repeats.items()]
+    agreement = _consistencies(tallied, seed)
+    return tuple(_scenario(sid, rs, requested, sid in faulted, tally, consistency)
+                 for (sid, rs), tally, consistency in zip(repeats.items(), tallied, agreement))
+
+
+def _tallied(scenario_id: str, repeats: Sequence[RepeatResult]
+             ) -> tuple[dict[Outcome, int], dict[str, int], list[RepeatResult]]:
+    """A scenario's repeats by outcome and by cause, and its scored repeats."""
     # One loop with plain dicts: a Counter costs more than it saves on 10 repeats.
     outcomes: dict[Outcome, int] = {}
     causes: dict[str, int] = {}
@@ -420,6 +481,13 @@ def summarize_scenario(
         causes[r.cause] = causes.get(r.cause, 0) + 1
         if outcome is not _VOID:
             scored.append(r)
+    return outcomes, causes, scored
+
+
+def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int, faulted: bool,
+              tally: tuple[dict[Outcome, int], dict[str, int], list[RepeatResult]],
+              consistency: Consistency) -> ScenarioStats:
+    outcomes, causes, scored = tally
     n = len(scored)
     c = outcomes.get(_PASS, 0)
     counts = Counts(requested, len(repeats), len(repeats) - n, n, c)
@@ -433,6 +501,8 @@ def summarize_scenario(
         void_rate=_wilson(counts.void, counts.completed),
         curve=curve,
         repeats_needed=needed,
+        faulted=faulted,
+        consistency=consistency,
         layers=_layers(outcomes),
         causes=_causes(causes),
         trajectories=_trajectories(scored),
@@ -490,15 +560,18 @@ class LaneStats:
     void_rate: Estimate | None
     curve: KCurve
     tallies: tuple[Tally, ...]  # the scenarios with scored repeats, by (scored, passed)
+    consistency: Consistency
+    fault_robustness: FaultRobustness | None  # None without scenarios both with and without
     layers: tuple[tuple[str, int], ...]
     causes: tuple[tuple[str, int], ...]
     verdicts: tuple[tuple[str, int], ...]
     icc: Icc
 
 
-def summarize_lane(scenarios: Sequence[ScenarioStats]) -> LaneStats:
-    """Pooled counts and rates, the mean of the scenarios' pass^k / pass@k (τ-bench), and the
-    ICC across scenarios."""
+def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> LaneStats:
+    """Pooled counts and rates, the mean of the scenarios' pass^k / pass@k (τ-bench) and of
+    their consistency, fault robustness, and the ICC across scenarios. `seed`: the bootstraps'
+    (consistency and fault robustness)."""
     counts = Counts(*(sum(getattr(s.counts, f.name) for s in scenarios) for f in fields(Counts)))
     by_count = Counter((s.counts.scored, s.counts.passed) for s in scenarios if s.counts.scored)
     tallies = tuple(Tally(n, c, j) for (n, c), j in sorted(by_count.items()))
@@ -523,11 +596,72 @@ def summarize_lane(scenarios: Sequence[ScenarioStats]) -> LaneStats:
         void_rate=wilson_estimate(counts.void, counts.completed),
         curve=_curve(tallies),
         tallies=tallies,
+        consistency=Consistency(*(lane_mean([getattr(s.consistency, f.name) for s in scenarios],
+                                            seed=seed) for f in fields(Consistency))),
+        fault_robustness=_fault_robustness(scenarios, seed),
         layers=_layers(layers),
         causes=_causes(causes),
         verdicts=tuple((v.value, verdicts[v.value]) for v in Verdict),
         icc=icc,
     )
+
+
+def _fault_robustness(scenarios: Sequence[ScenarioStats], seed: int) -> FaultRobustness | None:
+    pools = {True: [0, 0], False: [0, 0]}  # faulted or not: passed, scored
+    for s in scenarios:
+        pools[s.faulted][0] += s.counts.passed
+        pools[s.faulted][1] += s.counts.scored
+    ratio = fault_robustness(*pools[True], *pools[False], seed=seed)
+    if ratio is None:
+        return None
+    # JSON has no infinity: an unbounded ratio has no upper bound.
+    return FaultRobustness(ratio.value, ratio.low, None if math.isinf(ratio.high) else ratio.high)
+
+
+# -- consistency ---------------------------------------------------------------------------------
+
+_NO_STEPS = hashlib.sha256().hexdigest()  # the digest of a trajectory of no step
+
+
+def _steps(r: RepeatResult) -> tuple[str, ...] | None:
+    """A repeat's trajectory for the consistency metrics; None when it was not kept (the run's
+    budget for kept steps ran out before it, and its digest is not that of no step): a
+    trajectory that was not recorded must not count as one without tool calls."""
+    if r.trajectory or not r.trajectory_hash:
+        return r.trajectory
+    # The digest of several attempts is that of their digests joined (alk.repeat).
+    nothing = _NO_STEPS if r.attempts <= 1 else hashlib.sha256(
+        (_NO_STEPS * r.attempts).encode()).hexdigest()
+    return r.trajectory if r.trajectory_hash == nothing else None
+
+
+def _consistencies(tallied: Sequence[tuple[dict[Outcome, int], dict[str, int],
+                                            list[RepeatResult]]], seed: int) -> list[Consistency]:
+    """Each scenario's consistency from its scored repeats, every scenario's at once."""
+    trajectories, resources, gateway, outcome = [], [], [], []
+    for outcomes, _, scored in tallied:
+        trajectories.append([r.trajectory if r.trajectory or not r.trajectory_hash else _steps(r)
+                             for r in scored])
+        models = [r.model for r in scored]
+        # With alk's model gateway, the trajectory is the gateway's, spelt its own way.
+        gateway.append(models.count(None) < len(models))
+        used = {"duration_s": [r.duration_s for r in scored], "cpu_s": [r.cpu_s for r in scored],
+                "peak_rss_mb": [r.peak_rss_mb for r in scored]}
+        if gateway[-1]:
+            used["model_calls"] = [None if m is None else m.get("calls") for m in models]
+        resources.append(used)
+        outcome.append(outcome_consistency(outcomes.get(_PASS, 0), len(scored)))
+    tool_use: list[Estimate | None] = [None] * len(tallied)
+    for flag in (False, True):
+        chosen = [i for i, g in enumerate(gateway) if g is flag]
+        if chosen:
+            found = tool_use_consistencies([trajectories[i] for i in chosen], gateway=flag,
+                                           seed=seed)
+            for i, estimate in zip(chosen, found):
+                tool_use[i] = estimate
+    steps = sequence_consistencies(trajectories, seed=seed)
+    return [Consistency(*values) for values in zip(
+        outcome, tool_use, steps, resource_consistencies(resources, seed=seed))]
 
 
 # -- pass^k at a chosen k ------------------------------------------------------------------------
