@@ -453,15 +453,17 @@ def summarize_scenario(scenario_id: str, repeats: Sequence[RepeatResult], reques
                                faulted=(scenario_id,) if faulted else (), seed=seed)[0]
 
 
-def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]], requested: int, *,
-                        faulted: Collection[str] = (), seed: int = 0
-                        ) -> tuple[ScenarioStats, ...]:
+def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]],
+                        requested: int | Mapping[str, int], *, faulted: Collection[str] = (),
+                        seed: int = 0) -> tuple[ScenarioStats, ...]:
     """`summarize_scenario` of every scenario of a lane (scenario id → its repeats), in the
     mapping's order, at once: the consistency metrics then compare what scenarios share once,
-    which for thousands of scenarios is most of their cost."""
+    which for thousands of scenarios is most of their cost. `requested`: the repeats asked of
+    every scenario, or of each (scenario id → repeats: an adaptive run's differ)."""
     tallied = [_tallied(sid, rs) for sid, rs in repeats.items()]
     agreement = _consistencies(tallied, seed)
-    return tuple(_scenario(sid, rs, requested, sid in faulted, tally, consistency)
+    asked = (lambda sid: requested) if isinstance(requested, int) else requested.__getitem__
+    return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency)
                  for (sid, rs), tally, consistency in zip(repeats.items(), tallied, agreement))
 
 

@@ -156,6 +156,9 @@ def test_every_scenario_at_once_is_each_scenario_alone() -> None:
                   for sid, repeats in by_scenario.items())
     assert together == alone
     assert [s.faulted for s in together] == [False, True, False]
+    # An adaptive run asks each scenario for its own number of repeats.
+    asked = summarize_scenarios(by_scenario, {"a": 3, "b": 4, "c": 100})
+    assert [s.counts.requested for s in asked] == [3, 4, 100]
 
 
 def faulted_lane(*pools: tuple[bool, int, int], seed: int = 0):
