@@ -229,6 +229,43 @@ def report(
         _print_runs(documents, out, k)
 
 
+@app.command(short_help="Compare two runs of the same scenarios: did B regress?")
+def compare(
+    run_a: str = typer.Argument(..., help="The run before: a run id (RUN/LANE for a lane of a "
+                                "run of several)."),
+    run_b: str = typer.Argument(..., help="The run after."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
+                                            help="Exit 1 when a scenario regressed (a CI gate)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level, after Holm's "
+                                "correction across scenarios."),
+    margin: float = typer.Option(0.1, "--margin", help="How far apart two pass rates may be and "
+                                 "still be called unchanged."),
+    out: Path = OutOpt,
+) -> None:
+    """Compare two saved runs scenario by scenario, B against A: each scenario regressed,
+    improved, unchanged or inconclusive, by the rule the report states."""
+    import msgspec
+    from rich.console import Console
+
+    from alk import api
+    from alk.compare import Change, compare_runs
+    from alk.records import ExitCode
+    from alk.report.compare_view import compare_view
+
+    try:
+        comparison = compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
+                                  alpha=alpha, margin=margin)
+    except AlkError as exc:
+        _fail(str(exc))
+    if as_json:
+        _echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
+    else:
+        Console().print(compare_view(comparison))
+    if fail_on_regression and comparison.change is Change.REGRESSED:
+        raise typer.Exit(ExitCode.FAIL)
+
+
 @app.command(short_help="Print a page of one repeat's transcript.")
 def show(
     run_id: str = typer.Argument(..., help="Run id, or 'latest'."),

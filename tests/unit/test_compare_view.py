@@ -90,3 +90,46 @@ def test_worker_text_is_shown_escaped(tmp_path: Path, private_temp: None) -> Non
     assert text.count("1.1.0\\x1b[2J\\u202e[bold]") == 2
     # Markup shown as it is, never obeyed: in its row and above its details.
     assert text.count("[red]nominal\\x07") == 2
+
+
+# --- through the command line ------------------------------------------------------------------
+
+
+def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path):
+    """The issue's case through `alk compare`: one scenario went from 20/20 to 12/20."""
+    import json
+    import subprocess
+    import sys
+
+    from alk import api
+
+    def saved(steady: list, changed: list) -> str:
+        done = api.run_lane(documents.lane(("steady", "changed")), repeats=20, seed=7,
+                            out_dir=tmp_path, environ=documents.SECRET_ENV,
+                            runner=documents.ScenarioRunner(documents.observation(0.3),
+                                                            steady=steady, changed=changed))
+        return done.document.run_id
+
+    before = saved(documents.passing(20), documents.passing(20))
+    after = saved(documents.passing(20), documents.passing(12) + [documents.WRONG] * 8)
+
+    def alk(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "alk", "compare", before, after, *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "COLUMNS": "80"})
+
+    shown = alk()
+    assert shown.returncode == 0, shown.stderr  # no gate asked for: the report is the answer
+    assert "regressed" in shown.stdout and max(map(len, shown.stdout.splitlines())) <= 80
+    gated = alk("--fail-on-regression", "--json")
+    assert gated.returncode == 1, gated.stderr
+    found = json.loads(gated.stdout)
+    assert found["change"] == "regressed"
+    [changed] = [s for s in found["scenarios"] if s["id"] == "changed"]
+    assert changed["change"] == "regressed"
+    assert changed["p_holm"] < 0.01 and changed["difference"]["high"] < 0
+    [steady] = [s for s in found["scenarios"] if s["id"] == "steady"]
+    assert steady["change"] != "regressed"
+    missing = subprocess.run([sys.executable, "-m", "alk", "compare", before, "nope"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "nope" in missing.stderr
