@@ -242,3 +242,37 @@ files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
     else:
         assert repeat["cause"] == "wrong_files" and "got 2" in repeat["detail"]
         assert [c["turn"] for c in resumed] == [0, 1, 2]
+
+
+@needs_offline
+def test_an_adaptive_run_stops_a_scripted_scenario_early_and_samples_a_sampled_one_on(tmp_path):
+    """`--repeats auto` through the CLI and the openai client: the fully scripted scenario is
+    settled by 9 agreeing repeats at --ci-width 0.3 (3.8415/12.8415 = 0.299; rounds of 5: at
+    10); the one whose turns are drawn from weighted choices is meant to vary, so both
+    outcomes do not settle it and it runs on (a rate near 0.5 needs about 40 repeats for an
+    interval 0.3 wide: here the maximum, 15)."""
+    lane = lane_file(tmp_path, f"""
+[[scenarios]]
+id = "fixed"
+task = "Prepare the report for order 742"
+{SCRIPT}
+{EXPECT}
+
+[[scenarios]]
+id = "sampled"
+task = "Prepare the report for order 742"
+script = [ {{ tool = "lookup_order", args = {{ order = "742" }} }},
+           {{ choices = [ {{ weight = 0.5, tool = "write_report", args = {{ order = "742" }} }},
+                         {{ weight = 0.5, text = "I will not write it" }} ] }},
+           {{ text = "Report for order 742 written" }} ]
+{EXPECT}
+""")
+    document = run(tmp_path, lane, "--repeats", "auto", "--max-repeats", "15", "--ci-width",
+                   "0.3", "--seed", "3")
+    assert document["settings"]["adaptive"] == {"max_repeats": 15, "ci_width": 0.3,
+                                                "round_size": 5}
+    fixed, sampled = scenario(document, "fixed"), scenario(document, "sampled")
+    assert (fixed["stopped"], len(fixed["repeats"])) == ("ci_width", 10)
+    assert fixed["stats"]["counts"]["requested"] == 10
+    assert (sampled["stopped"], len(sampled["repeats"])) == ("max_repeats", 15)
+    assert {r["outcome"] for r in sampled["repeats"]} == {"pass", "agent"}
