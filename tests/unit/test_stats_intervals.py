@@ -13,7 +13,7 @@ from scipy.stats import f as f_dist
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Estimate, f_quantile, wilson_bounds, wilson_estimate
-from alk.records import Outcome, RepeatResult
+from alk.records import RepeatResult
 from alk.stats import (
     FEW_SCENARIOS,
     RepeatsNeeded,
@@ -22,16 +22,12 @@ from alk.stats import (
     summarize_lane,
     summarize_scenario,
 )
+from test_stats import reps
 
 
 def repeats(scenario: str, passed: int, failed: int = 0, void: int = 0) -> list[RepeatResult]:
-    outcomes = [Outcome.PASS] * passed + [Outcome.AGENT] * failed + [Outcome.LANE_INFRA] * void
-    return [RepeatResult(scenario=scenario, repeat=i, seed=i, outcome=o, cause="x", detail="",
-                         duration_s=1.0, exit_code=0, signal=None, timed_out=False,
-                         peak_rss_mb=None, cpu_s=None, containment=None, network=None,
-                         filesystem=None, attempts=1, path_hash="", violations=0, trajectory=(),
-                         claimed=None, transcript="", sha256="")
-            for i, o in enumerate(outcomes, start=1)]
+    return reps(*["pass"] * passed, *["agent"] * failed, *["lane_infra"] * void,
+                scenario=scenario)
 
 
 def lane_of(*scenarios: tuple[int, int]):

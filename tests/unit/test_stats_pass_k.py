@@ -15,7 +15,6 @@ from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Z_95
-from alk.records import Outcome, RepeatResult
 from alk.stats import (
     K_EVERY,
     LaneStats,
@@ -28,23 +27,15 @@ from alk.stats import (
     summarize_lane,
     summarize_scenario,
 )
+from test_stats import reps
 
 TINY = 1e-300  # below it a float has lost digits to underflow; there only the absolute error counts
 
 
-def repeats(scenario: str, passed: int, failed: int) -> list[RepeatResult]:
-    outcomes = [Outcome.PASS] * passed + [Outcome.AGENT] * failed
-    return [RepeatResult(scenario=scenario, repeat=i, seed=i, outcome=o, cause="x", detail="",
-                         duration_s=1.0, exit_code=0, signal=None, timed_out=False,
-                         peak_rss_mb=None, cpu_s=None, containment=None, network=None,
-                         filesystem=None, attempts=1, path_hash="", violations=0, trajectory=(),
-                         claimed=None, transcript="", sha256="")
-            for i, o in enumerate(outcomes, start=1)]
-
-
 @functools.lru_cache(maxsize=None)
 def scenario(passed: int, failed: int, sid: str = "s") -> ScenarioStats:
-    return summarize_scenario(sid, repeats(sid, passed, failed), passed + failed)
+    return summarize_scenario(sid, reps(*["pass"] * passed, *["agent"] * failed, scenario=sid),
+                              passed + failed)
 
 
 def lane_of(*pairs: tuple[int, int]) -> LaneStats:
