@@ -427,7 +427,7 @@ def test_scenario_json_shape_round_trips() -> None:
     d = as_json(s)
     assert list(d) == [
         "id", "verdict", "counts", "pass_rate", "ci", "void_rate", "curve", "repeats_needed",
-        "layers", "causes", "trajectories", "durations", "paths",
+        "faulted", "consistency", "layers", "causes", "trajectories", "durations", "paths",
     ]
     assert d["id"] == "s1" and d["verdict"] == "flaky"
     assert "scores" not in d
@@ -453,7 +453,7 @@ def test_lane_aggregate() -> None:
     d = as_json(lane)
     assert list(d) == [
         "counts", "pass_rate", "ci", "clustered_rate", "void_rate", "curve", "tallies",
-        "layers", "causes", "verdicts", "icc",
+        "consistency", "fault_robustness", "layers", "causes", "verdicts", "icc",
     ]
     assert lane.counts == Counts(requested=16, completed=12, void=3, scored=9, passed=4)
     assert lane.pass_rate == pytest.approx(4 / 9)
