@@ -24,7 +24,7 @@ from alk import __version__
 from alk.adaptive import Adaptive, StopReason
 from alk.errors import TranscriptError
 from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
-from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenario
+from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
 from alk.transcript import run_transcripts
 
 SCHEMA = "alk.result/2"
@@ -201,9 +201,15 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     ordered = sorted(execution.repeats, key=lambda r: (r.repeat, place.get(r.scenario, 0)))
     for result in ordered:
         by_scenario[result.scenario].append(result)
-    scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], plan.repeats,
-                                execution.stopped.get(scenario.id))
-                      for scenario in plan.scenarios)
+    stopped = execution.stopped
+    # A scenario an adaptive run settled asked for the repeats it ran, not the maximum.
+    requested = {sid: plan.repeats if stopped.get(sid) in (None, StopReason.INTERRUPTED)
+                 else len(repeats) for sid, repeats in by_scenario.items()}
+    # Faults the lane injects: its fault robustness compares these scenarios with the others.
+    faulted = {s.id for s in plan.scenarios if s.faults or s.wire_faults or s.kill_at}
+    stats = summarize_scenarios(by_scenario, requested, faulted=faulted, seed=plan.seed)
+    scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], one, stopped.get(scenario.id))
+                      for scenario, one in zip(plan.scenarios, stats))
     return RunDocument(
         schema=SCHEMA, run_id=plan.run_id, status=status, alk_version=__version__,
         started_at=started_at.isoformat(timespec="seconds"),
@@ -223,12 +229,12 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                     transcripts=str(run_transcripts(plan.run_id)),
                     workspaces=str(execution.workspaces) if execution.workspaces else None),
         scenarios=scenarios,
-        aggregate=summarize_lane([s.stats for s in scenarios]),
+        aggregate=summarize_lane([s.stats for s in scenarios], seed=plan.seed),
     )
 
 
 
-def _scenario(scenario: Scenario, repeats: list[RepeatResult], requested: int,
+def _scenario(scenario: Scenario, repeats: list[RepeatResult], stats: ScenarioStats,
               stopped: str | None) -> ScenarioResult:
     # A fully scripted scenario (a fixed model script, no faults) should take one path; turns
     # sampled from weighted choices are meant to vary.
@@ -237,9 +243,7 @@ def _scenario(scenario: Scenario, repeats: list[RepeatResult], requested: int,
                 and not scenario.sampled)
     return ScenarioResult(
         id=scenario.id, scripted=scripted,
-        # A scenario an adaptive run settled asked for the repeats it ran, not the maximum.
-        stats=summarize_scenario(scenario.id, repeats, requested if stopped in (
-            None, StopReason.INTERRUPTED) else len(repeats)),
+        stats=stats,
         # A repeat's event path (up to 8 KiB of steps) is in its journal and its statistics,
         # not in the document: 100,000 repeats would make it gigabytes.
         repeats=tuple(replace(r, path=()) for r in repeats),
