@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench bench-overhead bench-startup bench-gateway bench-scale mutation clean
+.PHONY: demo test bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate \
+        mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
 # the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
@@ -43,6 +44,10 @@ bench-gateway: $(VENV)/.installed
 # Repeats at once (-j 1, 2, 8), a run of 1,000 repeats and resuming it (a few minutes).
 bench-scale: $(VENV)/.installed
 	$(BIN)/python benchmarks/scale.py
+
+# Aggregating 100,000 repeats in four layouts, beside a plain loop (exit 1 over 1 s).
+bench-aggregate: $(VENV)/.installed
+	$(BIN)/python benchmarks/aggregate.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
