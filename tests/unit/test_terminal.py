@@ -17,6 +17,7 @@ from alk.plan import build_plan
 from alk.records import (
     Attribution,
     Execution,
+    Fault,
     Lane,
     Outcome,
     Preflight,
@@ -75,12 +76,15 @@ def repeat(n: int, outcome: str = "pass", cause: str = "passed", detail: str = "
 
 def built(repeats: dict[str, list[RepeatResult]], *, status: str = "complete",
           probe: Preflight = PROBE, void: Attribution | None = None,
-          description: str = "A scripted order-lookup agent.") -> RunDocument:
-    """The document alk's own builder makes of these repeats (20 asked of each scenario)."""
+          description: str = "A scripted order-lookup agent.",
+          faulted: tuple[str, ...] = ()) -> RunDocument:
+    """The document alk's own builder makes of these repeats (20 asked of each scenario);
+    the lane injects a fault into the `faulted` scenarios."""
     lane = Lane(
         name="demo", description=description, framework="pydantic-ai", requirement=">=1.0,<2",
         command=("{python}", "worker.py"), required_env=(), timeout_s=30.0, repeats=20,
-        scenarios=tuple(Scenario(sid, "t") for sid in repeats), path=Path("lanes/demo.toml"),
+        scenarios=tuple(Scenario(sid, "t", faults=(Fault("tool"),) if sid in faulted else ())
+                        for sid in repeats), path=Path("lanes/demo.toml"),
         root=Path("."), transcript_cap_bytes=1 << 20)
     plan = build_plan(lane, RUN, seed=123, shuffle=lambda order: None)
     execution = Execution(preflight=probe, void=void,
@@ -659,3 +663,106 @@ def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
     passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b", "c")}
     flat = " ".join(render(run_report(built(passing)), width=80).split())
     assert f"failures every scenario: no failure in 20 scored; up to {bound:.1%}" in flat
+
+
+def failing(passed: int, scenario: str = "nominal") -> list[RepeatResult]:
+    """20 repeats alike but for their outcome: the first `passed` pass, the others answer
+    wrongly."""
+    return [repeat(n, scenario=scenario) if n <= passed else
+            repeat(n, "agent", "wrong_output", "expected 'open'", scenario) for n in range(1, 21)]
+
+
+def consistency_lines(out: str) -> list[str]:
+    """The report's lines from the consistency label to the next label, stripped."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("consistency "))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", ""))
+    return [line.strip() for line in lines[start:end]]
+
+
+def figure(name: str, value: float, low: float, high: float) -> str:
+    return f"{name} {value:.2f} [{low:.2f}–{high:.2f}]"
+
+
+def test_the_lanes_consistency_shows_the_records_figures_with_their_intervals():
+    # 16 of 20 pass in nominal, all 20 in tool_error; every repeat alike otherwise.
+    doc = built({"nominal": failing(16), "tool_error": failing(20, "tool_error")})
+    lines = consistency_lines(render(run_report(doc), width=120))
+    # Outcome consistency (2p − 1)²: nominal's p = 0.8 gives 0.36, its interval the Wilson
+    # bounds of 16/20 mapped alike; the lane's is the mean of 0.36 and 1, its interval that of
+    # the two scenarios resampled: the means of (0.36, 0.36) and (1, 1).
+    low, high = wilson(16, 20)
+    nominal = figure("outcome", 0.36, (2 * low - 1) ** 2, (2 * high - 1) ** 2)
+    assert nominal.startswith("outcome 0.36 [0.03–0.70]")
+    assert lines[0] == ("consistency outcome 0.68 [0.36–1.00] · tool use 1.00 [1.00–1.00] · "
+                        "steps 1.00 [1.00–1.00] · resources 1.00 [1.00–1.00]")
+    # A scenario whose every figure is 1 says nothing new: tool_error has no line.
+    assert lines[1] == f"nominal: {nominal}"
+    assert " ".join(lines[2:]) == ("1 = all repeats alike in outcome, tool counts, step "
+                                   "sequence, and time, CPU, memory, model calls; a scenario "
+                                   "shows its figures below 1")
+    # The figures are the record's, whatever they are.
+    lane = doc.aggregate.consistency
+    assert lines[0] == "consistency " + " · ".join(
+        figure(name, e.value, e.low, e.high) for name, e in (
+            ("outcome", lane.outcome), ("tool use", lane.tool_use), ("steps", lane.steps),
+            ("resources", lane.resources)))
+
+
+def test_a_scenario_lists_only_its_figures_below_1_and_a_figure_none_is_left_out():
+    # nominal's repeats took two tool paths and two durations: four figures below 1.
+    nominal = [dataclasses.replace(r, trajectory=("search_orders:ok", "lookup_order:ok"),
+                                   duration_s=0.5) if r.repeat % 2 else r
+               for r in failing(16)]
+    # mostly_void: one scored repeat, too few for a figure; the lane leaves it out.
+    void = [repeat(n, "lane_infra", "env_missing", "OPENAI_API_KEY is not set", "mostly_void",
+                   exit_code=None) for n in range(1, 20)] + [repeat(20, scenario="mostly_void")]
+    doc = built({"nominal": nominal, "mostly_void": void})
+    consistency = next(s for s in doc.scenarios if s.id == "nominal").stats.consistency
+    assert all(e.value < 0.995 for e in (consistency.outcome, consistency.tool_use,
+                                         consistency.steps, consistency.resources))
+    assert next(s for s in doc.scenarios if s.id == "mostly_void").stats.consistency.outcome is None
+    flat = " ".join(" ".join(consistency_lines(render(run_report(doc), width=80))).split())
+    assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) for name, e in (
+        ("outcome", consistency.outcome), ("tool use", consistency.tool_use),
+        ("steps", consistency.steps), ("resources", consistency.resources)))) in flat
+    assert "mostly_void" not in flat
+
+
+def test_at_most_a_handful_of_scenarios_least_consistent_first_then_how_many_more():
+    # Outcome consistency (2p − 1)² at 20, 19, ..., 14 of 20 passed: 1, 0.81, 0.64, 0.49, ...
+    runs = {f"s{passed}": failing(passed, f"s{passed}") for passed in range(20, 13, -1)}
+    lines = consistency_lines(render(run_report(built(runs)), width=120))
+    assert [line.split(":")[0] for line in lines[1:6]] == ["s14", "s15", "s16", "s17",
+                                                             "+2 more scenarios"]
+    assert lines[1].startswith("s14: outcome 0.16 [")
+    assert not any(line.startswith("s20") for line in lines)
+
+
+def test_consistency_and_its_legend_only_when_the_lane_has_a_figure():
+    void = {"remote": [repeat(n, "lane_infra", "env_missing", "OPENAI_API_KEY is not set",
+                              "remote", exit_code=None) for n in range(1, 21)]}
+    out = render(run_report(built(void)), width=80)
+    assert "consistency" not in out and "1 = all repeats alike" not in out
+    assert "consistency outcome" in render(run_report(document()), width=80)
+
+
+def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_faults():
+    runs = {"nominal": failing(16), "tool_error": failing(15, "tool_error")}
+    assert "robustness" not in render(run_report(built(runs)), width=80)
+    doc = built(runs, faulted=("tool_error",))
+    robustness = doc.aggregate.fault_robustness
+    assert robustness is not None and robustness.high is not None
+    out = render(run_report(doc), width=80)
+    # 15 of 20 passed with the fault, 16 of 20 without: 0.75 / 0.8.
+    assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: pass "
+            "rate with injected faults ÷ without") in out
+    assert "no upper bound" not in out
+    # One pass in 20 without faults: the ratio has no upper bound, and the report says so.
+    doc = built({"nominal": failing(1), "tool_error": failing(15, "tool_error")},
+                faulted=("tool_error",))
+    robustness = doc.aggregate.fault_robustness
+    assert robustness is not None and robustness.high is None
+    flat = " ".join(render(run_report(doc), width=80).split())
+    assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): pass rate with injected "
+            "faults ÷ without no upper bound: too few repeats passed without faults") in flat

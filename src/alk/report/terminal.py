@@ -1,6 +1,7 @@
 """The run report: a run's typed record (`alk.result.RunDocument`) as rich renderables — the
-header, the scenario table, the void and ICC notes, why each scenario did not pass, and where the
-files are.
+header, the scenario table, the void and ICC notes, how alike the repeats are (consistency) and
+what injected faults cost (fault robustness), why each scenario did not pass, and where the files
+are.
 
 Nothing here prints or creates a `Console`; the CLI owns the console and prints what these return.
 """
@@ -26,8 +27,10 @@ from alk.report.safe_text import DASH, hanging, one_line, plural, printable, sty
 from alk.result import Paths, RunDocument, ScenarioResult
 from alk.estimate import Estimate
 from alk.stats import (
+    Consistency,
     Counts,
     DurationStats,
+    FaultRobustness,
     Icc,
     LaneStats,
     ScenarioStats,
@@ -82,10 +85,11 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
         if notes is not None:
             parts.append(notes)
         parts.append(Text())
-        # The record carries no consistency metrics yet (alk.consistency): once it does, the
-        # lane's and the scenarios' (outcome, trajectory, resource, fault robustness, each with
-        # its interval) go under the ICC, as its rows do.
         parts.append(_labelled([("ICC", _icc(aggregate.icc)),
+                                *_consistency(scenarios, aggregate),
+                                # "fault robustness" would widen every label: its value says
+                                # "to faults" instead.
+                                ("robustness", _fault_robustness(aggregate.fault_robustness)),
                                 *_stopped(doc),
                                 *_failures(scenarios),
                                 ("workers", _resources(scenarios))]))
@@ -434,6 +438,66 @@ def _signed(value: float) -> str:
     """Two decimals, a minus that reads as one, and never "−0.00"."""
     shown = f"{round(value, 2) + 0.0:.2f}"
     return "−" + shown[1:] if shown.startswith("-") else shown
+
+
+# The figures of a Consistency record in the report's words, in its order.
+_CONSISTENCY_WORDS = {"outcome": "outcome", "tool_use": "tool use", "steps": "steps",
+                      "resources": "resources"}
+CONSISTENCY_LISTED = 4  # scenarios listed under the lane's consistency, before "+N more"
+
+
+def _consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
+                 ) -> list[tuple[str, RenderableType]]:
+    """How alike the repeats are (`alk.stats.Consistency`): the lane's figures, then each
+    scenario with a figure below 1, least consistent first, with those figures only (a scenario
+    whose repeats are all alike says nothing new), then what the figures compare. Nothing when
+    the lane has no figure."""
+    lane = _figures(aggregate.consistency)
+    if not lane:
+        return []
+    below = [(min(e.value for _, e in figures), s.id, figures) for s in scenarios
+             if (figures := _figures(s.stats.consistency, below_one=True))]
+    # Least consistent first: when the list is cut, what is cut is the closest to 1.
+    below.sort(key=lambda item: item[0])
+    lines: list[RenderableType] = [_Parts([_figure(name, e) for name, e in lane])]
+    for _, sid, figures in below[:CONSISTENCY_LISTED]:
+        first, *rest = [_figure(name, e) for name, e in figures]
+        lines.append(Padding(_Parts([Text.assemble((sid, "bold"), ": ", first), *rest]),
+                             (0, 0, 0, 2)))
+    if len(below) > CONSISTENCY_LISTED:
+        lines.append(Text(f"  +{plural(len(below) - CONSISTENCY_LISTED, 'more scenario')}",
+                          style="dim"))
+    # Worded to take two lines at 80 columns.
+    lines.append(Text("1 = all repeats alike in outcome, tool counts, step sequence, and time, "
+                      "CPU, memory, model calls; a scenario shows its figures below 1",
+                      style="dim"))
+    return [("" if i else "consistency", line) for i, line in enumerate(lines)]
+
+
+def _figures(consistency: Consistency, below_one: bool = False) -> list[tuple[str, Estimate]]:
+    """The figures a record has, by name; `below_one`: only those shown below 1.00."""
+    figures = [(words, estimate) for name, words in _CONSISTENCY_WORDS.items()
+               if (estimate := getattr(consistency, name)) is not None]
+    return [(words, e) for words, e in figures if not below_one or round(e.value, 2) < 1]
+
+
+def _figure(name: str, estimate: Estimate) -> Text:
+    """"outcome 0.81 [0.62–0.95]"."""
+    return Text.assemble(f"{name} ", (f"{estimate.value:.2f}", "bold"),
+                         f" [{estimate.low:.2f}–{estimate.high:.2f}]")
+
+
+def _fault_robustness(robustness: FaultRobustness | None) -> Text | None:
+    """The pass rate with injected faults ÷ without, when the lane has scenarios of both."""
+    if robustness is None:
+        return None
+    high = "∞)" if robustness.high is None else f"{robustness.high:.2f}]"
+    text = Text.assemble("to faults ", (f"{robustness.value:.2f}", "bold"),
+                         f" [{robustness.low:.2f}–{high}: pass rate with injected faults ÷ "
+                         "without")
+    if robustness.high is None:
+        text.append("\nno upper bound: too few repeats passed without faults", style="dim")
+    return text
 
 
 # Failure rates every reader can weigh a run against: how many repeats it takes to see one.
