@@ -95,13 +95,14 @@ def test_worker_text_is_shown_escaped(tmp_path: Path, private_temp: None) -> Non
 # --- through the command line ------------------------------------------------------------------
 
 
-def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path):
+def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
     """The issue's case through `alk compare`: one scenario went from 20/20 to 12/20."""
     import json
-    import subprocess
-    import sys
+
+    from typer.testing import CliRunner
 
     from alk import api
+    from alk.cli import app
 
     def saved(steady: list, changed: list) -> str:
         done = api.run_lane(documents.lane(("steady", "changed")), repeats=20, seed=7,
@@ -112,24 +113,25 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path):
 
     before = saved(documents.passing(20), documents.passing(20))
     after = saved(documents.passing(20), documents.passing(12) + [documents.WRONG] * 8)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
 
-    def alk(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "alk", "compare", before, after, *args],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "COLUMNS": "80"})
+    def alk(*args: str):
+        return CliRunner().invoke(app, ["compare", *args])
 
-    shown = alk()
-    assert shown.returncode == 0, shown.stderr  # no gate asked for: the report is the answer
-    assert "regressed" in shown.stdout and max(map(len, shown.stdout.splitlines())) <= 80
-    gated = alk("--fail-on-regression", "--json")
-    assert gated.returncode == 1, gated.stderr
-    found = json.loads(gated.stdout)
+    shown = alk(before, after)
+    assert shown.exit_code == 0, shown.output  # no gate asked for: the report is the answer
+    assert "regressed" in shown.output and max(map(len, shown.output.splitlines())) <= 80
+    gated = alk(before, after, "--fail-on-regression", "--json")
+    assert gated.exit_code == 1, gated.output
+    found = json.loads(gated.output)
     assert found["change"] == "regressed"
     [changed] = [s for s in found["scenarios"] if s["id"] == "changed"]
     assert changed["change"] == "regressed"
     assert changed["p_holm"] < 0.01 and changed["difference"]["high"] < 0
     [steady] = [s for s in found["scenarios"] if s["id"] == "steady"]
     assert steady["change"] != "regressed"
-    missing = subprocess.run([sys.executable, "-m", "alk", "compare", before, "nope"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert missing.returncode == 2 and "nope" in missing.stderr
+    # The other way round, B improved: the gate lets it through.
+    assert alk(after, before, "--fail-on-regression").exit_code == 0
+    missing = alk(before, "nope")
+    assert missing.exit_code == 2 and "nope" in missing.output
