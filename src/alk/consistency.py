@@ -30,10 +30,15 @@ Where alk departs from the harness, and why:
   whose steps were not recorded is passed as None and left out.
 - The harness clamps R to at most 1; alk does not (see `fault_robustness`).
 
-The other intervals are seeded percentile bootstraps of BOOTSTRAP_DRAWS draws: the same inputs
-and seed give the same estimate. The work stays bounded however many repeats there are: a
-trajectory metric works on the distinct trajectories and their counts (see `_kept` and
-`_pair_plan`), resource consistency resamples at most MAX_RESAMPLE repeats a draw. The
+The other intervals are percentile bootstraps (resampling repeats, or for a lane, scenarios).
+Where a resample has at most BOOTSTRAP_DRAWS possible outcomes (up to 6 repeats; a trajectory
+metric's counts of a few distinct trajectories, e.g. 3 among 10 repeats; two small pools) it is
+the exact bootstrap distribution, every outcome weighed by its chance; else BOOTSTRAP_DRAWS
+seeded draws: multinomial up to 200 values, Poisson (each value drawn Poisson(1) times) for
+sums of up to MAX_RESAMPLE, m-out-of-n past it. The same inputs and seed give the same estimate.
+The work stays bounded however many repeats there are and however a lane lays them out: a
+trajectory metric works on the distinct trajectories and their counts, within budgets of
+distinct trajectories, pairs and table cells (see `_budget`, `_kept` and `_pair_plan`). The
 `*_consistencies` forms take a lane's scenarios at once, computing what they share once.
 
 Pure functions: nothing here reads files or starts processes. numpy is imported inside the
@@ -42,6 +47,7 @@ functions, as in `alk.stats`, so that `import alk` stays fast.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -55,23 +61,29 @@ if TYPE_CHECKING:
     import numpy as np
 
 BOOTSTRAP_DRAWS = 1000
-# Distinct trajectories compared exactly; past it, the most common HEAD_DISTINCT and a seeded
-# sample of the others (see `_kept`).
+# Distinct trajectories a scenario compares exactly; past it, the most common half of that and
+# a seeded sample of the others (see `_kept`).
 MAX_DISTINCT = 200
-HEAD_DISTINCT = 100
 # Work allowed for a scenario's pairs of distinct trajectories, in table cells (Levenshtein:
-# |a|·|b| a pair): past it, a seeded share of the pairs is compared, each weighted by the
-# inverse of that share.
+# |a|·|b| a pair; Jensen-Shannon: both frequencies' tools): past it, a seeded share of the
+# pairs is compared, each weighted by the inverse of that share.
 MAX_PAIR_CELLS = 5_000_000
+# A lane's scenarios share a budget of pairs and cells, so that the work stays bounded however
+# its repeats are laid out (500 scenarios of 200 distinct trajectories would otherwise compare
+# 10 million pairs); a scenario keeps at least MIN_DISTINCT.
+LANE_PAIRS = 500_000
+LANE_PAIR_CELLS = 50_000_000
+MIN_DISTINCT = 10
 # A bootstrap over more values than this draws this many each time (m-out-of-n), and the
 # interval's spread around the point is scaled by sqrt(m / n).
 MAX_RESAMPLE = 2_000
-# Up to this many repeats, a bootstrap draws how often each repeat is taken, once per seed and
-# repeat count (cached: a lane's scenarios mostly have the same number of repeats).
-_SHARED_COUNTS_UP_TO = MAX_DISTINCT
-# A batch's bootstrap tables, in numbers: about a megabyte, which stays in the processor's
-# cache, for the memory a lane of many scenarios takes, and its speed.
-_BATCH_CELLS = 2 ** 17
+# Up to this many values, a bootstrap's resamples are made once per seed and number of values
+# (a lane's scenarios mostly have the same number of repeats); past it, the sums of resources
+# and of a lane's scenarios take Poisson resamples, one table for every number of values.
+_SHARED_UP_TO = MAX_DISTINCT
+# A batch's bootstrap tables, in numbers (4 MB): bounds the memory a lane of many scenarios
+# takes, in few enough batches.
+_BATCH_CELLS = 2 ** 19
 # Independent streams of one seed: the resampled repeats, and the choice of what to compare.
 _RESAMPLE, _CHOICE = 0, 1
 
@@ -86,60 +98,139 @@ def _certain(value: float) -> Estimate:
     return Estimate(value, value, value)
 
 
-def _intervals(points: np.ndarray, draws: np.ndarray, scale: float = 1.0) -> list[Estimate]:
-    """Each row's percentile interval (2.5% and 97.5%: order statistics, no interpolation) of
-    its bootstrap draws, nan draws dropped; the spread around the point scaled by `scale`
-    (m-out-of-n), and widened where needed to hold the point."""
-    import numpy as np
+@dataclass(frozen=True, slots=True)
+class _Resamples:
+    """Resamples of n values: how often each is taken (resamples x n), and each resample's
+    probability (None: equally likely)."""
 
-    def ranks(size: int) -> list[int]:
-        return [max(0, math.ceil(q * size) - 1) for q in (0.025, 0.975)]
-
-    ends = np.partition(draws, ranks(draws.shape[1]), axis=1)[:, ranks(draws.shape[1])]
-    gaps = np.isnan(draws).any(axis=1).tolist()
-    out = []
-    for row, (value, (low, high)) in enumerate(zip(points.tolist(), ends.tolist())):
-        if gaps[row]:
-            kept = draws[row][~np.isnan(draws[row])]
-            if kept.size == 0:
-                out.append(_certain(value))
-                continue
-            low, high = np.partition(kept, ranks(kept.size))[ranks(kept.size)].tolist()
-        if scale != 1.0:
-            low, high = value + (low - value) * scale, value + (high - value) * scale
-        out.append(Estimate.covering(value, low, high))
-    return out
+    counts: np.ndarray
+    weights: np.ndarray | None
 
 
 @lru_cache(maxsize=8)
-def _shared_counts(seed: int, n: int) -> np.ndarray:
-    """How often each of n repeats is drawn, BOOTSTRAP_DRAWS rows (read-only, cached)."""
+def _resamples(seed: int, n: int) -> _Resamples:
+    """Every resample of n values with its multinomial probability when there are no more than
+    BOOTSTRAP_DRAWS of them (n <= 6: the exact bootstrap distribution, which no seed changes),
+    else BOOTSTRAP_DRAWS seeded ones. Read-only, cached."""
     import numpy as np
 
-    draws = _rng(seed, _RESAMPLE).integers(0, n, size=(BOOTSTRAP_DRAWS, n))
-    rows = np.arange(BOOTSTRAP_DRAWS)[:, None] * n
-    counts = np.bincount((rows + draws).ravel(), minlength=BOOTSTRAP_DRAWS * n)
-    counts = counts.reshape(BOOTSTRAP_DRAWS, n).astype(float)
+    if math.comb(2 * n - 1, n) <= BOOTSTRAP_DRAWS:
+        counts = np.array([np.bincount(c, minlength=n)
+                           for c in itertools.combinations_with_replacement(range(n), n)])
+        weights = np.array([math.factorial(n) / math.prod(map(math.factorial, row)) / n ** n
+                            for row in counts.tolist()])
+        weights.flags.writeable = False
+    else:
+        draws = _rng(seed, _RESAMPLE).integers(0, n, size=(BOOTSTRAP_DRAWS, n))
+        rows = np.arange(BOOTSTRAP_DRAWS)[:, None] * n
+        counts = np.bincount((rows + draws).ravel(), minlength=BOOTSTRAP_DRAWS * n)
+        counts, weights = counts.reshape(BOOTSTRAP_DRAWS, n), None
+    counts = counts.astype(float)
+    counts.flags.writeable = False
+    return _Resamples(counts, weights)
+
+
+@lru_cache(maxsize=64)
+def _compositions(n: int, d: int) -> np.ndarray | None:
+    """Every way n repeats can fall into d items (compositions x d: a multinomial draw's
+    outcomes), or None when there are more than BOOTSTRAP_DRAWS of them."""
+    import numpy as np
+
+    if math.comb(n + d - 1, d - 1) > BOOTSTRAP_DRAWS:
+        return None
+    bars = np.array(list(itertools.combinations(range(n + d - 1), d - 1)), dtype=np.int64)
+    edges = np.hstack([np.full((bars.shape[0], 1), -1), bars.reshape(-1, d - 1),
+                       np.full((bars.shape[0], 1), n + d - 1)])
+    parts = (np.diff(edges, axis=1) - 1).astype(float)
+    parts.flags.writeable = False
+    return parts
+
+
+def _multinomial(n: int, outcomes: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """The chance of each outcome (outcomes x d) of a multinomial draw of n with each row of
+    `shares` (rows x d): rows x outcomes."""
+    import numpy as np
+
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+    ways = log_factorial[n] - log_factorial[outcomes.astype(np.int64)].sum(axis=1)
+    return np.exp(ways[None, :] + np.log(shares) @ outcomes.T)
+
+
+@lru_cache(maxsize=2)
+def _poisson_counts(seed: int) -> np.ndarray:
+    """How often each of MAX_RESAMPLE values is taken in BOOTSTRAP_DRAWS Poisson resamples (each
+    value Poisson(1) times, independently: the multinomial bootstrap's large-n twin, whose
+    draws need not know n). A table of n values takes the first n columns. Read-only, cached."""
+    counts = _rng(seed, _RESAMPLE).poisson(1.0, size=(BOOTSTRAP_DRAWS, MAX_RESAMPLE))
+    counts = counts.astype(float)
     counts.flags.writeable = False
     return counts
 
 
-def _resampled_sums(table: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Bootstrap sums of each row of a rows x n table, and of its squares (rows x draws each),
-    and the spread's scale: m-out-of-n with m = MAX_RESAMPLE past it."""
+def _resampled_sums(table: np.ndarray, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """Bootstrap sums of each row of a rows x n table and of its squares (rows x resamples
+    each), each resample's number of values, their probabilities (None: equally likely), and
+    the spread's scale: up to _SHARED_UP_TO values, multinomial resamples (`_resamples`); up
+    to MAX_RESAMPLE, Poisson ones; past it, m-out-of-n with m = MAX_RESAMPLE."""
     import numpy as np
 
     n, rows = table.shape[1], table.shape[0]
-    if n <= _SHARED_COUNTS_UP_TO:
-        both = np.vstack([table, table * table]) @ _shared_counts(seed, n).T
-        return both[:rows], both[rows:], 1.0
-    m = min(n, MAX_RESAMPLE)
-    indices = _rng(seed, _RESAMPLE).integers(0, n, size=(BOOTSTRAP_DRAWS, m))
-    sums, squares = np.empty((2, table.shape[0], BOOTSTRAP_DRAWS))
+    if n <= MAX_RESAMPLE:
+        if n <= _SHARED_UP_TO:
+            resamples = _resamples(seed, n)
+            counts, weights = resamples.counts, resamples.weights
+            sizes = np.full(counts.shape[0], float(n))
+        else:
+            counts, weights = _poisson_counts(seed)[:, :n], None
+            sizes = counts.sum(axis=1)
+        both = np.vstack([table, table * table]) @ counts.T
+        return both[:rows], both[rows:], sizes, weights, 1.0
+    indices = _rng(seed, _RESAMPLE).integers(0, n, size=(BOOTSTRAP_DRAWS, MAX_RESAMPLE))
+    sums, squares = np.empty((2, rows, BOOTSTRAP_DRAWS))
     for row, values in enumerate(table):
         drawn = values[indices]
         sums[row], squares[row] = drawn.sum(axis=1), np.einsum("bm,bm->b", drawn, drawn)
-    return sums, squares, math.sqrt(m / n)
+    sizes = np.full(BOOTSTRAP_DRAWS, float(MAX_RESAMPLE))
+    return sums, squares, sizes, None, math.sqrt(MAX_RESAMPLE / n)
+
+
+def _intervals(points: np.ndarray, draws: np.ndarray, weights: np.ndarray | None = None,
+               scale: float = 1.0) -> list[Estimate]:
+    """Each row's percentile interval of its bootstrap draws (the 2.5% and 97.5% points of
+    their distribution, no interpolation; `weights`: the draws' probabilities, the same for
+    every row or one row each), nan draws
+    dropped; the spread around the point scaled by `scale` (m-out-of-n), and widened where
+    needed to hold the point."""
+    import numpy as np
+
+    rows = np.arange(draws.shape[0])
+    if weights is None:
+        weights = np.full(draws.shape[1], 1.0 / draws.shape[1])
+        if not np.isnan(draws).any():  # order statistics, without sorting every row
+            ranks = [max(0, math.ceil(q * draws.shape[1]) - 1) for q in (0.025, 0.975)]
+            ends = np.partition(draws, ranks, axis=1)[:, ranks]
+            return _estimates(points, ends[:, 0], ends[:, 1], scale)
+    order = np.argsort(draws, axis=1)  # nan last, weighing nothing
+    ordered = draws[rows[:, None], order]
+    weights = np.take_along_axis(np.broadcast_to(weights, draws.shape), order, axis=1)
+    cumulative = np.cumsum(np.where(np.isnan(ordered), 0.0, weights), axis=1)
+    total = cumulative[:, -1:] * (1 - 1e-9)  # the share reached, give or take rounding
+    low = ordered[rows, (cumulative >= 0.025 * total).argmax(axis=1)]
+    high = ordered[rows, (cumulative >= 0.975 * total).argmax(axis=1)]
+    return _estimates(points, low, high, scale)
+
+
+def _estimates(points: np.ndarray, low: np.ndarray, high: np.ndarray,
+               scale: float) -> list[Estimate]:
+    out = []
+    for value, lo, hi in zip(points.tolist(), low.tolist(), high.tolist()):
+        if math.isnan(lo):  # no draw had a value
+            lo = hi = value
+        if scale != 1.0:
+            lo, hi = value + (lo - value) * scale, value + (hi - value) * scale
+        out.append(Estimate.covering(value, lo, hi))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,19 +284,22 @@ def tool_use_consistency(trajectories: Trajectories, *, gateway: bool = False,
 
 def tool_use_consistencies(scenarios: Sequence[Trajectories], *, gateway: bool = False,
                            seed: int = 0) -> list[Estimate | None]:
-    """`tool_use_consistency` of each scenario's trajectories, the pairs they share compared
-    once."""
-    keys: dict[tuple[str, ...], tuple[tuple[str, float], ...]] = {}
+    """`tool_use_consistency` of each of a lane's scenarios (see `_pairwise_consistencies`)."""
+    tools: dict[str, tuple[str, ...]] = {}
 
     def frequencies(steps: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
-        if steps not in keys:
-            counts = Counter(tool for s in steps for tool in step_tools(s, gateway=gateway))
-            total = sum(counts.values())
-            keys[steps] = tuple(sorted((tool, c / total) for tool, c in counts.items()))
-        return keys[steps]
+        counts: Counter[str] = Counter()
+        for step, count in Counter(steps).items():
+            if step not in tools:
+                tools[step] = step_tools(step, gateway=gateway)
+            for tool in tools[step]:
+                counts[tool] += count
+        total = sum(counts.values())
+        return tuple(sorted((tool, c / total) for tool, c in counts.items()))
 
     # A pair's work: both frequencies' entries, matched to find the tools they share.
-    return _pairwise_consistencies(scenarios, frequencies, _js_distances, lambda a, b: a + b,
+    return _pairwise_consistencies(scenarios, frequencies, _js_distances,
+                                   lambda sizes: (len(sizes) - 1) * sum(sizes),
                                    distance=True, seed=seed)
 
 
@@ -219,188 +313,237 @@ def sequence_consistency(trajectories: Trajectories, *, seed: int = 0) -> Estima
 
 def sequence_consistencies(scenarios: Sequence[Trajectories], *,
                            seed: int = 0) -> list[Estimate | None]:
-    """`sequence_consistency` of each scenario's trajectories, the pairs they share compared
-    once."""
+    """`sequence_consistency` of each of a lane's scenarios (see `_pairwise_consistencies`)."""
+    # A pair's work: the cells of its table, sum over pairs of |a|·|b|.
     return _pairwise_consistencies(scenarios, lambda steps: steps, _similarities,
-                                   lambda a, b: a * b, distance=False, seed=seed)
-
-
-class _Keyed:
-    """Items' keys, each worked out when first asked for."""
-
-    def __init__(self, items: list, key: Callable[[tuple], Hashable]) -> None:
-        self.items, self.key, self.keys = items, key, {}
-
-    def __getitem__(self, i: int) -> Hashable:
-        if i not in self.keys:
-            self.keys[i] = self.key(self.items[i])
-        return self.keys[i]
+                                   lambda sizes: (sum(sizes) ** 2 - sum(x * x for x in sizes)) / 2,
+                                   distance=False, seed=seed)
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """One scenario's comparisons: its repeats' counts by kept item, the last count gathering
-    the items not kept; the pairs i < j of kept items compared, their ids among the batch's
-    pairs, and their weights; the same-item pairs of repeats, and the share of them the items
-    not kept would have among repeats drawn from them."""
+    """A scenario compared on a sample (see `_pair_plan`): its repeats' counts by kept item,
+    the last count gathering the items not kept; the pairs i < j of kept items compared and
+    their weights; the same-item pairs of repeats; the share the items not kept would have of
+    them among repeats drawn from them."""
 
     index: int
     counts: np.ndarray
     first: np.ndarray
     second: np.ndarray
-    ids: np.ndarray
     weights: np.ndarray
     same_pairs: float
     rest_share: float
 
 
-def _pairwise_consistencies(scenarios: Sequence[Trajectories], key: Callable[[tuple], Hashable],
-                            values_of: Callable[[list], np.ndarray],
-                            cost: Callable[[float, float], float], *,
-                            distance: bool, seed: int) -> list[Estimate | None]:
-    """The mean of a pairwise similarity (or 1 - the mean of a distance) over the ordered pairs
-    of repeats i != j, per scenario, from its distinct items (trajectories mapped by `key`) and
-    their counts. Pairs of repeats with the same item contribute 1 (similarity) or 0
-    (distance) and are counted exactly; `values_of` computes a list of pairs of items at once;
-    `cost` is a pair's work from the items' sizes. The bootstrap draws the counts (a
-    multinomial draw: the same as resampling repeats).
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """What each scenario of a batch may compare: distinct items, and table cells."""
 
-    Scenarios of up to _SHARED_COUNTS_UP_TO repeats whose pairs are all compared are
-    bootstrapped together, by number of repeats and of items; the others one by one."""
+    distinct: int
+    cells: float
+
+
+def _budget(scenarios: int) -> _Budget:
+    """A scenario's share of the lane's budget, within MIN_DISTINCT, MAX_DISTINCT and
+    MAX_PAIR_CELLS: one scenario has MAX_DISTINCT and MAX_PAIR_CELLS."""
+    share = max(1, scenarios)
+    distinct = int(math.sqrt(2 * LANE_PAIRS / share))
+    return _Budget(max(MIN_DISTINCT, min(MAX_DISTINCT, distinct)),
+                   min(MAX_PAIR_CELLS, LANE_PAIR_CELLS / share))
+
+
+def _pairwise_consistencies(scenarios: Sequence[Trajectories], key: Callable[[tuple], Hashable],
+                            values_of: Callable[[list, np.ndarray, np.ndarray], np.ndarray],
+                            work: Callable[[list[int]], float], *,
+                            distance: bool, seed: int) -> list[Estimate | None]:
+    """Per scenario, the mean of a pairwise similarity (or 1 - the mean of a distance) over the
+    ordered pairs of repeats i != j, from its distinct items (trajectories mapped by `key`)
+    and their counts: pairs of repeats with the same item contribute 1 (similarity) or 0
+    (distance) and are counted exactly; `values_of(items, a, b)` compares the items of index
+    a[p] and b[p] for every p, and `work` says how many table cells comparing every pair of
+    items of the given sizes takes. The bootstrap draws the counts (a multinomial draw: the
+    same as resampling repeats).
+
+    A lane's scenarios are worked out together: pairs they share are compared once, and
+    scenarios of up to _SHARED_UP_TO repeats compared in full are bootstrapped at once, by
+    number of repeats and of items; the others, one by one."""
     import numpy as np
 
     results: list[Estimate | None] = [None] * len(scenarios)
-    pair_ids: dict[tuple[Hashable, Hashable], int] = {}
-    together: dict[tuple[int, int], list[tuple[int, list[int], list[int]]]] = {}
-    alone: list[_Plan] = []
+    compared = []
     for index, trajectories in enumerate(scenarios):
-        sequences = Counter(t if isinstance(t, tuple) else tuple(t)
-                            for t in trajectories if t is not None)
-        # Trajectories with the same key are one item; past MAX_DISTINCT trajectories, the
-        # key of only those compared is worked out (`_kept` samples trajectories then).
-        merge = len(sequences) <= MAX_DISTINCT
+        sequences = Counter(tuple(t) for t in trajectories if t is not None)
+        if sum(sequences.values()) >= 2:
+            compared.append((index, sequences))
+    budget = _budget(sum(len(sequences) > 1 for _, sequences in compared))
+    ids: dict[Hashable, int] = {}
+    items: list[Hashable] = []
+
+    def item_id(item: Hashable) -> int:
+        if item not in ids:
+            ids[item] = len(items)
+            items.append(item)
+        return ids[item]
+
+    together: dict[tuple[int, int], list[tuple[int, list[int], list[int]]]] = {}
+    alone: list[tuple[_Plan, np.ndarray]] = []
+    for index, sequences in compared:
+        # Trajectories with the same key are one item; past the distinct ones a scenario
+        # compares, only the keys of those compared are worked out (`_kept` samples).
+        merge = len(sequences) <= budget.distinct
         groups: Counter[Hashable] = Counter()
         for steps, count in sequences.items():
             groups[key(steps) if merge else steps] += count
-        n, items = sum(groups.values()), list(groups)
-        keyed = items if merge else _Keyed(items, key)
-        if n < 2:
-            continue
-        if len(items) == 1:
+        n, local = sum(groups.values()), list(groups)
+        if len(local) == 1:
             results[index] = _certain(1.0)
             continue
-        pairs = ([(i, j) for i in range(len(items)) for j in range(i + 1, len(items))]
-                 if n <= _SHARED_COUNTS_UP_TO and len(items) <= MAX_DISTINCT else [])
-        if pairs and sum(cost(len(items[i]), len(items[j])) for i, j in pairs) <= MAX_PAIR_CELLS:
-            ids = [pair_ids.setdefault((keyed[i], keyed[j]), len(pair_ids)) for i, j in pairs]
-            together.setdefault((n, len(items)), []).append((index, list(groups.values()), ids))
+        sizes = [len(item) for item in local]
+        if (n <= _SHARED_UP_TO and len(local) <= budget.distinct
+                and work(sizes) <= budget.cells):
+            together.setdefault((n, len(local)), []).append(
+                (index, list(groups.values()), [item_id(item) for item in local]))
             continue
-        plan, kept = _pair_plan(index, items, np.fromiter(groups.values(), dtype=float), cost,
-                                seed)
-        for p, (i, j) in enumerate(zip(plan.first.tolist(), plan.second.tolist())):
-            plan.ids[p] = pair_ids.setdefault((keyed[kept[i]], keyed[kept[j]]), len(pair_ids))
-        alone.append(plan)
-    values = values_of(list(pair_ids))
+        plan, kept = _pair_plan(index, sizes, np.fromiter(groups.values(), dtype=float), work,
+                                budget, seed)
+        kept_items = [local[i] for i in kept.tolist()]
+        alone.append((plan, np.array([item_id(item if merge else key(item))
+                                      for item in kept_items], dtype=np.int64)))
+
+    # Every pair of items to compare, each once.
+    firsts, seconds = [], []
+    for (_, d), group in together.items():
+        first, second = np.triu_indices(d, 1)
+        item_ids = np.array([i for _, _, i in group], dtype=np.int64)
+        firsts.append(item_ids[:, first].ravel())
+        seconds.append(item_ids[:, second].ravel())
+    for plan, item_ids in alone:
+        firsts.append(item_ids[plan.first])
+        seconds.append(item_ids[plan.second])
     same = 0.0 if distance else 1.0
+    values = np.empty(0)
+    if firsts:
+        a, b = np.concatenate(firsts), np.concatenate(seconds)
+        pairs, inverse = np.unique(np.minimum(a, b) * len(items) + np.maximum(a, b),
+                                   return_inverse=True)
+        a, b = pairs // len(items), pairs % len(items)
+        values = values_of(items, a, b)[inverse]
 
     def consistency(n: int, same_pairs: np.ndarray, other_pairs: np.ndarray) -> np.ndarray:
         mean = (same * same_pairs + other_pairs) / (n * (n - 1))
         return np.clip(1.0 - mean if distance else mean, 0.0, 1.0)
 
+    at = 0
     for (n, d), group in together.items():
-        # A draw's count of an item: how often the repeats holding it were drawn, the repeats
-        # taken in item order (as `_drawn_counts` does).
-        drawn = np.zeros((n + 1, BOOTSTRAP_DRAWS))
-        np.cumsum(_shared_counts(seed, n).T, axis=0, out=drawn[1:])
+        compositions = _compositions(n, d)
+        if compositions is None:
+            resamples = _resamples(seed, n)
+            # A resample's count of an item: how often the repeats holding it were drawn, the
+            # repeats taken in item order (as `_drawn_counts` does).
+            drawn = np.zeros((n + 1, resamples.counts.shape[0]))
+            np.cumsum(resamples.counts.T, axis=0, out=drawn[1:])
         first, second = np.triu_indices(d, 1)
         step = max(1, _BATCH_CELLS // (BOOTSTRAP_DRAWS * d))
-        for at in range(0, len(group), step):
-            part = group[at:at + step]
+        for start in range(0, len(group), step):
+            part = group[start:start + step]
             counts = np.array([c for _, c, _ in part], dtype=float)
-            pairs = np.zeros((len(part), d, d))
-            pairs[:, first, second] = values[np.array([ids for _, _, ids in part])]
-            pairs += pairs.transpose(0, 2, 1)  # ordered pairs; the diagonal is counted apart
+            table = np.zeros((len(part), d, d))
+            table[:, first, second] = values[at:at + len(part) * first.size].reshape(len(part), -1)
+            at += len(part) * first.size
+            table += table.transpose(0, 2, 1)  # ordered pairs; the diagonal is counted apart
             points = consistency(n, (counts * (counts - 1)).sum(axis=1),
-                                 np.einsum("sk,skl,sl->s", counts, pairs, counts))
-            ends = np.cumsum(counts, axis=1).astype(np.int64)
-            w = drawn[ends] - drawn[ends - counts.astype(np.int64)]  # scenarios x items x draws
-            draws = consistency(n, (w * (w - 1)).sum(axis=1),
-                                (np.matmul(pairs, w) * w).sum(axis=1))
-            for (index, _, _), estimate in zip(part, _intervals(points, draws)):
+                                 np.einsum("sk,skl,sl->s", counts, table, counts))
+            if compositions is None:
+                ends = np.cumsum(counts, axis=1).astype(np.int64)
+                w = drawn[ends] - drawn[ends - counts.astype(np.int64)]  # scenario, item, draw
+                draws = consistency(n, (w * (w - 1)).sum(axis=1),
+                                    (np.matmul(table, w) * w).sum(axis=1))
+                weights = resamples.weights
+            else:  # every resample's item counts, each with its multinomial chance
+                w = compositions
+                draws = consistency(n, (w * (w - 1)).sum(axis=1)[None, :],
+                                    (np.matmul(w[None], table) * w).sum(axis=2))
+                weights = _multinomial(n, w, counts / n)
+            for (index, _, _), estimate in zip(part, _intervals(points, draws, weights)):
                 results[index] = estimate
-    for plan in alone:
+    for plan, _ in alone:
         k, n = plan.counts.size - 1, int(plan.counts.sum())
-        pairs = np.zeros((k, k))
-        pairs[plan.first, plan.second] = values[plan.ids] * plan.weights
-        pairs += pairs.T
-        drawn = _drawn_counts(plan.counts, seed)
+        table = np.zeros((k, k))
+        table[plan.first, plan.second] = values[at:at + plan.first.size] * plan.weights
+        at += plan.first.size
+        table += table.T
+        drawn, weights = _drawn_counts(plan.counts, seed)
         w, others = drawn[:, :-1], drawn[:, -1]
         counts = plan.counts[None, :-1]
-        point = consistency(n, np.array([plan.same_pairs]), ((counts @ pairs) * counts).sum(1))
+        point = consistency(n, np.array([plan.same_pairs]), ((counts @ table) * counts).sum(1))
         draws = consistency(n, (w * (w - 1)).sum(axis=1) + others * (others - 1)
-                            * plan.rest_share, ((w @ pairs) * w).sum(axis=1))
-        results[plan.index] = _intervals(point, draws[None, :])[0]
+                            * plan.rest_share, ((w @ table) * w).sum(axis=1))
+        results[plan.index] = _intervals(point, draws[None, :], weights)[0]
     return results
 
 
-def _pair_plan(index: int, items: list, counts: np.ndarray,
-               cost: Callable[[float, float], float], seed: int
+def _pair_plan(index: int, sizes: list[int], counts: np.ndarray,
+               work: Callable[[list[int]], float], budget: _Budget, seed: int
                ) -> tuple[_Plan, np.ndarray]:
-    """What a scenario compares (see `_kept`): every pair of kept items while their work is
-    within MAX_PAIR_CELLS, else a seeded share q of the pairs, each weighing 1/q."""
+    """What a scenario compares, and which of its items (see `_kept`): every pair of kept items
+    while their work is within the budget's cells, else a seeded share q of the pairs, each
+    weighing 1/q."""
     import numpy as np
 
     rng = _rng(seed, _CHOICE)
-    kept, factors, rest = _kept(counts, rng)
+    kept, factors, rest = _kept(counts, budget.distinct, rng)
     first, second = np.triu_indices(kept.size, 1)
-    sizes = np.array([len(items[i]) for i in kept], dtype=float)
-    total = float(cost(sizes[first], sizes[second]).sum())
-    share = min(1.0, MAX_PAIR_CELLS / total) if total > 0 else 1.0
+    total = work([sizes[i] for i in kept.tolist()])
+    share = min(1.0, budget.cells / total) if total > 0 else 1.0
     if share < 1.0:
         chosen = rng.random(first.size) < share
         first, second = first[chosen], second[chosen]
     rest_counts = counts[rest]
     rest_share = (float(((rest_counts / rest_counts.sum()) ** 2).sum()) if rest.size else 0.0)
     plan = _Plan(index, np.append(counts[kept], rest_counts.sum()), first, second,
-                 np.empty(first.size, dtype=np.int64), factors[first, second] / share,
-                 float((counts * (counts - 1)).sum()), rest_share)
+                 factors[first, second] / share, float((counts * (counts - 1)).sum()),
+                 rest_share)
     return plan, kept
 
 
-def _kept(counts: np.ndarray, rng: np.random.Generator
+def _kept(counts: np.ndarray, distinct: int, rng: np.random.Generator
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which distinct items are compared, each pair's weight, and the others.
 
-    Up to MAX_DISTINCT, all of them, each pair weighing 1. Past it, the HEAD_DISTINCT most
-    common (ties in first-seen order) and a seeded uniform sample of the rest, each pair
-    weighted by the inverse of the chance that it was sampled (Horvitz-Thompson): the estimate
-    stays unbiased, and the interval leaves out the variation of that sample."""
+    Up to `distinct`, all of them, each pair weighing 1. Past it, the most common half of that
+    (ties in first-seen order) and a seeded uniform sample of the rest, each pair weighted by
+    the inverse of the chance that it was sampled (Horvitz-Thompson): the estimate stays
+    unbiased, and the interval leaves out the variation of that sample."""
     import numpy as np
 
     d = counts.size
-    if d <= MAX_DISTINCT:
+    if d <= distinct:
         return np.arange(d), np.ones((d, d)), np.arange(0)
     order = np.argsort(-counts, kind="stable")
-    head, tail = order[:HEAD_DISTINCT], order[HEAD_DISTINCT:]
-    size = MAX_DISTINCT - HEAD_DISTINCT
+    heads = distinct // 2
+    head, tail = order[:heads], order[heads:]
+    size = distinct - heads
     chosen = np.zeros(tail.size, dtype=bool)
     chosen[rng.choice(tail.size, size=size, replace=False)] = True
     one = size / tail.size
     both = size * (size - 1) / (tail.size * (tail.size - 1))
-    factors = np.ones((MAX_DISTINCT, MAX_DISTINCT))
-    factors[:HEAD_DISTINCT, HEAD_DISTINCT:] = factors[HEAD_DISTINCT:, :HEAD_DISTINCT] = 1 / one
-    factors[HEAD_DISTINCT:, HEAD_DISTINCT:] = 1 / both
+    factors = np.ones((distinct, distinct))
+    factors[:heads, heads:] = factors[heads:, :heads] = 1 / one
+    factors[heads:, heads:] = 1 / both
     return np.concatenate([head, tail[chosen]]), factors, tail[~chosen]
 
 
-def _drawn_counts(counts: np.ndarray, seed: int) -> np.ndarray:
-    """BOOTSTRAP_DRAWS multinomial draws (draws x categories) of the repeats in `counts`."""
+def _drawn_counts(counts: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Bootstrap resamples (resamples x categories) of the repeats in `counts`, and their
+    probabilities (None: equally likely)."""
     import numpy as np
 
     n = int(counts.sum())
-    if n <= _SHARED_COUNTS_UP_TO:
+    if n <= _SHARED_UP_TO:
+        resamples = _resamples(seed, n)
         categories = np.repeat(np.arange(counts.size), counts.astype(int))
-        return _shared_counts(seed, n) @ np.eye(counts.size)[categories]
+        return resamples.counts @ np.eye(counts.size)[categories], resamples.weights
     # Category by category, each a binomial draw from the repeats left.
     rng, drawn = _rng(seed, _RESAMPLE), np.empty((BOOTSTRAP_DRAWS, counts.size))
     left, share_left = np.full(BOOTSTRAP_DRAWS, n), 1.0
@@ -410,12 +553,13 @@ def _drawn_counts(counts: np.ndarray, seed: int) -> np.ndarray:
         left = left - drawn[:, i].astype(np.int64)
         share_left -= share
     drawn[:, -1] = left
-    return drawn
+    return drawn, None
 
 
-def _js_distances(pairs: list[tuple[tuple[tuple[str, float], ...], ...]]) -> np.ndarray:
-    """Jensen-Shannon distances (base 2) between pairs of tool frequencies, each a sorted tuple
-    of (tool, share).
+def _js_distances(items: list[tuple[tuple[str, float], ...]], a: np.ndarray,
+                  b: np.ndarray) -> np.ndarray:
+    """Jensen-Shannon distances (base 2) between the tool frequencies items[a[p]] and items[b[p]]
+    (sorted tuples of (tool, share)).
 
     JSD(p, q) = 1 + 1/2·sum over the tools both use of p·log2(p/(p+q)) + q·log2(q/(p+q)): a
     tool only one of them uses adds what it would to frequencies that never overlap, so only
@@ -423,86 +567,76 @@ def _js_distances(pairs: list[tuple[tuple[tuple[str, float], ...], ...]]) -> np.
     numbers. No tools at all share nothing: distance 1 to any other."""
     import numpy as np
 
-    if not pairs:
-        return np.empty(0)
+    used = np.unique(np.concatenate([a, b]))
     tools: dict[str, int] = {}
-    vectors: dict[tuple, int] = {}
-    ids: list[int] = []
-    shares: list[float] = []
-    offsets = [0]
-
-    def vector(frequencies: tuple[tuple[str, float], ...]) -> int:
-        if frequencies not in vectors:
-            vectors[frequencies] = len(vectors)
-            ids.extend(tools.setdefault(tool, len(tools)) for tool, _ in frequencies)
-            shares.extend(share for _, share in frequencies)
-            offsets.append(len(ids))
-        return vectors[frequencies]
-
-    sides = [np.array([vector(pair[side]) for pair in pairs], dtype=np.int64) for side in (0, 1)]
-    id_of, share_of = np.array(ids, dtype=np.int64), np.array(shares, dtype=float)
-    start_of = np.array(offsets, dtype=np.int64)
+    tool_of, share_of, sizes = [], [], np.zeros(len(items), dtype=np.int64)
+    for i in used.tolist():
+        tool_of.extend(tools.setdefault(tool, len(tools)) for tool, _ in items[i])
+        share_of.extend(share for _, share in items[i])
+        sizes[i] = len(items[i])
+    starts = np.zeros(len(items), dtype=np.int64)
+    starts[used] = np.cumsum(sizes[used]) - sizes[used]
+    tool_of, share_of = np.array(tool_of, dtype=np.int64), np.array(share_of, dtype=float)
     width = max(1, len(tools))
 
     def entries(which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each pair's entries of one side, as pair·width + tool, and their shares."""
-        starts, lengths = start_of[which], start_of[which + 1] - start_of[which]
+        """The entries of each pair's item `which`, as pair·width + tool, and their shares."""
+        lengths = sizes[which]
         before = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        at = np.arange(int(lengths.sum())) - before + np.repeat(starts, lengths)
-        return np.repeat(np.arange(which.size), lengths) * width + id_of[at], share_of[at]
+        at = np.arange(int(lengths.sum())) - before + np.repeat(starts[which], lengths)
+        return np.repeat(np.arange(which.size), lengths) * width + tool_of[at], share_of[at]
 
-    (a, p), (b, q) = entries(sides[0]), entries(sides[1])
-    _, in_a, in_b = np.intersect1d(a, b, assume_unique=True, return_indices=True)
-    p, q = p[in_a], q[in_b]
-    terms = p * np.log2(p / (p + q)) + q * np.log2(q / (p + q))
-    sums = np.bincount(a[in_a] // width, weights=terms, minlength=len(pairs))
-    return np.sqrt(np.clip(1.0 + 0.5 * sums, 0.0, 1.0))
+    out = np.empty(a.size)
+    # Pairs in blocks of about MAX_PAIR_CELLS entries, to bound the temporary arrays.
+    step = max(1, MAX_PAIR_CELLS // max(1, int(sizes.max(initial=0)) * 2))
+    for start in range(0, a.size, step):
+        (ka, p), (kb, q) = entries(a[start:start + step]), entries(b[start:start + step])
+        _, in_a, in_b = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
+        p, q = p[in_a], q[in_b]
+        terms = p * np.log2(p / (p + q)) + q * np.log2(q / (p + q))
+        sums = np.bincount(ka[in_a] // width, weights=terms, minlength=min(step, a.size - start))
+        divergence = np.clip(1.0 + 0.5 * sums, 0.0, 1.0)
+        # The same frequencies leave a rounding error of 1e-16, which the root would make 1e-8.
+        out[start:start + step] = np.sqrt(np.where(divergence < 1e-12, 0.0, divergence))
+    return out
 
 
 def js_distance(p: Sequence[float], q: Sequence[float]) -> float:
     """Jensen-Shannon distance (base 2) between two frequency vectors over the same tools
     (counts or probabilities); two all-zero vectors are alike, one is at distance 1 from any
     other."""
-    pair = tuple(tuple((str(i), v / sum(vector)) for i, v in enumerate(vector) if v > 0)
-                 for vector in (p, q))
-    return 0.0 if pair == ((), ()) else float(_js_distances([pair])[0])
+    import numpy as np
+
+    pair = [tuple((str(i), v / sum(vector)) for i, v in enumerate(vector) if v > 0)
+            for vector in (p, q)]
+    if pair == [(), ()]:
+        return 0.0
+    return float(_js_distances(pair, np.array([0]), np.array([1]))[0])
 
 
 def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
     """Edit distance between two sequences of steps (insert, delete, substitute: 1 each)."""
-    codes: dict[str, int] = {}
-    short, long_ = sorted((a, b), key=len)
-    return int(_edit_distances([_coded(short, codes)], [_coded(long_, codes)])[0])
-
-
-def _coded(steps: Sequence[str], codes: dict[str, int]) -> np.ndarray:
     import numpy as np
 
-    return np.fromiter((codes.setdefault(s, len(codes)) for s in steps), dtype=np.int64,
-                       count=len(steps))
+    return int(_similarities([tuple(a), tuple(b)], np.array([0]), np.array([1]),
+                             distances=True)[0])
 
 
-def _edit_distances(shorts: list[np.ndarray], longs: list[np.ndarray]) -> np.ndarray:
-    """Levenshtein distances of pairs (shorts[p], longs[p]), one table row of every pair at a
-    time (the shorter sequence of each pair walks the rows).
+def _edit_distances(a: np.ndarray, b: np.ndarray, rows: np.ndarray,
+                    cols: np.ndarray) -> np.ndarray:
+    """Levenshtein distances of pairs of coded sequences a[p, :rows[p]] and b[p, :cols[p]],
+    one table row of every pair at a time.
 
     Row i from row i-1: cell j is the lesser of a substitution (diagonal) and a deletion
     (above); then insertions run along the row: cell j = min over j' <= j of cell j' + j - j',
-    which is j + the running minimum of (cell - j). Sequences are padded with codes no step
-    has; a pair's distance is read at its own last row and column, which cells past them never
-    reach."""
+    which is j + the running minimum of (cell - j). A pair's distance is read at its own last
+    row and column, which the cells past them (padding) never reach."""
     import numpy as np
 
-    size = len(shorts)
-    rows, cols = (np.array([s.size for s in side], dtype=np.int64) for side in (shorts, longs))
-    height, width = int(rows.max(initial=0)), int(cols.max(initial=0))
-    a, b = np.full((size, height), -1), np.full((size, width), -2)
-    for p in range(size):
-        a[p, :rows[p]], b[p, :cols[p]] = shorts[p], longs[p]
-    j = np.arange(width + 1)
-    prev, cur = np.tile(j, (size, 1)), np.empty((size, width + 1), dtype=np.int64)
+    j = np.arange(b.shape[1] + 1)
+    prev, cur = np.tile(j, (a.shape[0], 1)), np.empty((a.shape[0], j.size), dtype=np.int64)
     out = cols.copy()  # pairs with an empty sequence
-    for i in range(1, height + 1):
+    for i in range(1, a.shape[1] + 1):
         cur[:, 0] = i
         np.minimum(prev[:, :-1] + (b != a[:, i - 1:i]), prev[:, 1:] + 1, out=cur[:, 1:])
         np.minimum.accumulate(cur - j, axis=1, out=prev)
@@ -512,37 +646,44 @@ def _edit_distances(shorts: list[np.ndarray], longs: list[np.ndarray]) -> np.nda
     return out
 
 
-def _similarities(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> np.ndarray:
-    """1 - Levenshtein / max length for pairs of sequences (1 for two empty ones), in batches
-    of pairs of like sizes whose tables stay within MAX_PAIR_CELLS."""
+def _similarities(items: list[tuple[str, ...]], a: np.ndarray, b: np.ndarray, *,
+                  distances: bool = False) -> np.ndarray:
+    """1 - Levenshtein / max length between the sequences items[a[p]] and items[b[p]] (1 for
+    two empty ones), or the distances themselves.
+
+    The shorter sequence of each pair walks the rows. Pairs go in batches of like sizes (their
+    lengths rounded up to a power of 2), each within MAX_PAIR_CELLS table cells: few batches,
+    and little padding."""
     import numpy as np
 
-    if not pairs:
+    if a.size == 0:
         return np.empty(0)
+    used = np.unique(np.concatenate([a, b]))
+    lengths = np.zeros(len(items), dtype=np.int64)
+    lengths[used] = [len(items[i]) for i in used.tolist()]
     codes: dict[str, int] = {}
-    coded: dict[tuple[str, ...], np.ndarray] = {}
-    shorts, longs = [], []
-    for pair in pairs:
-        short, long_ = sorted(pair, key=len)
-        shorts.append(coded.get(short) if short in coded else
-                      coded.setdefault(short, _coded(short, codes)))
-        longs.append(coded.get(long_) if long_ in coded else
-                     coded.setdefault(long_, _coded(long_, codes)))
-    rows = np.array([s.size for s in shorts], dtype=np.int64)
-    cols = np.array([s.size for s in longs], dtype=np.int64)
-    order = np.lexsort((cols, rows)).tolist()
-    out = np.empty(len(pairs))
-    start = 0
-    while start < len(order):
-        stop, widest = start + 1, cols[order[start]]
-        while stop < len(order):
-            wider = max(widest, cols[order[stop]])
-            if (rows[order[stop]] + 1) * (wider + 1) * (stop - start + 1) > MAX_PAIR_CELLS:
-                break
-            stop, widest = stop + 1, wider
-        batch = order[start:stop]
-        out[batch] = _edit_distances([shorts[p] for p in batch], [longs[p] for p in batch])
-        start = stop
+    row_of = np.zeros(len(items), dtype=np.int64)
+    row_of[used] = np.arange(used.size)
+    coded = np.full((used.size, int(lengths.max(initial=0))), -1, dtype=np.int64)
+    for row, i in enumerate(used.tolist()):
+        coded[row, :lengths[i]] = [codes.setdefault(step, len(codes)) for step in items[i]]
+    short = np.where(lengths[a] <= lengths[b], a, b)
+    long_ = np.where(lengths[a] <= lengths[b], b, a)
+    rows, cols = lengths[short], lengths[long_]
+    sizes = np.ceil(np.log2(rows + 1)) * 64 + np.ceil(np.log2(cols + 1))
+    order = np.argsort(sizes, kind="stable")
+    bounds = np.flatnonzero(np.diff(sizes[order])) + 1
+    out = np.empty(a.size)
+    for batch in np.split(order, bounds):
+        height, width = int(rows[batch].max()), int(cols[batch].max())
+        step = max(1, MAX_PAIR_CELLS // ((height + 1) * (width + 1)))
+        for start in range(0, batch.size, step):
+            part = batch[start:start + step]
+            out[part] = _edit_distances(coded[row_of[short[part]], :height],
+                                        coded[row_of[long_[part]], :width], rows[part],
+                                        cols[part])
+    if distances:
+        return out
     return np.where(cols > 0, 1.0 - out / np.maximum(cols, 1), 1.0)
 
 
@@ -599,7 +740,8 @@ def resource_consistency(resources: Mapping[str, Sequence[float | None]], *,
     The bootstrap resamples repeats, the same draw for every resource; a resource whose draw
     has fewer than 2 values or a zero mean is left out of that draw's mean. Past MAX_RESAMPLE
     repeats, a draw takes MAX_RESAMPLE of them (m-out-of-n), and the interval's spread around
-    the point is scaled by sqrt(m/n)."""
+    the point is scaled by sqrt(m/n). Read it for a scenario whose cost or time must be
+    predictable; it says nothing of whether the repeats passed."""
     return resource_consistencies([resources], seed=seed)[0]
 
 
@@ -616,7 +758,7 @@ def resource_consistencies(scenarios: Sequence[Mapping[str, Sequence[float | Non
         if n:
             groups.setdefault((n, tuple(resources)), []).append(index)
     for (n, names), indices in groups.items():
-        step = max(1, _BATCH_CELLS // (len(names) * BOOTSTRAP_DRAWS))
+        step = max(1, _BATCH_CELLS // (2 * len(names) * BOOTSTRAP_DRAWS))
         for at in range(0, len(indices), step):
             part = indices[at:at + step]
             stack = _stacked([scenarios[i] for i in part])
@@ -644,16 +786,20 @@ def _resource_estimates(stack: np.ndarray, seed: int) -> list[Estimate]:
         points = np.exp(-_mean_of_numbers(cv, axis=1))
         complete = bool(present.all())
         table = centred if complete else np.concatenate([centred, present], axis=1)
-        sums, squares, scale = _resampled_sums(table.reshape(-1, n), seed)
-        sums = sums.reshape(scenarios, -1, BOOTSTRAP_DRAWS)
-        squares = squares.reshape(scenarios, -1, BOOTSTRAP_DRAWS)[:, :rows]
+        sums, squares, drawn, weights, scale = _resampled_sums(table.reshape(-1, n), seed)
+        sums = sums.reshape(scenarios, 2 * rows if not complete else rows, -1)
+        squares = squares.reshape(scenarios, sums.shape[1], -1)[:, :rows]
         if complete:  # in place, the tables being the bulk of a lane's work
-            size = min(n, MAX_RESAMPLE)
-            mean = np.multiply(sums, 1.0 / size, out=sums)  # the draw's mean, less the data's
-            squares -= np.multiply(mean, mean, out=np.empty_like(mean)) * size
-            np.maximum(squares, 0.0, out=squares)
-            cv = np.sqrt(np.multiply(squares, 1.0 / (size - 1), out=squares), out=squares)
-            cv /= np.add(mean, means[..., None], out=mean)
+            variance, spread = squares, np.multiply(sums, sums)
+            spread /= drawn
+            variance -= spread
+            np.maximum(variance, 0.0, out=variance)
+            variance /= drawn - 1
+            mean = sums
+            mean /= drawn  # the draw's mean, less the data's
+            mean += means[..., None]
+            cv = np.sqrt(variance, out=variance)
+            cv /= mean
             draws = np.exp(-cv.mean(axis=1))
         else:
             sizes, sums = sums[:, rows:], sums[:, :rows]
@@ -662,7 +808,7 @@ def _resource_estimates(stack: np.ndarray, seed: int) -> list[Estimate]:
             cv = np.sqrt(variance) / mean
             cv[(sizes < 2) | ~(mean > 0)] = np.nan
             draws = np.exp(-_mean_of_numbers(cv, axis=1))
-    return _intervals(points, draws, scale)
+    return _intervals(points, draws, weights, scale)
 
 
 def _mean_of_numbers(values: np.ndarray, axis: int) -> np.ndarray:
@@ -684,9 +830,10 @@ def fault_robustness(faulted_passed: int, faulted_scored: int, baseline_passed: 
 
     R is not clamped to 1 (the harness clamps it): above 1, the faulted repeats passed more
     often, which is chance, not a benefit; read it as "no harm measured", and the interval as
-    how much harm the data still allow. The interval bootstraps both pools (a binomial draw
-    each); a draw whose baseline never passed has no bounded ratio, so when more than 2.5% of
-    the draws have none, the upper bound is math.inf: the baseline is too low to bound R."""
+    how much harm the data still allow. The interval bootstraps both pools, each a binomial
+    draw (every pair of outcomes with its probability when there are at most BOOTSTRAP_DRAWS
+    of them); a draw whose baseline never passed has no bounded ratio, so when such draws
+    weigh more than 2.5%, the upper bound is math.inf: the baseline is too low to bound R."""
     import numpy as np
 
     for passed, scored in ((faulted_passed, faulted_scored), (baseline_passed, baseline_scored)):
@@ -696,12 +843,22 @@ def fault_robustness(faulted_passed: int, faulted_scored: int, baseline_passed: 
     if faulted_scored == 0 or baseline_scored == 0 or baseline_passed == 0:
         return None
     rate_f, rate_b = faulted_passed / faulted_scored, baseline_passed / baseline_scored
-    rng = _rng(seed, _RESAMPLE)
-    drawn_f = rng.binomial(faulted_scored, rate_f, BOOTSTRAP_DRAWS) / faulted_scored
-    drawn_b = rng.binomial(baseline_scored, rate_b, BOOTSTRAP_DRAWS) / baseline_scored
+    weights = None
+    if (faulted_scored + 1) * (baseline_scored + 1) <= BOOTSTRAP_DRAWS:
+        outcomes = [(np.arange(n + 1) / n,
+                     np.array([math.comb(n, k) * rate ** k * (1 - rate) ** (n - k)
+                               for k in range(n + 1)]))
+                    for n, rate in ((faulted_scored, rate_f), (baseline_scored, rate_b))]
+        drawn_f, drawn_b = (x.ravel() for x in np.meshgrid(outcomes[0][0], outcomes[1][0],
+                                                           indexing="ij"))
+        weights = np.outer(outcomes[0][1], outcomes[1][1]).ravel()
+    else:
+        rng = _rng(seed, _RESAMPLE)
+        drawn_f = rng.binomial(faulted_scored, rate_f, BOOTSTRAP_DRAWS) / faulted_scored
+        drawn_b = rng.binomial(baseline_scored, rate_b, BOOTSTRAP_DRAWS) / baseline_scored
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(drawn_b > 0, drawn_f / drawn_b, np.inf)
-    return _intervals(np.array([rate_f / rate_b]), ratios[None, :])[0]
+    return _intervals(np.array([rate_f / rate_b]), ratios[None, :], weights)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -723,6 +880,5 @@ def lane_mean(estimates: Sequence[Estimate | None], *, seed: int = 0) -> Estimat
     if len(given) <= 1:
         return given[0] if given else None
     points = np.array([[e.value for e in given]])
-    sums, _, scale = _resampled_sums(points, seed)
-    drawn = sums / min(points.shape[1], MAX_RESAMPLE)
-    return _intervals(points.mean(axis=1), drawn, scale)[0]
+    sums, _, drawn, weights, scale = _resampled_sums(points, seed)
+    return _intervals(points.mean(axis=1), sums / drawn, weights, scale)[0]

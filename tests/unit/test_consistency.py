@@ -5,6 +5,7 @@ variation, statsmodels' Wilson interval, and values worked by hand."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
 
@@ -141,6 +142,7 @@ def test_js_distance_matches_scipy() -> None:
         if p.sum() and q.sum():
             assert js_distance(p, q) == pytest.approx(jensenshannon(p, q, base=2), abs=1e-12)
     assert js_distance([1, 0], [0, 3]) == 1.0  # no tool in common
+    assert js_distance([4, 6, 4, 4, 8, 5], [4, 6, 4, 4, 8, 5]) == 0.0  # not 1e-8 from rounding
     assert js_distance([0, 0], [0, 2]) == 1.0 and js_distance([0, 0], [0, 0]) == 0.0
 
 
@@ -152,7 +154,9 @@ def test_levenshtein_matches_a_naive_recursion() -> None:
     for a, b in pairs:
         assert levenshtein(a, b) == naive_levenshtein(a, b), (a, b)
     # All at once, as a scenario's pairs are computed: pairs of every size in one batch.
-    similarities = consistency._similarities(pairs)
+    items = [sequence for pair in pairs for sequence in pair]
+    index = np.arange(0, len(items), 2)
+    similarities = consistency._similarities(items, index, index + 1)
     for (a, b), s in zip(pairs, similarities):
         expected = 1.0 if not a and not b else 1 - naive_levenshtein(a, b) / max(len(a), len(b))
         assert s == pytest.approx(expected, abs=1e-12)
@@ -232,7 +236,6 @@ def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> Non
     # of the rest weighted by the inverse of its chance: over seeds, the estimates average to
     # the mean over every pair.
     monkeypatch.setattr(consistency, "MAX_DISTINCT", 20)
-    monkeypatch.setattr(consistency, "HEAD_DISTINCT", 8)
     rnd = random.Random(6)
     shapes = [tuple(rnd.choice(STEPS) for _ in range(rnd.randint(1, 4))) for _ in range(40)]
     trajectories = [rnd.choice(shapes) for _ in range(150)]
@@ -245,12 +248,26 @@ def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> Non
         assert np.mean(values) == pytest.approx(exact(trajectories), abs=tolerance)
 
 
+def test_a_lane_shares_its_budget_of_pairs(monkeypatch) -> None:
+    # LANE_PAIRS over 8 scenarios: each may compare sqrt(2·800/8) = 14 distinct sequences, so
+    # a scenario of 30 is sampled in the batch (unbiased over seeds), and exact alone.
+    monkeypatch.setattr(consistency, "LANE_PAIRS", 800)
+    rnd = random.Random(12)
+    shapes = [tuple(rnd.choice(STEPS) for _ in range(rnd.randint(1, 4))) for _ in range(30)]
+    lane = [[rnd.choice(shapes) for _ in range(100)] for _ in range(8)]
+    exact = naive_sequence_mean(lane[0])
+    assert sequence_consistency(lane[0]).value == pytest.approx(exact, abs=1e-12)
+    values = [sequence_consistencies(lane, seed=s)[0].value for s in range(100)]
+    assert len(set(values)) > 1
+    assert np.mean(values) == pytest.approx(exact, abs=0.01)
+
+
 def test_sampled_trajectories_keep_the_bootstrap_centred(monkeypatch) -> None:
     # The repeats of trajectories left out of the comparison are drawn as one count; their
     # pairs with the same trajectory (similarity 1) are added at their expected number. Here
     # 4 of 8 equally common sequences are left out: 4·50·49 of 400·399 ordered pairs, 6%.
     monkeypatch.setattr(consistency, "MAX_DISTINCT", 4)
-    monkeypatch.setattr(consistency, "HEAD_DISTINCT", 2)
+    monkeypatch.setattr(consistency, "MIN_DISTINCT", 4)
     rnd = random.Random(9)
     shapes = sorted({tuple(rnd.choice(STEPS) for _ in range(3)) for _ in range(40)})[:8]
     trajectories = [shape for shape in shapes for _ in range(50)]
@@ -292,7 +309,11 @@ def test_resource_consistency_uses_numpy_s_coefficient_of_variation() -> None:
     assert estimate.value == pytest.approx(math.exp(-np.mean(cvs)), abs=1e-12)
     assert estimate.low < estimate.value < estimate.high
     # By hand: durations 1 and 3: mean 2, sample sd sqrt(2), CV 0.7071, exp(-0.7071) = 0.4931.
-    assert resource_consistency({"d": [1.0, 3.0]}).value == pytest.approx(0.4931, abs=1e-4)
+    # Its bootstrap, every resample with its chance: (1, 1) and (3, 3), 1/4 each, CV 0; (1, 3),
+    # 1/2, CV 0.7071. So half the mass at 0.4931 and half at 1: the interval is [0.4931, 1].
+    two = resource_consistency({"d": [1.0, 3.0]})
+    assert two.value == pytest.approx(0.4931, abs=1e-4)
+    assert (two.low, two.high) == (pytest.approx(two.value), 1.0)
 
 
 def test_resources_without_a_cv_are_left_out_and_missing_values_skipped() -> None:
@@ -323,11 +344,39 @@ def test_resource_bootstrap_is_seeded_and_the_same_for_a_batch() -> None:
     scenarios[1]["cpu_s"][2] = None  # a missing value: its own path through the batch
     alone = [resource_consistency(s, seed=2) for s in scenarios]
     assert alone == [resource_consistency(s, seed=2) for s in scenarios]
-    assert alone[0] != resource_consistency(scenarios[0], seed=3)
+    assert alone[2] != resource_consistency(scenarios[2], seed=3)
     for single, batched in zip(alone, resource_consistencies(scenarios, seed=2)):
         assert batched.value == pytest.approx(single.value, abs=1e-12)
         assert batched.low == pytest.approx(single.low, abs=1e-12)
         assert batched.high == pytest.approx(single.high, abs=1e-12)
+
+
+def brute_force_interval(values: list, statistic) -> tuple[float, float]:
+    """The 2.5% and 97.5% points of a statistic over all n^n ordered resamples of n values."""
+    n = len(values)
+    draws = sorted(statistic([values[i] for i in pick])
+                   for pick in itertools.product(range(n), repeat=n))
+    return draws[math.ceil(0.025 * len(draws)) - 1], draws[math.ceil(0.975 * len(draws)) - 1]
+
+
+def test_few_repeats_get_the_exact_bootstrap_whatever_the_seed() -> None:
+    # Up to 6 repeats, every resample is weighed by its chance: the same as all n^n ordered
+    # resamples, each 1/n^n, and no seed changes it.
+    durations = [1.0, 1.4, 0.9, 2.5, 1.1]
+
+    def resource(sample: list) -> float:
+        mean = np.mean(sample)
+        return math.exp(-np.std(sample, ddof=1) / mean)
+
+    estimate = resource_consistency({"d": durations}, seed=1)
+    assert (estimate.low, estimate.high) == pytest.approx(brute_force_interval(durations,
+                                                                                resource))
+    assert resource_consistency({"d": durations}, seed=2) == estimate
+    trajectories = [("a:ok",), ("a:ok", "b:ok"), ("a:ok",), ("b:ok",), ()]
+    steps = sequence_consistency(trajectories, seed=1)
+    assert (steps.low, steps.high) == pytest.approx(brute_force_interval(trajectories,
+                                                                          naive_sequence_mean))
+    assert sequence_consistency(trajectories, seed=2) == steps
 
 
 def test_many_repeats_resample_m_of_n_and_narrow_the_spread() -> None:
@@ -357,6 +406,22 @@ def test_fault_robustness_by_hand() -> None:
         fault_robustness(21, 20, 5, 20)
 
 
+def test_fault_robustness_of_small_pools_is_the_exact_bootstrap() -> None:
+    # 4/6 under faults, 5/6 without: 7 x 7 outcomes, each with its binomial chance.
+    ratios, chances = [], []
+    for f in range(7):
+        for b in range(7):
+            ratios.append(math.inf if b == 0 else (f / 6) / (b / 6))
+            chances.append(binom.pmf(f, 6, 4 / 6) * binom.pmf(b, 6, 5 / 6))
+    order = np.argsort(ratios)
+    cumulative = np.cumsum(np.array(chances)[order])
+    low = np.array(ratios)[order][np.argmax(cumulative >= 0.025)]
+    high = np.array(ratios)[order][np.argmax(cumulative >= 0.975)]
+    estimate = fault_robustness(4, 6, 5, 6, seed=1)
+    assert (estimate.value, estimate.low, estimate.high) == pytest.approx((0.8, low, high))
+    assert fault_robustness(4, 6, 5, 6, seed=2) == estimate
+
+
 def test_fault_robustness_is_not_clamped_and_says_when_it_is_unbounded() -> None:
     # More passes under faults is chance: R = 1.0 / 0.9 = 1.11 stays above 1.
     assert fault_robustness(20, 20, 18, 20).value == pytest.approx(1 / 0.9)
@@ -381,10 +446,10 @@ def test_lane_mean_averages_scenarios_and_resamples_them() -> None:
 
 
 def test_lane_mean_of_many_scenarios_agrees_with_the_normal_interval() -> None:
-    # Past MAX_RESAMPLE scenarios, m-out-of-n; either way the interval of a mean of 10,000
-    # points is close to mean ± 1.96·sd/sqrt(k).
+    # Multinomial resamples up to 200 scenarios, Poisson ones up to MAX_RESAMPLE, m-out-of-n
+    # past it: each way, the interval of a mean of k points is close to mean ± 1.96·sd/sqrt(k).
     rng = np.random.default_rng(11)
-    for k in (150, 10_000):
+    for k in (150, 1_000, 10_000):
         values = rng.uniform(0.0, 1.0, k)
         estimate = lane_mean([Estimate(v, v, v) for v in values])
         half = 1.959964 * np.std(values, ddof=1) / math.sqrt(k)
