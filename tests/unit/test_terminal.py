@@ -699,8 +699,8 @@ def test_the_lanes_consistency_shows_the_records_figures_with_their_intervals():
     # A scenario whose every figure is 1 says nothing new: tool_error has no line.
     assert lines[1] == f"nominal: {nominal}"
     assert " ".join(lines[2:]) == ("1 = all repeats alike in outcome, tool counts, step "
-                                   "sequence, and time, CPU, memory, model calls; a scenario "
-                                   "shows its figures below 1")
+                                   "sequence, and time, CPU, memory, model calls; listed: what "
+                                   "varies beyond timing")
     # The figures are the record's, whatever they are.
     lane = doc.aggregate.consistency
     assert lines[0] == "consistency " + " · ".join(
@@ -727,6 +727,22 @@ def test_a_scenario_lists_only_its_figures_below_1_and_a_figure_none_is_left_out
         ("outcome", consistency.outcome), ("tool use", consistency.tool_use),
         ("steps", consistency.steps), ("resources", consistency.resources)))) in flat
     assert "mostly_void" not in flat
+
+
+def test_timing_noise_alone_lists_no_scenario_and_resources_far_apart_do():
+    # Durations 10% apart: resources exp(-CV) near 0.95, below 1 but no news.
+    noisy = [dataclasses.replace(r, duration_s=1.1 if r.repeat % 2 else 1.0)
+             for r in failing(20)]
+    # Durations and CPU 0.2 s and 2 s: coefficients of variation near 0.8, beyond any noise.
+    apart = [dataclasses.replace(r, duration_s=2.0 if r.repeat % 2 else 0.2,
+                                 cpu_s=2.0 if r.repeat % 2 else 0.2)
+             for r in failing(20, "apart")]
+    doc = built({"nominal": noisy, "apart": apart})
+    by_id = {s.id: s.stats.consistency.resources.value for s in doc.scenarios}
+    assert 0.75 < by_id["nominal"] < 1 and by_id["apart"] < 0.75
+    lines = consistency_lines(render(run_report(doc), width=120))
+    assert [line.split(":")[0] for line in lines[1:2]] == ["apart"]
+    assert not any(line.startswith("nominal") for line in lines)
 
 
 def test_at_most_a_handful_of_scenarios_least_consistent_first_then_how_many_more():

@@ -444,19 +444,23 @@ def _signed(value: float) -> str:
 _CONSISTENCY_WORDS = {"outcome": "outcome", "tool_use": "tool use", "steps": "steps",
                       "resources": "resources"}
 CONSISTENCY_LISTED = 4  # scenarios listed under the lane's consistency, before "+N more"
+# Resources below this list a scenario on their own: a mean coefficient of variation of duration,
+# CPU, memory and calls above 0.29 (exp(-0.29) = 0.75), more than timing noise gives.
+RESOURCES_NOTED = 0.75
 
 
 def _consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
                  ) -> list[tuple[str, RenderableType]]:
     """How alike the repeats are (`alk.stats.Consistency`): the lane's figures, then each
-    scenario with a figure below 1, least consistent first, with those figures only (a scenario
-    whose repeats are all alike says nothing new), then what the figures compare. Nothing when
-    the lane has no figure."""
+    scenario that stands out (`_stands_out`), least consistent first, with its figures below 1
+    only (a scenario whose repeats are all alike says nothing new), then what the figures
+    compare. Nothing when the lane has no figure."""
     lane = _figures(aggregate.consistency)
     if not lane:
         return []
     below = [(min(e.value for _, e in figures), s.id, figures) for s in scenarios
-             if (figures := _figures(s.stats.consistency, below_one=True))]
+             if (figures := _figures(s.stats.consistency, below_one=True))
+             and _stands_out(s.stats.consistency)]
     # Least consistent first: when the list is cut, what is cut is the closest to 1.
     below.sort(key=lambda item: item[0])
     lines: list[RenderableType] = [_Parts([_figure(name, e) for name, e in lane])]
@@ -469,9 +473,18 @@ def _consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
                           style="dim"))
     # Worded to take two lines at 80 columns.
     lines.append(Text("1 = all repeats alike in outcome, tool counts, step sequence, and time, "
-                      "CPU, memory, model calls; a scenario shows its figures below 1",
+                      "CPU, memory, model calls; listed: what varies beyond timing",
                       style="dim"))
     return [("" if i else "consistency", line) for i, line in enumerate(lines)]
+
+
+def _stands_out(scenario: Consistency) -> bool:
+    """Worth a line: the scenario's outcome, tool use or steps vary, or its resources vary
+    beyond timing noise (which alone keeps every scenario's resources near 0.85–0.95)."""
+    varied = any(e is not None and round(e.value, 2) < 1
+                 for e in (scenario.outcome, scenario.tool_use, scenario.steps))
+    return varied or (scenario.resources is not None
+                      and scenario.resources.value < RESOURCES_NOTED)
 
 
 def _figures(consistency: Consistency, below_one: bool = False) -> list[tuple[str, Estimate]]:
