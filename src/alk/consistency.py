@@ -20,7 +20,8 @@ alk adds an interval to each:
 - resource consistency exp(-mean coefficient of variation) over the resources given (duration,
   CPU seconds, peak memory, model calls); the CV uses the sample standard deviation, as the
   harness does.
-- fault robustness R = pass rate under injected faults / pass rate without.
+- fault robustness R = pass rate under injected faults / pass rate without; over a lane's
+  scenarios, `pooled_fault_robustness` draws scenarios, then repeats.
 
 Where alk departs from the harness, and why:
 - The harness compares the trajectories of passing repeats only (its C_traj^+) and drops
@@ -859,6 +860,42 @@ def fault_robustness(faulted_passed: int, faulted_scored: int, baseline_passed: 
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(drawn_b > 0, drawn_f / drawn_b, np.inf)
     return _intervals(np.array([rate_f / rate_b]), ratios[None, :], weights)[0]
+
+
+def pooled_fault_robustness(faulted: Sequence[tuple[int, int]],
+                            baseline: Sequence[tuple[int, int]], *,
+                            seed: int = 0) -> Estimate | None:
+    """R over a lane: the pooled pass rate of its scenarios with injected faults ÷ that of its
+    scenarios without, each given as (passed, scored) per scenario; None as for
+    `fault_robustness`, of the pooled counts.
+
+    Scenarios differ in how often they pass (the ICC), so a binomial draw of the pooled counts
+    makes the interval too narrow. This bootstrap draws in two stages: the scenarios of each
+    pool (with replacement), then each drawn scenario's repeats (a binomial draw at its own
+    rate). With one scenario a pool it is the binomial bootstrap; with identical scenarios,
+    about as narrow. The pools' scenarios are different tasks: R says how the faulted ones fare
+    against the others, which measures the faults only as far as the tasks are alike."""
+    import numpy as np
+
+    pools = [np.array(pool, dtype=np.int64).reshape(-1, 2) for pool in (faulted, baseline)]
+    for pool in pools:
+        if (pool < 0).any() or (pool[:, 0] > pool[:, 1]).any():
+            raise ValueError(f"pooled_fault_robustness needs 0 <= passed <= scored for every "
+                             f"scenario, got {pool.tolist()}")
+    (passed_f, scored_f), (passed_b, scored_b) = (pool.sum(axis=0).tolist() for pool in pools)
+    if scored_f == 0 or scored_b == 0 or passed_b == 0:
+        return None
+    rng = _rng(seed, _RESAMPLE)
+    rates = []
+    for pool in pools:
+        pool = pool[pool[:, 1] > 0]
+        drawn = pool[rng.integers(0, len(pool), size=(BOOTSTRAP_DRAWS, len(pool)))]
+        passes = rng.binomial(drawn[..., 1], drawn[..., 0] / drawn[..., 1])
+        rates.append(passes.sum(axis=1) / drawn[..., 1].sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(rates[1] > 0, rates[0] / rates[1], np.inf)
+    point = (passed_f / scored_f) / (passed_b / scored_b)
+    return _intervals(np.array([point]), ratios[None, :])[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from alk.consistency import (
     lane_mean,
     levenshtein,
     outcome_consistency,
+    pooled_fault_robustness,
     resource_consistencies,
     resource_consistency,
     sequence_consistencies,
@@ -428,6 +429,28 @@ def test_fault_robustness_is_not_clamped_and_says_when_it_is_unbounded() -> None
     # A baseline of 2/20: a draw with no baseline pass has probability 0.9^20 = 12% > 2.5%,
     # so no upper bound can be given.
     assert fault_robustness(3, 20, 2, 20).high == math.inf
+
+
+def test_pooled_fault_robustness_draws_scenarios_then_repeats() -> None:
+    # Baseline scenarios that pass always or never: pooled 40/80 = 0.5, but four scenarios
+    # say little. Faulted: 30/60 = 0.5, the same mix. R = 1.
+    baseline = [(20, 20), (0, 20), (20, 20), (0, 20)]
+    faulted = [(20, 20), (0, 20), (10, 20)]
+    pooled = pooled_fault_robustness(faulted, baseline, seed=5)
+    assert pooled.value == pytest.approx(1.0)
+    assert pooled == pooled_fault_robustness(faulted, baseline, seed=5)
+    naive = fault_robustness(30, 60, 40, 80, seed=5)  # as if 140 independent repeats
+    assert pooled.high - pooled.low > 2 * (naive.high - naive.low)
+    # One scenario a pool: the binomial bootstrap, about as wide as fault_robustness's.
+    alone = pooled_fault_robustness([(30, 40)], [(36, 40)], seed=5)
+    binomial = fault_robustness(30, 40, 36, 40, seed=5)
+    assert alone.value == pytest.approx(binomial.value)
+    assert alone.low == pytest.approx(binomial.low, abs=0.05)
+    assert alone.high == pytest.approx(binomial.high, abs=0.05)
+    assert pooled_fault_robustness([(3, 5)], [(0, 5), (0, 0)]) is None
+    assert pooled_fault_robustness([], [(3, 5)]) is None
+    with pytest.raises(ValueError, match="passed <= scored"):
+        pooled_fault_robustness([(6, 5)], [(3, 5)])
 
 
 # -- a lane ---------------------------------------------------------------------------------
