@@ -8,6 +8,7 @@ import functools
 import itertools
 import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -186,15 +187,25 @@ def test_trajectory_consistency_by_hand() -> None:
     assert tool_use_consistency(trajectories).value == pytest.approx(expected, abs=1e-12)
 
 
-def test_identical_repeats_are_certain_and_too_few_are_none() -> None:
+def test_identical_repeats_are_not_proof_that_the_next_one_matches() -> None:
+    # 12 repeats alike: a repeat may still differ with a chance up to Wilson's upper bound
+    # for 0/12, z^2 / (12 + z^2) = 3.8415 / 15.8415 = 0.2425; two repeats are then alike at
+    # least (1 - 0.2425)^2 = 0.5738 of the time. A bootstrap would say [1, 1].
     same = [("lookup:ok", "refund:ok")] * 12
-    assert sequence_consistency(same) == Estimate(1.0, 1.0, 1.0)
-    assert tool_use_consistency(same) == Estimate(1.0, 1.0, 1.0)
+    unseen = proportion_confint(0, 12, alpha=0.05, method="wilson")[1]
+    for metric in (sequence_consistency, tool_use_consistency):
+        estimate = metric(same)
+        assert (estimate.value, estimate.high) == (1.0, 1.0)
+        assert estimate.low == pytest.approx((1 - unseen) ** 2, abs=1e-12)
+        assert estimate.low == pytest.approx(0.5738, abs=1e-4)
+    assert sequence_consistency([("a:ok",)] * 100_000).low > 0.9999
+    # Two repeats that differ say as little: half the resamples draw one repeat twice, alike.
+    assert sequence_consistency([("a:ok",), ("b:ok",)]) == Estimate(0.0, 0.0, 1.0)
     # A repeat whose steps were not recorded (None) is left out; one recorded is not enough.
     assert sequence_consistency([("a:ok",), None, None]) is None
     assert tool_use_consistency([]) is None
     # Steps in another order use the same tools as often: different sequences, same use.
-    assert tool_use_consistency([("a:ok", "b:ok"), ("b:ok", "a:ok")]) == Estimate(1.0, 1.0, 1.0)
+    assert tool_use_consistency([("a:ok", "b:ok"), ("b:ok", "a:ok")]).value == 1.0
     assert sequence_consistency([("a:ok", "b:ok"), ("b:ok", "a:ok")]).value == 0.0
 
 
@@ -373,11 +384,48 @@ def test_few_repeats_get_the_exact_bootstrap_whatever_the_seed() -> None:
     assert (estimate.low, estimate.high) == pytest.approx(brute_force_interval(durations,
                                                                                 resource))
     assert resource_consistency({"d": durations}, seed=2) == estimate
+    # A trajectory metric's resample leaves out its pairs that are one repeat drawn twice, as
+    # many as expected given each trajectory's count c in the data and w in the resample:
+    # w(w - 1)/c of them, each alike.
     trajectories = [("a:ok",), ("a:ok", "b:ok"), ("a:ok",), ("b:ok",), ()]
+    counts = Counter(trajectories)
+
+    def without_repeated(sample: list) -> float:
+        drawn = Counter(sample)
+        repeated = sum(w * (w - 1) / counts[t] for t, w in drawn.items())
+        pairs = len(sample) * (len(sample) - 1)
+        if repeated >= pairs:  # one repeat drawn every time: nothing else to compare
+            return naive_sequence_mean(sample)
+        return (naive_sequence_mean(sample) * pairs - repeated) / (pairs - repeated)
+
     steps = sequence_consistency(trajectories, seed=1)
     assert (steps.low, steps.high) == pytest.approx(brute_force_interval(trajectories,
-                                                                          naive_sequence_mean))
+                                                                          without_repeated))
     assert sequence_consistency(trajectories, seed=2) == steps
+
+
+def test_trajectory_intervals_hold_the_truth_95_times_in_100() -> None:
+    # Every sample of 10 repeats from four trajectories of known chances (286 of them, each
+    # with its multinomial chance): the exact share whose interval holds the population's
+    # mean pairwise value. Counting a resample's repeat drawn twice as a pair lifted the
+    # intervals: 13% of the chance had them above the truth.
+    shapes = [("a:ok", "b:ok"), ("a:ok", "b:error"), ("a:ok",), ("c:ok", "a:ok", "b:ok")]
+    chances, n = np.array([0.55, 0.25, 0.12, 0.08]), 10
+    samples, weights = [], []
+    for bars in itertools.combinations(range(n + 3), 3):
+        parts = np.diff([-1, *bars, n + 3]) - 1
+        samples.append([shapes[k] for k, c in enumerate(parts) for _ in range(c)])
+        weights.append(math.factorial(n) / math.prod(math.factorial(c) for c in parts)
+                       * np.prod(chances ** parts))
+    assert sum(weights) == pytest.approx(1.0)
+    for many, naive in ((sequence_consistencies, naive_sequence_mean),
+                        (tool_use_consistencies, naive_tool_use)):
+        truth = sum(chances[i] * chances[j] * naive([shapes[i], shapes[j]])
+                    for i in range(4) for j in range(4))
+        estimates = many(samples, seed=1)
+        above = sum(w for w, e in zip(weights, estimates) if truth < e.low)
+        below = sum(w for w, e in zip(weights, estimates) if truth > e.high)
+        assert above < 0.04 and below < 0.04, (many.__name__, above, below)
 
 
 def test_many_repeats_resample_m_of_n_and_narrow_the_spread() -> None:
