@@ -940,8 +940,9 @@ def lane_mean(estimates: Sequence[Estimate | None], *, seed: int = 0) -> Estimat
     scenario has one.
 
     The interval resamples scenarios: it says how the mean would vary over other scenarios like
-    these, so it holds when the scenarios are a sample of the tasks that matter. It leaves out
-    each scenario's own uncertainty (the scenario intervals show that); with one scenario, the
+    these, so it holds when the scenarios are a sample of the tasks that matter. It is widened,
+    where needed, to the mean of the scenarios' own bounds: scenarios that all read 1 would
+    otherwise give [1, 1], though each one's repeats leave it uncertain. With one scenario, the
     lane's figure is that scenario's estimate. Past MAX_RESAMPLE scenarios, m-out-of-n."""
     import numpy as np
 
@@ -950,4 +951,7 @@ def lane_mean(estimates: Sequence[Estimate | None], *, seed: int = 0) -> Estimat
         return given[0] if given else None
     points = np.array([[e.value for e in given]])
     sums, _, drawn, weights, scale = _resampled_sums(points, seed)
-    return _intervals(points.mean(axis=1), sums / drawn, weights, scale)[0]
+    spread = _intervals(points.mean(axis=1), sums / drawn, weights, scale)[0]
+    own_low = math.fsum(e.low for e in given) / len(given)
+    own_high = math.fsum(e.high for e in given) / len(given)
+    return Estimate.covering(spread.value, min(spread.low, own_low), max(spread.high, own_high))

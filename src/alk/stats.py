@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from alk.consistency import (
-    fault_robustness,
+    pooled_fault_robustness,
     lane_mean,
     outcome_consistency,
     resource_consistencies,
@@ -609,11 +609,11 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
 
 
 def _fault_robustness(scenarios: Sequence[ScenarioStats], seed: int) -> FaultRobustness | None:
-    pools = {True: [0, 0], False: [0, 0]}  # faulted or not: passed, scored
-    for s in scenarios:
-        pools[s.faulted][0] += s.counts.passed
-        pools[s.faulted][1] += s.counts.scored
-    ratio = fault_robustness(*pools[True], *pools[False], seed=seed)
+    # Scenarios differ: the interval draws scenarios, then their repeats (two stages), so that
+    # it does not treat the repeats of a few tasks as many independent ones.
+    pools = {side: [(s.counts.passed, s.counts.scored) for s in scenarios
+                    if s.faulted is side and s.counts.scored] for side in (True, False)}
+    ratio = pooled_fault_robustness(pools[True], pools[False], seed=seed)
     if ratio is None:
         return None
     # JSON has no infinity: an unbounded ratio has no upper bound.

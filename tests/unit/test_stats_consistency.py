@@ -186,3 +186,27 @@ def test_a_robustness_the_baseline_cannot_bound_has_no_upper_bound_in_json() -> 
     assert lane.fault_robustness == FaultRobustness(
         pytest.approx(5.0), lane.fault_robustness.low, None)
     json.dumps(json.loads(msgspec.json.encode(lane)), allow_nan=False)
+
+
+def test_fault_robustness_draws_scenarios_before_their_repeats() -> None:
+    # Tasks that differ: two baseline scenarios always pass, two never; under faults one always,
+    # one never, one half the time. Pooled, 30/60 against 40/80 (R = 1), and as if every repeat
+    # were independent, [0.68, 1.37] would bound it; drawn scenario by scenario, a draw of the
+    # baseline's failing scenarios alone leaves the ratio unbounded, and one of the faulted
+    # side's alone sends it to 0.
+    lane = faulted_lane((False, 20, 0), (False, 0, 20), (False, 20, 0), (False, 0, 20),
+                        (True, 20, 0), (True, 0, 20), (True, 10, 10))
+    robustness = lane.fault_robustness
+    assert robustness is not None and robustness.value == pytest.approx(1.0)
+    assert robustness.low < 0.3 and robustness.high is None
+
+
+def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
+    # Every scenario passed all 20: each one's outcome consistency is 1 over [(2·0.839 − 1)², 1]
+    # (Wilson's lower bound of 20/20 is 0.839), and resampling scenarios alone would say [1, 1].
+    lane = summarize_lane([summarize_scenario(
+        f"s{i}", [rep("pass", scenario=f"s{i}", repeat=n) for n in range(1, 21)], 20)
+        for i in range(3)])
+    low = (2 * 20 / (20 + 1.959963984540054**2) - 1) ** 2
+    assert lane.consistency.outcome.value == 1
+    assert lane.consistency.outcome.low == pytest.approx(low) and low < 0.5

@@ -689,13 +689,17 @@ def test_the_lanes_consistency_shows_the_records_figures_with_their_intervals():
     doc = built({"nominal": failing(16), "tool_error": failing(20, "tool_error")})
     lines = consistency_lines(render(run_report(doc), width=120))
     # Outcome consistency (2p − 1)²: nominal's p = 0.8 gives 0.36, its interval the Wilson
-    # bounds of 16/20 mapped alike; the lane's is the mean of 0.36 and 1, its interval that of
-    # the two scenarios resampled: the means of (0.36, 0.36) and (1, 1).
+    # bounds of 16/20 mapped alike; tool_error's 20/20 gives 1 over [(2·0.839 − 1)², 1]. The
+    # lane's is the mean of 0.36 and 1, its interval that of the two scenarios resampled (the
+    # means of (0.36, 0.36) and (1, 1)), widened to the mean of their own bounds:
+    # (0.03 + 0.46)/2 = 0.24.
     low, high = wilson(16, 20)
     nominal = figure("outcome", 0.36, (2 * low - 1) ** 2, (2 * high - 1) ** 2)
     assert nominal.startswith("outcome 0.36 [0.03–0.70]")
-    assert lines[0] == ("consistency outcome 0.68 [0.36–1.00] · tool use 1.00 [1.00–1.00] · "
-                        "steps 1.00 [1.00–1.00] · resources 1.00 [1.00–1.00]")
+    all_passed = (2 * wilson(20, 20)[0] - 1) ** 2
+    lane_low = ((2 * low - 1) ** 2 + all_passed) / 2
+    assert lines[0].startswith(f"consistency outcome 0.68 [{lane_low:.2f}–1.00] · ")
+    assert f"{lane_low:.2f}" == "0.24"
     # A scenario whose every figure is 1 says nothing new: tool_error has no line.
     assert lines[1] == f"nominal: {nominal}"
     assert " ".join(lines[2:]) == ("1 = all repeats alike in outcome, tool counts, step "
