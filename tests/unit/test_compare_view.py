@@ -9,17 +9,16 @@ rewrote, and commit them with the change.
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
 
 import documents
+from snapshot import check_snapshot
 from alk.compare import Change, Comparison, compare_runs
 from alk.report.compare_view import compare_view, verdict
 from test_terminal import render
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 NEWER = {"framework": "pydantic-ai", "framework_version": "1.1.0"}
 
 
@@ -48,14 +47,7 @@ def plain(made: Comparison, width: int) -> str:
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_the_view_matches_its_snapshot(width: int, tmp_path: Path, private_temp: None) -> None:
-    text = plain(comparison(tmp_path), width) + "\n"
-    assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
-    path = SNAPSHOTS / f"compare-{width}.txt"
-    if os.environ.get("ALK_UPDATE_SNAPSHOTS"):
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"{path.name}: no snapshot; run with ALK_UPDATE_SNAPSHOTS=1, read it"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"{path.name} changed; if on purpose, run with ALK_UPDATE_SNAPSHOTS=1 and read the diff")
+    check_snapshot("compare", plain(comparison(tmp_path), width) + "\n", width)
 
 
 def test_a_row_holds_its_numbers_and_its_verdict_mark(tmp_path: Path,

@@ -8,7 +8,6 @@ and commit them with the change.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -31,9 +30,9 @@ from alk.report.transcript_view import (
 from alk.result import RunDocument
 from alk.transcript import TranscriptPage
 import documents
+from snapshot import check_snapshot
 from test_terminal import RUN, render, repeat
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 WIDTHS = (80, 120)
 
 
@@ -132,10 +131,4 @@ def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
         made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
                 else VIEWS[view]())
     text = "\n".join(line.rstrip() for line in render(made, width).splitlines()) + "\n"
-    assert max(map(len, text.splitlines())) <= width, "a line is wider than the terminal"
-    path = SNAPSHOTS / f"{view}-{width}.txt"
-    if os.environ.get("ALK_UPDATE_SNAPSHOTS"):
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"{path.name}: no snapshot; run with ALK_UPDATE_SNAPSHOTS=1, read it"
-    assert text == path.read_text(encoding="utf-8"), (
-        f"{path.name} changed; if on purpose, run with ALK_UPDATE_SNAPSHOTS=1 and read the diff")
+    check_snapshot(view, text, width)
