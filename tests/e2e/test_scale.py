@@ -463,10 +463,16 @@ TIMINGS = {"duration_s", "cpu_s", "peak_rss_mb", "peak_tmpfs_mb", "transcript", 
 
 
 def measured(document) -> dict:
-    scenarios = [{**scenario,
-                  "stats": {key: value for key, value in scenario["stats"].items()
-                            if key != "durations"},
+    """What a run measured, but for what time decides: durations, CPU and memory, and the
+    resource consistency made of them."""
+    def untimed(stats: dict) -> dict:
+        kept = {key: value for key, value in stats.items() if key != "durations"}
+        kept["consistency"] = {key: value for key, value in stats["consistency"].items()
+                               if key != "resources"}
+        return kept
+
+    scenarios = [{**scenario, "stats": untimed(scenario["stats"]),
                   "repeats": [{key: value for key, value in repeat.items()
                                if key not in TIMINGS} for repeat in scenario["repeats"]]}
                  for scenario in document["scenarios"]]
-    return {"scenarios": scenarios, "aggregate": document["aggregate"]}
+    return {"scenarios": scenarios, "aggregate": untimed(document["aggregate"])}
