@@ -616,8 +616,20 @@ def _fault_robustness(scenarios: Sequence[ScenarioStats], seed: int) -> FaultRob
     ratio = pooled_fault_robustness(pools[True], pools[False], seed=seed)
     if ratio is None:
         return None
+    # Pools that never vary (every repeat passed, say) give every draw the same ratio: the
+    # interval is widened to the ratio of the pooled rates' Wilson bounds, which the repeats
+    # do leave open.
+    faulted_low, faulted_high = wilson_interval(*_pooled(pools[True]))
+    base_low, base_high = wilson_interval(*_pooled(pools[False]))
+    low = min(ratio.low, faulted_low / base_high)
+    high = max(ratio.high, faulted_high / base_low if base_low > 0 else math.inf)
     # JSON has no infinity: an unbounded ratio has no upper bound.
-    return FaultRobustness(ratio.value, ratio.low, None if math.isinf(ratio.high) else ratio.high)
+    return FaultRobustness(ratio.value, low, None if math.isinf(high) else high)
+
+
+def _pooled(pool: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """(passed, scored) over a pool of scenarios."""
+    return sum(p for p, _ in pool), sum(n for _, n in pool)
 
 
 # -- consistency ---------------------------------------------------------------------------------

@@ -210,3 +210,14 @@ def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
     low = (2 * 20 / (20 + 1.959963984540054**2) - 1) ** 2
     assert lane.consistency.outcome.value == 1
     assert lane.consistency.outcome.low == pytest.approx(low) and low < 0.5
+
+
+def test_fault_robustness_of_pools_that_never_vary_is_still_uncertain() -> None:
+    # Every repeat passed, with faults (20) and without (40): every draw gives 1, but the
+    # repeats leave the rates open down to Wilson's lower bounds, 20/(20 + z²) = 0.839 and
+    # 40/(40 + z²) = 0.912: the ratio's interval is [0.839/1, 1/0.912].
+    robustness = faulted_lane((True, 20, 0), (False, 20, 0), (False, 20, 0)).fault_robustness
+    z2 = 1.959963984540054**2
+    assert robustness.value == 1
+    assert robustness.low == pytest.approx(20 / (20 + z2))
+    assert robustness.high == pytest.approx((40 + z2) / 40)
