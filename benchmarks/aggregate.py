@@ -47,7 +47,7 @@ TARGET_S = 1.0
 VOID_SHARE = 0.02
 TOOLS = ("lookup_order", "search", "write_file", "send_email")
 CONSISTENCY = ("outcome_consistency", "tool_use_consistencies", "sequence_consistencies",
-               "resource_consistencies", "fault_robustness", "lane_mean")
+               "resource_consistencies", "pooled_fault_robustness", "lane_mean")
 CAUSES = {Outcome.PASS: "passed", Outcome.LANE_INFRA: "spawn_failed",
           Outcome.FRAMEWORK_RUNTIME: "nonzero_exit", Outcome.AGENT: "wrong_output"}
 

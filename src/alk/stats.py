@@ -30,9 +30,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from alk.consistency import (
-    pooled_fault_robustness,
     lane_mean,
     outcome_consistency,
+    pooled_fault_robustness,
     resource_consistencies,
     sequence_consistencies,
     tool_use_consistencies,
