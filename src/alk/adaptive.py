@@ -32,7 +32,7 @@ from enum import StrEnum
 
 from alk.errors import UsageError
 from alk.records import Outcome, Plan, RepeatResult, RepeatSpec
-from alk.stats import Z_95, wilson_interval
+from alk.estimate import Z_95, wilson_interval
 
 __all__ = ["Adaptive", "NOTE", "Sampling", "StopReason", "stop_reason"]
 
@@ -65,7 +65,9 @@ class Adaptive:
     ci_width: float = CI_WIDTH
     round_size: int = ROUND_SIZE
 
-    def __post_init__(self) -> None:
+    def check(self) -> Adaptive:
+        """These options, or a UsageError that says how to fix them. Checked where a run is
+        planned, not where a record is read: a saved run stays readable if the rules change."""
         if self.max_repeats < 1:
             raise UsageError(f"--max-repeats must be at least 1, got {self.max_repeats}")
         if not 0 < self.ci_width < 1:
@@ -82,6 +84,7 @@ class Adaptive:
                 f"{self.max_repeats}: even {self.max_repeats} agreeing repeats give a 95% "
                 f"interval {narrowest:.3f} wide; raise --max-repeats to at least {needed}, "
                 "or ask for a wider interval")
+        return self
 
 
 def stop_reason(passed: int, failed: int, ran: int, *, max_repeats: int,

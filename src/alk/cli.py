@@ -148,7 +148,7 @@ def run(
                      on_repeat=shown.advance if shown else None)
         if resume is not None:
             if (lane or scenario or repeats or seed is not None or timeout or limit
-                    or max_repeats or ci_width):
+                    or max_repeats is not None or ci_width is not None):
                 raise UsageError("--resume RUN_ID continues a run as it began: leave out "
                                  "--lane, --scenario, --repeats, --seed, --timeout, --limit, "
                                  "--max-repeats and --ci-width")
@@ -264,6 +264,11 @@ def compare(
         Console().print(compare_view(comparison))
     if fail_on_regression and comparison.change is Change.REGRESSED:
         raise typer.Exit(ExitCode.FAIL)
+    # A gate must not be passed by voiding: a scenario B could not score is not a pass.
+    unscored = [s.id for s in comparison.scenarios if s.b.scored == 0]
+    if fail_on_regression and unscored:
+        _fail(f"run {run_b} scored no repeat of {', '.join(unscored)}: nothing to compare "
+              "there, so no gate passes; see `alk report " + run_b + "`", ExitCode.VOID)
 
 
 @app.command(short_help="Print a page of one repeat's transcript.")
@@ -418,12 +423,13 @@ def _parse_repeats(value: Optional[str], max_repeats: Optional[int],
 
     if value == "auto":
         options = {"max_repeats": max_repeats, "ci_width": ci_width}
-        return None, Adaptive(**{name: v for name, v in options.items() if v is not None})
+        return None, Adaptive(**{name: v for name, v in options.items()
+                                  if v is not None}).check()
     if max_repeats is not None or ci_width is not None:
         raise UsageError("--max-repeats and --ci-width are for --repeats auto")
     if value is None:
         return None, None
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise UsageError(f"--repeats must be a whole number or auto, got {value!r}")
     return int(value), None
 
@@ -432,7 +438,7 @@ def _parse_limits(values: List[str]) -> dict[str, int]:
     limits = {}
     for value in values:
         name, _, number = value.partition("=")
-        if not number.isdigit():
+        if not (number.isascii() and number.isdigit()):
             raise UsageError(f"--limit {value!r}: expected NAME=WHOLE_NUMBER, e.g. memory_mb=2048")
         limits[name.strip()] = int(number)
     return limits

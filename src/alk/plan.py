@@ -54,6 +54,7 @@ def build_plan(lane: Lane, run_id: str, *, repeats: int | None = None,
     round (tests pass one that does nothing). With `adaptive`, the plan holds its
     `max_repeats` repeats a scenario (`repeats`, if given, must say the same)."""
     if adaptive is not None:
+        adaptive.check()
         if repeats not in (None, adaptive.max_repeats):
             raise UsageError(f"--repeats {repeats} and adaptive repeats exclude each other: "
                              "give a number, or `--repeats auto` with --max-repeats")

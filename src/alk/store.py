@@ -37,7 +37,8 @@ def write_document(path: Path, document: RunDocument, redactor: Redactor) -> Run
 # With the document's keys, they are alk's fixed vocabulary, never made from a secret: a lane
 # whose secret happens to spell one (MODE=pass) must not get a "[REDACTED]" verdict.
 _CODE_FIELDS = frozenset({"schema", "status", "outcome", "cause", "verdict", "containment",
-                          "network", "filesystem", "layers", "causes", "verdicts"})
+                          "network", "filesystem", "layers", "causes", "verdicts", "stopped",
+                          "executor"})
 # The one place a worker shapes keys: its own claim, any JSON it likes.
 _WORKERS_OWN = "claimed"
 

@@ -69,12 +69,22 @@ def test_the_stop_codes_are_stable():
 ])
 def test_options_that_cannot_work_are_refused_with_the_fix(options, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):
-        Adaptive(**options)
+        Adaptive(**options).check()
+
+
+def test_options_are_checked_where_a_run_is_planned_not_where_a_record_is_read(make_lane):
+    import msgspec
+
+    # A record holds them as they were: reading it never applies today's rules.
+    assert msgspec.convert({"max_repeats": 15, "ci_width": 0.2, "round_size": 5},
+                           Adaptive) == Adaptive(max_repeats=15)
+    with pytest.raises(UsageError, match="raise --max-repeats to at least 16"):
+        build_plan(make_lane(("a",)), "run-1", adaptive=Adaptive(max_repeats=15))
 
 
 def test_the_least_maximum_that_reaches_the_width_is_accepted():
-    assert Adaptive(max_repeats=16).ci_width == 0.2
-    assert Adaptive(max_repeats=189, ci_width=0.02).max_repeats == 189
+    assert Adaptive(max_repeats=16).check().ci_width == 0.2
+    assert Adaptive(max_repeats=189, ci_width=0.02).check().max_repeats == 189
 
 
 def _stopping_points(p, adaptive):

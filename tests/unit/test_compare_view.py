@@ -127,3 +127,44 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
     assert alk(after, before, "--fail-on-regression").exit_code == 0
     missing = alk(before, "nope")
     assert missing.exit_code == 2 and "nope" in missing.output
+
+
+def test_a_line_break_in_a_workers_framework_name_forges_no_line(tmp_path: Path) -> None:
+    """A worker names its framework "lg\\nB against A: ▲ improved": the report and the
+    comparison show it on its own line, escaped, never as a line of alk's."""
+    from alk.report.terminal import run_report
+
+    forged = "lg\nB against A: ▲ improved"
+    probe = dataclasses.replace(documents.observation(0.3), ready={
+        "framework": forged, "framework_version": "1.0\nall good"})
+    a = documents.made(tmp_path / "a", documents.observation(0.3), nominal=documents.passing(20))
+    b = dataclasses.replace(
+        documents.made(tmp_path / "b", probe, nominal=documents.passing(20)), run_id="run-b")
+    for view in (compare_view(compare_runs(a, b)), run_report(b)):
+        out = render(view, 120)
+        assert not any(line.lstrip().startswith(("B against A: ▲ improved", "all good"))
+                       for line in out.splitlines()), out
+        assert "lg\\nB against A: ▲ improved" in out
+
+
+def test_a_run_b_that_scored_nothing_does_not_pass_the_gate(tmp_path, monkeypatch):
+    """Voiding is an outcome a worker may choose: a B whose repeats were all void is no pass."""
+    from typer.testing import CliRunner
+
+    from alk import api
+    from alk.cli import app
+
+    def saved(observations: list) -> str:
+        return api.run_lane(documents.lane(("nominal",)), repeats=20, seed=7, out_dir=tmp_path,
+                            environ=documents.SECRET_ENV,
+                            runner=documents.ScenarioRunner(documents.observation(0.3),
+                                                            nominal=observations)
+                            ).document.run_id
+
+    before = saved(documents.passing(20))
+    after = saved([documents.NEVER_READY] * 20)
+    monkeypatch.chdir(tmp_path)
+    gated = CliRunner().invoke(app, ["compare", before, after, "--fail-on-regression"])
+    assert gated.exit_code == 3, gated.output
+    assert "scored no repeat of nominal" in gated.output
+    assert CliRunner().invoke(app, ["compare", before, after]).exit_code == 0

@@ -435,3 +435,13 @@ def test_checkpoints_take_a_bounded_share_of_a_long_run(tmp_path, make_lane, mon
     assert [round(b - a, 1) for a, b in zip(running[1:], running[2:])] == [63.0] * (
         len(running) - 2)
     assert len(running) == 3 and written[-1][1] == "complete"
+
+
+def test_a_secret_that_spells_a_stop_rule_or_an_executor_leaves_them_alks(tmp_path, make_lane):
+    # MODE=flaky or MODE=local: the codes an adaptive run and its settings write are alk's.
+    doc = one_repeat(tmp_path, make_lane, detail="flaky and local, quoted")
+    doc = dataclasses.replace(doc, scenarios=(dataclasses.replace(doc.scenarios[0],
+                                                                  stopped="flaky"),))
+    returned = write_document(tmp_path / "result.json", doc, Redactor(["flaky", "local"]))
+    assert returned.scenarios[0].stopped == "flaky" and returned.settings.executor == "local"
+    assert returned.scenarios[0].repeats[0].detail == f"{MASK} and {MASK}, quoted"

@@ -127,7 +127,14 @@ def new_table(*columns: tuple[str, Mapping[str, Any]], leading: int = 0) -> Tabl
 def cell(value: Any, style: str = "") -> Text:
     """A cell from any value, escaped: lanes and this machine's facts are trusted, but cheap to
     make safe, and a lane file may still hold what nobody meant."""
-    return Text(printable(str(value)), style=style)
+    return Text(inline(value), style=style)
+
+
+def inline(value: Any) -> str:
+    """The value escaped as `printable` does, and on one line: a line break or a tab in a name
+    a worker gave (its framework, its version) would let it write a line of its own into the
+    report, one that reads as alk's."""
+    return printable(str(value)).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
 def style_of(value: Any) -> str:

@@ -23,7 +23,7 @@ from alk.adaptive import NOTE as ADAPTIVE_NOTE
 from alk.causes import CATALOGUE, Cause
 from alk.plan import group_of
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.report.safe_text import DASH, hanging, one_line, plural, printable, style_of
+from alk.report.safe_text import DASH, inline, hanging, one_line, plural, printable, style_of
 from alk.result import Paths, RunDocument, ScenarioResult
 from alk.estimate import Estimate
 from alk.stats import (
@@ -136,7 +136,9 @@ _STOP_WORDS = {"flaky": "both outcomes seen", "max_repeats": "at the maximum",
 def _header(doc: RunDocument) -> Text:
     lane, gate, settings = doc.lane, doc.gate, doc.settings
     framework = lane.framework or DASH
-    reported, version = gate.framework, gate.version
+    # The worker's words, on one line each: a line break in them must not forge a line.
+    reported = inline(gate.framework) if gate.framework is not None else None
+    version = inline(gate.version) if gate.version is not None else None
     text = Text.assemble(
         ("lane ", "dim"), (lane.name or DASH, "bold"), "  ", (framework, "bold"),
         " ", (version or "(no version reported)", "green" if version and gate.ok else "red"),
@@ -170,7 +172,7 @@ def _header(doc: RunDocument) -> Text:
             text.append(f"\n`alk run --resume {group_of(doc.run_id)}` goes on with it"
                         + (" if its alk is gone" if doc.status == "running" else ""),
                         style="yellow")
-    others = _other_identities(doc, reported, version)
+    others = _other_identities(doc, gate.framework, gate.version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")
     if lane.description:
@@ -182,7 +184,7 @@ def _other_identities(doc: RunDocument, framework: str | None, version: str | No
     """Frameworks and versions a worker reported besides the probe's (a resumed attempt may
     report another): the header must never show only the first."""
     others = [i for i in doc.identities if (i.framework, i.version) != (framework, version)]
-    return " · ".join(f"{i.framework} {i.version} ({i.repeats} repeats)"
+    return " · ".join(f"{inline(i.framework)} {inline(i.version)} ({i.repeats} repeats)"
                       for i in others[:3]) + (f" · +{len(others) - 3} more"
                                               if len(others) > 3 else "")
 
