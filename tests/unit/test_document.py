@@ -445,3 +445,19 @@ def test_a_secret_that_spells_a_stop_rule_or_an_executor_leaves_them_alks(tmp_pa
     returned = write_document(tmp_path / "result.json", doc, Redactor(["flaky", "local"]))
     assert returned.scenarios[0].stopped == "flaky" and returned.settings.executor == "local"
     assert returned.scenarios[0].repeats[0].detail == f"{MASK} and {MASK}, quoted"
+
+
+def test_a_run_of_several_lanes_is_read_lane_by_lane(tmp_path, make_lane):
+    folder = tmp_path / "reports" / "r1"
+    folder.mkdir(parents=True)
+    (folder / "group.json").write_text("{}")
+    with pytest.raises(RunNotFoundError) as none_yet:
+        read_document(tmp_path, "r1")
+    assert str(none_yet.value) == ("run 'r1' holds several lanes: name one as r1/LANE (its "
+                                   "lanes: none yet)")
+    for lane in ("b", "a"):
+        write_document(result_path(tmp_path, f"r1/{lane}"),
+                       one_repeat(tmp_path / lane, make_lane), Redactor())
+    with pytest.raises(RunNotFoundError, match=r"\(its lanes: a, b\)$"):
+        read_document(tmp_path, "r1")
+    assert read_document(tmp_path, "r1/a").scenarios[0].id == "a"
