@@ -85,6 +85,13 @@ def test_options_are_checked_where_a_run_is_planned_not_where_a_record_is_read(m
 def test_the_least_maximum_that_reaches_the_width_is_accepted():
     assert Adaptive(max_repeats=16).check().ci_width == 0.2
     assert Adaptive(max_repeats=189, ci_width=0.02).check().max_repeats == 189
+    # One repeat can settle a wide enough target: 3.8415/4.8415 = 0.793 < 0.9.
+    assert Adaptive(max_repeats=1, ci_width=0.9).check().max_repeats == 1
+    # z², not 2z: at 0.1931, 16 agreeing repeats give 3.8415/19.8415 = 0.19361, not below it
+    # (with 2z = 3.92 it would be 0.19285, below).
+    with pytest.raises(UsageError, match=r"raise --max-repeats to at least 17, or ask for a "
+                                         r"wider interval$"):
+        Adaptive(max_repeats=16, ci_width=0.1931).check()
 
 
 def _stopping_points(p, adaptive):

@@ -316,6 +316,17 @@ def test_reading_a_run_that_is_not_there_or_not_a_result(tmp_path, make_lane):
     assert run_id
 
 
+def test_a_record_of_another_schema_says_what_to_do_and_where_it_came_from():
+    with pytest.raises(ResultFormatError) as caught:
+        from_json({"schema": "alk.result/1"})
+    assert str(caught.value) == (
+        "result document: schema 'alk.result/1' is not 'alk.result/2'; this alk cannot read it "
+        "(a run written by another alk version: read it with that version, or run the lane "
+        "again)")
+    with pytest.raises(ResultFormatError, match=r"^saved\.json: Object missing required"):
+        from_json({"schema": SCHEMA}, "saved.json")
+
+
 def test_the_record_goes_to_json_and_back_unchanged(tmp_path, make_lane):
     doc = run(tmp_path, make_lane, ScenarioRunner(PASSING, a=[PASSING, WRONG],
                                                   b=[CRASHED, PASSING])).document
