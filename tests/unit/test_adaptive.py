@@ -87,6 +87,7 @@ def test_the_least_maximum_that_reaches_the_width_is_accepted():
     assert Adaptive(max_repeats=189, ci_width=0.02).check().max_repeats == 189
     # One repeat can settle a wide enough target: 3.8415/4.8415 = 0.793 < 0.9.
     assert Adaptive(max_repeats=1, ci_width=0.9).check().max_repeats == 1
+    assert Adaptive(round_size=1).check().round_size == 1  # a round of one repeat is a round
     # z², not 2z: at 0.1931, 16 agreeing repeats give 3.8415/19.8415 = 0.19361, not below it
     # (with 2z = 3.92 it would be 0.19285, below).
     with pytest.raises(UsageError, match=r"raise --max-repeats to at least 17, or ask for a "
