@@ -16,7 +16,7 @@ import tomllib
 
 import regex
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -106,8 +106,24 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
     except tomllib.TOMLDecodeError as exc:
         raise LaneError(f"{where}: is not valid TOML: {exc}") from None
     # The digest of the bytes parsed: a resumed run checks it ran the same lane.
-    return dataclasses.replace(_parse_lane(data, path, where),
-                               sha256=hashlib.sha256(raw).hexdigest())
+    lane = _parse_lane(data, path, where)
+    return dataclasses.replace(lane, sha256=hashlib.sha256(raw).hexdigest(),
+                               worker_sha256=worker_digest(lane.command))
+
+
+def worker_digest(command: Sequence[str]) -> str:
+    """The sha256 of the files the worker's command names (its script, say), in order: what
+    `alk rerun` compares to tell a reproduction from a check of a changed worker. An
+    interpreter found on PATH is not among them: the preflight reports the framework's
+    version, which is what a run depends on."""
+    digest = hashlib.sha256()
+    for arg in command:
+        if os.path.isabs(arg) and os.path.isfile(arg):
+            try:
+                digest.update(hashlib.sha256(Path(arg).read_bytes()).digest())
+            except OSError:
+                digest.update(b"unreadable:" + arg.encode())
+    return digest.hexdigest()
 
 
 def lane_warnings(lane: Lane) -> list[str]:

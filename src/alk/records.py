@@ -175,6 +175,7 @@ class Lane:
     # resource between processes (a port, a cache, a rate-limited account). None: no cap.
     max_parallel: int | None = None
     sha256: str = ""  # of the lane file's bytes as loaded ("" for a lane built in code)
+    worker_sha256: str = ""  # of the files its command names (alk.lane.worker_digest)
 
     @property
     def secret_names(self) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ import msgspec
 from alk import __version__
 from alk.adaptive import Adaptive, StopReason
 from alk.errors import TranscriptError
+from alk.pass_rule import PassRule, judge
 from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
 from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
 from alk.transcript import run_transcripts
@@ -49,6 +50,8 @@ class LaneInfo:
     framework: str
     requirement: str
     sha256: str = ""
+    # Of the worker program's bytes as the run found them: `alk rerun` says when it changed.
+    worker_sha256: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,19 @@ class Settings:
     jobs: int | None = None
     executor: str = "local"
     adaptive: Adaptive | None = None  # `--repeats auto`: `repeats` is then the maximum
+    rule: PassRule = PassRule()  # what sets the exit code (--fail-under); never what is measured
+    rerun_of: RerunOf | None = None  # `alk rerun`: the repeat this run reproduces
+
+
+@dataclass(frozen=True, slots=True)
+class RerunOf:
+    """The repeat an `alk rerun` reproduces, and what changed since it ran: a rerun of a
+    changed worker is a check of a fix, not a reproduction."""
+
+    run_id: str
+    scenario: str
+    repeat: int
+    worker_changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +204,11 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
 def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,
                    finished_at: datetime | None, harness_peak_rss_mb: float,
                    resumed: Sequence[Resumption] = (), jobs: int | None = None,
-                   executor: str = "local", adaptive: Adaptive | None = None) -> RunDocument:
+                   executor: str = "local", adaptive: Adaptive | None = None,
+                   rule: PassRule = PassRule(), rerun_of: RerunOf | None = None) -> RunDocument:
     """The record of a plan's execution so far. `resumed`: when and after how many finished
-    repeats the run was resumed; `jobs` and `executor`: how it ran, which never changes what
-    it measured."""
+    repeats the run was resumed; `jobs` and `executor`: how it ran, and `rule`: what sets its
+    exit code, which never change what it measured."""
     if status not in STATUSES:
         raise ValueError(f"status {status!r} is not one of {STATUSES}")
     lane = plan.lane
@@ -216,11 +233,11 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         finished_at=finished_at.isoformat(timespec="seconds") if finished_at else None,
         lane=LaneInfo(name=lane.name, description=lane.description, path=str(lane.path),
                       framework=lane.framework, requirement=lane.requirement,
-                      sha256=lane.sha256),
+                      sha256=lane.sha256, worker_sha256=lane.worker_sha256),
         settings=Settings(repeats=plan.repeats, timeout_s=plan.timeout_s, seed=plan.seed,
                           scenarios=tuple(s.id for s in plan.scenarios),
                           limits=plan.limits.applied(), jobs=jobs, executor=executor,
-                          adaptive=adaptive),
+                          adaptive=adaptive, rule=rule, rerun_of=rerun_of),
         resumed=tuple(resumed),
         gate=_gate(execution),
         identities=_identities(execution.preflight, ordered),
@@ -283,12 +300,8 @@ def _model_totals(results: list[RepeatResult]) -> ModelTotals | None:
 
 
 def exit_code(document: RunDocument) -> ExitCode:
-    """FAIL when a scenario failed or was flaky; else VOID when anything could not be scored
-    (a void repeat, a void scenario, a void run), so that 19 void repeats beside one pass are
-    never read as green; else PASS."""
-    verdicts = {scenario.verdict for scenario in document.scenarios}
-    if verdicts & {Verdict.FAIL, Verdict.FLAKY}:
-        return ExitCode.FAIL
-    if not verdicts or Verdict.VOID in verdicts or document.aggregate.counts.void:
-        return ExitCode.VOID
-    return ExitCode.PASS
+    """The exit code by the run's own rule (`alk.pass_rule`): by default FAIL when a scenario
+    failed or was flaky; else VOID when anything could not be scored (a void repeat, a void
+    scenario, a void run), so that 19 void repeats beside one pass are never read as green;
+    else PASS."""
+    return judge([document]).code

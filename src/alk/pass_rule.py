@@ -1,0 +1,108 @@
+"""The rule that turns a run into an exit code, for CI: by default every scored repeat must pass;
+with `--fail-under X`, each scenario's pass rate (or, with `--fail-under-lower`, the lower bound
+of its 95% Wilson interval) must be at least X.
+
+Whatever the rule, a void never passes it: a scenario with no scored repeat, or any void
+repeat, makes a run that no scenario failed void (exit 3), so that a worker cannot turn a
+failure into a green build by getting itself voided (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from alk.errors import UsageError
+from alk.records import ExitCode
+
+if TYPE_CHECKING:
+    from alk.result import RunDocument, ScenarioResult
+
+
+@dataclass(frozen=True, slots=True)
+class PassRule:
+    """`fail_under`: None for "every scored repeat passes"; else the least pass rate a scenario
+    may have. `lower`: judge the lower bound of the rate's 95% Wilson interval instead, so
+    that 20/20 does not clear 0.95 (its bound is 0.84) and the threshold is one the rate is
+    known to meet."""
+
+    fail_under: float | None = None
+    lower: bool = False
+
+    def check(self) -> PassRule:
+        if self.fail_under is not None and not (0.0 <= self.fail_under <= 1.0
+                                                and math.isfinite(self.fail_under)):
+            raise UsageError(f"--fail-under {self.fail_under}: expected a pass rate from 0 to "
+                             "1, such as 0.95")
+        if self.lower and self.fail_under is None:
+            raise UsageError("--fail-under-lower judges the lower bound against --fail-under: "
+                             "give both, e.g. --fail-under 0.9 --fail-under-lower")
+        return self
+
+    def describe(self) -> str:
+        """The rule in one sentence, for every report."""
+        if self.fail_under is None:
+            judged = "every scored repeat of every scenario must pass (a flaky scenario fails)"
+        elif self.lower:
+            judged = (f"the lower bound of each scenario's 95% interval must be at least "
+                      f"{self.fail_under:.1%}")
+        else:
+            judged = f"each scenario's pass rate must be at least {self.fail_under:.1%}"
+        return f"{judged}; a void repeat or an unscored scenario makes the run void"
+
+    def judged(self, scenario: ScenarioResult) -> float | None:
+        """The number the rule compares with its threshold: the pass rate, or its lower bound
+        (None when nothing was scored)."""
+        stats = scenario.stats
+        if stats.counts.scored == 0 or stats.pass_rate is None:
+            return None
+        if self.lower and stats.ci is not None:
+            return stats.ci[0]
+        return stats.pass_rate
+
+    def holds(self, scenario: ScenarioResult) -> bool | None:
+        """Does the scenario meet the rule? None when it scored nothing: no rule holds then."""
+        counts = scenario.stats.counts
+        if counts.scored == 0:
+            return None
+        if self.fail_under is None:
+            return counts.passed == counts.scored
+        value = self.judged(scenario)
+        return value is not None and value >= self.fail_under
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """The rule applied to a run: its exit code, the scenarios below the rule, and those it
+    could not judge (nothing scored), each as (lane, scenario)."""
+
+    code: ExitCode
+    failing: tuple[tuple[str, str], ...]
+    unscored: tuple[tuple[str, str], ...]
+
+
+def judge(documents: Sequence[RunDocument], rule: PassRule | None = None) -> Ruling:
+    """FAIL when a scenario breaks the rule; else VOID when anything could not be scored (a
+    void repeat, an unscored scenario, a run that never got to its repeats); else PASS. `rule`:
+    each document's own when None."""
+    failing: list[tuple[str, str]] = []
+    unscored: list[tuple[str, str]] = []
+    void = not documents
+    for document in documents:
+        applied = rule or document.settings.rule
+        if not document.scenarios or document.aggregate.counts.void:
+            void = True
+        for scenario in document.scenarios:
+            held = applied.holds(scenario)
+            if held is None:
+                unscored.append((document.lane.name, scenario.id))
+            elif not held:
+                failing.append((document.lane.name, scenario.id))
+    if failing:
+        code = ExitCode.FAIL
+    elif void or unscored:
+        code = ExitCode.VOID
+    else:
+        code = ExitCode.PASS
+    return Ruling(code, tuple(failing), tuple(unscored))
