@@ -37,6 +37,7 @@ from alk.executor import Execution, Runner, execute
 from alk.files import write_atomically
 from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
 from alk.lane import LANES_DIR, lane_paths, load_lane
+from alk import rerun as reruns
 from alk.plan import build_plan, group_of, new_run_id
 from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
@@ -46,14 +47,24 @@ from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
-from alk.result import CutShort, Resumption, RunDocument, build_document, exit_code, to_json
+from alk.pass_rule import PassRule, judge
+from alk.report.outputs import Written
+from alk.result import (
+    CutShort,
+    RerunOf,
+    Resumption,
+    RunDocument,
+    build_document,
+    exit_code,
+    to_json,
+)
 from alk.runner.procfs import own_peak_rss_mb
-from alk.store import GROUP_NAME, latest_run_id, read_document, result_path, write_document
+from alk.store import GROUP_NAME, RESULT_NAME, latest_run_id, read_document, result_path, write_document
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
 __all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
-           "run_lanes", "resume_run", "resume", "read_run", "read_runs", "runs_json",
-           "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
+           "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "read_run", "read_runs", "runs_json",
+           "list_runs", "RunEntry", "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
            "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
@@ -95,37 +106,40 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
              out_dir: Path = Path("."), runner: Runner | None = None,
              environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
              jobs: int = 1, engine: Engine | None = None, run_id: str | None = None,
-             adaptive: Adaptive | None = None,
+             adaptive: Adaptive | None = None, rule: PassRule = PassRule(),
              on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
              on_start: Callable[[RepeatSpec], None] | None = None,
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Runs a lane: `jobs` repeats at once (each its own worker process), on `engine` when
     given (a Dask cluster, say), else in this process's threads. The run is journaled as it
     goes (`alk.journal`): `resume_run` continues it if it is killed. With `adaptive`, each
-    scenario runs until its verdict is settled (`alk.adaptive`), at most its `max_repeats`."""
+    scenario runs until its verdict is settled (`alk.adaptive`), at most its `max_repeats`.
+    `rule` sets the exit code (`alk.pass_rule`), never what is measured."""
     environ = os.environ if environ is None else environ
     plan = build_plan(lane, run_id or new_run_id(), repeats=repeats, scenario_ids=scenarios,
                       seed=seed, timeout_s=timeout_s, limits=limits, adaptive=adaptive)
     started_at = datetime.now(timezone.utc)
     with JournalWriter(journal_path(out_dir, plan.run_id),
                        plan_settings(plan, timeout_s=timeout_s, limits=limits or {},
-                                     started_at=started_at, adaptive=adaptive)) as journal:
+                                     started_at=started_at, adaptive=adaptive,
+                                     rule=rule)) as journal:
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
-                         adaptive=adaptive, started_at=started_at, on_plan=on_plan,
+                         adaptive=adaptive, rule=rule, started_at=started_at, on_plan=on_plan,
                          on_start=on_start, on_repeat=on_repeat)
 
 
 def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
                environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
-               jobs: int = 1, engine: Engine | None = None,
+               jobs: int = 1, engine: Engine | None = None, rule: PassRule | None = None,
                on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
                on_start: Callable[[RepeatSpec], None] | None = None,
                on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Continues a run that was interrupted or killed (`kill -9` of alk included): the
     repeats its journal holds are kept as they are, the others run with the seeds they would
     have had. Raises ResumeError when the run is complete, when its lane file changed, or when
-    its worker now reports another framework or version; the run is then left as it was."""
+    its worker now reports another framework or version; the run is then left as it was.
+    `rule`: the exit code's rule from now on (None: the one the run began with)."""
     environ = os.environ if environ is None else environ
     path = journal_path(out_dir, run_id)
     with JournalWriter(path) as journal:
@@ -134,6 +148,9 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
         settings = past.settings
         if past.ended == "complete":
             raise _complete(run_id)
+        if settings.rerun_of:
+            raise ResumeError(f"run {run_id} is a rerun of one repeat: run it again with "
+                              f"`alk rerun {settings.rerun_of}`")
         lane = load_lane(settings.lane_path)
         if lane.sha256 != settings.lane_sha256:
             raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began "
@@ -144,6 +161,8 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
                               "cassette, which a resumed run would replace with its own part "
                               "alone; start a new run to record one whole")
         adaptive = _adaptive(settings.adaptive)
+        if rule is None:
+            rule = PassRule(**settings.rule) if settings.rule else PassRule()
         plan = build_plan(lane, run_id, repeats=settings.repeats,
                           scenario_ids=settings.scenarios, seed=settings.seed,
                           timeout_s=settings.timeout_s, limits=settings.limits,
@@ -151,14 +170,59 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
         if past.identity is not None and not _to_run(plan, adaptive, past.repeats):
             # Killed after its last repeat, before it said so: written up, nothing run again.
             return _write_up(plan, journal, past, out_dir=out_dir, environ=environ,
-                             engine=engine, jobs=jobs, adaptive=adaptive)
+                             engine=engine, jobs=jobs, adaptive=adaptive, rule=rule)
         return _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
                          keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
-                         adaptive=adaptive,
+                         adaptive=adaptive, rule=rule,
                          started_at=datetime.fromisoformat(settings.started_at),
                          done=past.repeats, identity=past.identity, resumed=past.resumed,
                          resumed_at=datetime.now(timezone.utc), on_plan=on_plan,
                          on_start=on_start, on_repeat=on_repeat)
+
+
+@dataclass(frozen=True)
+class RerunResult:
+    """`alk rerun`: the new run of one repeat, the repeat as it first ran, and whether the lane
+    file had changed since (a rerun told to run it `anyway`)."""
+
+    run: RunsResult
+    original: RepeatResult | CutShort
+    lane_changed: bool
+
+
+def rerun(run_id: str, scenario: str, repeat: int, *, out_dir: Path = Path("."),
+          runner: Runner | None = None, environ: Mapping[str, str] | None = None,
+          anyway: bool = False, reports: bool = True) -> RerunResult:
+    """Runs one repeat of a saved run again as it ran (`alk.rerun`), as a run of its own.
+    Raises RerunError when the lane file changed since (unless `anyway`), RunNotFoundError
+    when there is no such run, scenario or repeat."""
+    environ = os.environ if environ is None else environ
+    documents = read_runs(run_id, out_dir)
+    if len(documents) > 1:
+        names = ", ".join(f"{d.run_id}" for d in documents)
+        raise UsageError(f"run {run_id} ran several lanes: name one ({names}), e.g. `alk rerun "
+                         f"{documents[0].run_id} {scenario} {repeat}`")
+    document = documents[0]
+    original = repeat_entry(document, scenario, repeat, out_dir)
+    lane = load_lane(Path(document.lane.path))
+    journal_file = journal_path(out_dir, document.run_id)
+    given = read_journal(journal_file).settings if journal_file.is_file() else None
+    prepared = reruns.prepare(
+        document, original, lane, new_run_id(), anyway=anyway,
+        timeout_s=given.timeout_s if given else document.settings.timeout_s,
+        limits=given.limits if given else document.settings.limits)
+    plan = prepared.plan
+    started_at = datetime.now(timezone.utc)
+    of = prepared.of
+    settings = plan_settings(plan, timeout_s=plan.timeout_s, limits=plan.limits.applied(),
+                             started_at=started_at,
+                             rerun_of=f"{of.run_id} {of.scenario} {of.repeat}")
+    with JournalWriter(journal_path(out_dir, plan.run_id), settings) as journal:
+        result = _run_plan(plan, journal, out_dir=out_dir, runner=runner, environ=environ,
+                           keep_workspaces=False, jobs=1, engine=None, rerun_of=of,
+                           started_at=started_at)
+    run = _reported(RunsResult(plan.run_id, (result,)), out_dir, reports)
+    return RerunResult(run, original, prepared.lane_changed)
 
 
 def _to_run(plan: Plan, adaptive: Adaptive | None, done: Sequence[RepeatResult]) -> bool:
@@ -177,6 +241,7 @@ def _complete(run_id: str) -> ResumeError:
 def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runner | None,
               environ: Mapping[str, str], keep_workspaces: bool, jobs: int,
               engine: Engine | None, started_at: datetime, adaptive: Adaptive | None = None,
+              rule: PassRule = PassRule(), rerun_of: RerunOf | None = None,
               done: Sequence[RepeatResult] = (),
               identity: tuple[str | None, str | None] | None = None,
               resumed: Sequence[Resumption] = (),
@@ -201,7 +266,8 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
         return build_document(plan, execution, status=status, started_at=started_at,
                               finished_at=finished_at, resumed=resumed,
                               jobs=execution.jobs or jobs, executor=executor,
-                              adaptive=adaptive, harness_peak_rss_mb=own_peak_rss_mb())
+                              adaptive=adaptive, rule=rule, rerun_of=rerun_of,
+                              harness_peak_rss_mb=own_peak_rss_mb())
 
     def checkpoint(execution: Execution) -> None:
         write_document(path, document(execution, "running"), redactor)
@@ -275,7 +341,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, *, out_dir: Path, runner: Runn
 
 def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Path,
               environ: Mapping[str, str], engine: Engine | None, jobs: int,
-              adaptive: Adaptive | None) -> RunResult:
+              adaptive: Adaptive | None, rule: PassRule) -> RunResult:
     """The result of a run whose every repeat is in its journal, written from it alone."""
     lane = plan.lane
     framework, version = past.identity or (None, None)
@@ -290,7 +356,7 @@ def _write_up(plan: Plan, journal: JournalWriter, past: Journal, *, out_dir: Pat
                               started_at=datetime.fromisoformat(past.settings.started_at),
                               finished_at=datetime.now(timezone.utc), resumed=past.resumed,
                               jobs=jobs, executor=engine.name if engine is not None else "local",
-                              adaptive=adaptive, harness_peak_rss_mb=own_peak_rss_mb())
+                              adaptive=adaptive, rule=rule, harness_peak_rss_mb=own_peak_rss_mb())
     code = exit_code(document)
     path = result_path(out_dir, plan.run_id)
     written = write_document(path, document, _redactor(lane, environ))
@@ -310,6 +376,8 @@ class RunsResult:
 
     run_id: str
     runs: tuple[RunResult, ...]
+    # report.html, report.md, junit.xml (alk.report.outputs), when they were written
+    reports: Written | None = None
 
     @property
     def interrupted(self) -> bool:
@@ -356,18 +424,20 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
               out_dir: Path = Path("."), runner: Runner | None = None,
               environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
               jobs: int = 1, engine: Engine | None = None, adaptive: Adaptive | None = None,
+              rule: PassRule = PassRule(), reports: bool = True,
               on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
               on_start: Callable[[RepeatSpec], None] | None = None,
               on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
     """One lane as `run_lane` runs it; several in one run folder, one after another, each with
-    its own preflight, the same seed and the same scenarios: lane L of run R is run `R/L`."""
+    its own preflight, the same seed and the same scenarios: lane L of run R is run `R/L`.
+    With `reports`, the run's report.html, report.md and junit.xml are written at its end."""
     if len(lanes) == 1:
         result = run_lane(lanes[0], repeats=repeats, scenarios=scenarios, seed=seed,
                           timeout_s=timeout_s, limits=limits, out_dir=out_dir, runner=runner,
                           environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
-                          engine=engine, adaptive=adaptive, on_plan=on_plan,
+                          engine=engine, adaptive=adaptive, rule=rule, on_plan=on_plan,
                           on_start=on_start, on_repeat=on_repeat)
-        return RunsResult(result.document.run_id, (result,))
+        return _reported(RunsResult(result.document.run_id, (result,)), out_dir, reports)
     run_id = new_run_id()
     seed = secrets.randbelow(2**31) if seed is None else seed
     for lane in lanes:  # a scenario or option no lane can run stops the run before it starts
@@ -377,29 +447,45 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
              "lanes": [{"name": lane.name, "path": str(lane.path.resolve())} for lane in lanes],
              "repeats": repeats, "scenarios": list(scenarios), "seed": seed,
              "timeout_s": timeout_s, "limits": dict(limits or {}),
-             "adaptive": dataclasses.asdict(adaptive) if adaptive is not None else None}
+             "adaptive": dataclasses.asdict(adaptive) if adaptive is not None else None,
+             "rule": dataclasses.asdict(rule)}
     write_atomically(out_dir / "reports" / run_id / GROUP_NAME,
                      (json.dumps(group, indent=1) + "\n").encode())
-    return _run_group(group, out_dir=out_dir, runner=runner, environ=environ,
-                      keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
-                      on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+    return _reported(_run_group(group, out_dir=out_dir, runner=runner, environ=environ,
+                                keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
+                                on_plan=on_plan, on_start=on_start, on_repeat=on_repeat),
+                     out_dir, reports)
+
+
+def _reported(result: RunsResult, out_dir: Path, reports: bool) -> RunsResult:
+    """The run with its report files written (alk.report.outputs)."""
+    if not reports or not result.runs:
+        return result
+    from alk.report.outputs import write_reports
+
+    written = write_reports([run.document for run in result.runs], out_dir)
+    return dataclasses.replace(result, reports=written)
 
 
 def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
            environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
-           jobs: int = 1, engine: Engine | None = None,
+           jobs: int = 1, engine: Engine | None = None, rule: PassRule | None = None,
+           reports: bool = True,
            on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
            on_start: Callable[[RepeatSpec], None] | None = None,
            on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
     """Continues a run of one lane (`resume_run`) or of several: their lanes that finished
-    are kept, the one cut short resumes, and those that never began begin."""
+    are kept, the one cut short resumes, and those that never began begin. `rule`: the exit
+    code's rule from now on (None: the run's own)."""
     group_file = out_dir / "reports" / run_id / GROUP_NAME
     hooks = dict(runner=runner, environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
-                 engine=engine, on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
+                 engine=engine, rule=rule, on_plan=on_plan, on_start=on_start,
+                 on_repeat=on_repeat)
     if not group_file.is_file():
         result = resume_run(run_id, out_dir=out_dir, **hooks)
-        return RunsResult(run_id, (result,))
-    return _run_group(_read_group(group_file), out_dir=out_dir, resuming=True, **hooks)
+        return _reported(RunsResult(run_id, (result,)), out_dir, reports)
+    return _reported(_run_group(_read_group(group_file), out_dir=out_dir, resuming=True,
+                                **hooks), out_dir, reports)
 
 
 def _run_group(group: Mapping[str, Any], *, out_dir: Path, resuming: bool = False,
@@ -421,11 +507,13 @@ def _run_group(group: Mapping[str, Any], *, out_dir: Path, resuming: bool = Fals
         if journal_path(out_dir, member).is_file():
             result = resume_run(member, out_dir=out_dir, **options)
         else:
+            new = dict(options)
+            rule = new.pop("rule", None) or PassRule(**(group.get("rule") or {}))
             result = run_lane(load_lane(Path(entry["path"])), repeats=group["repeats"],
                               scenarios=group["scenarios"], seed=group["seed"],
                               timeout_s=group["timeout_s"], limits=group["limits"],
                               adaptive=_adaptive(group.get("adaptive")), out_dir=out_dir,
-                              run_id=member, **options)
+                              run_id=member, rule=rule, **new)
         results.append(result)
         if result.interrupted:
             break  # the lanes after it begin when the run is resumed
@@ -460,6 +548,61 @@ def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[RunD
     if not documents:
         raise RunNotFoundError(f"run {run_id} has no lane with a result yet")
     return documents
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A past run as `alk runs` lists it: `lanes` in the order they ran; the counts are the
+    sums over its lanes; `exit_code` by the run's own rule (None when it could not be read:
+    `problem` says why)."""
+
+    run_id: str
+    started_at: str
+    status: str
+    lanes: tuple[str, ...]
+    frameworks: tuple[str, ...]  # "name version" as each lane's preflight reported it
+    scenarios: int
+    passed: int
+    scored: int
+    void: int
+    exit_code: int | None
+    rerun_of: str | None = None  # "RUN SCENARIO REPEAT" for an `alk rerun`
+    problem: str = ""
+
+
+def list_runs(out_dir: Path = Path("."), *, limit: int = 20) -> list[RunEntry]:
+    """The newest `limit` runs under `out_dir`/reports, newest first (run ids sort by time)."""
+    folder = out_dir / "reports"
+    if not folder.is_dir():
+        raise RunNotFoundError(f"{folder}: no such folder: no run was saved here yet (run alk "
+                               "from the folder that holds reports/, or pass --out)")
+    found = sorted((path.name for path in folder.iterdir()
+                    if (path / RESULT_NAME).is_file() or (path / GROUP_NAME).is_file()),
+                   reverse=True)
+    return [_run_entry(run_id, out_dir) for run_id in found[:limit]]
+
+
+def _run_entry(run_id: str, out_dir: Path) -> RunEntry:
+    try:
+        documents = read_runs(run_id, out_dir)
+    except (TranscriptError, RunNotFoundError) as exc:
+        return RunEntry(run_id, "", "unreadable", (), (), 0, 0, 0, 0, None, problem=str(exc))
+    first = documents[0]
+    statuses = {d.status for d in documents}
+    status = next((s for s in ("running", "interrupted") if s in statuses), "complete")
+    rerun_of = first.settings.rerun_of
+    return RunEntry(
+        run_id=run_id, started_at=first.started_at, status=status,
+        lanes=tuple(d.lane.name for d in documents),
+        frameworks=tuple(f"{d.gate.framework or d.lane.framework} {d.gate.version or '?'}"
+                         for d in documents),
+        scenarios=sum(len(d.scenarios) for d in documents),
+        passed=sum(d.aggregate.counts.passed for d in documents),
+        scored=sum(d.aggregate.counts.scored for d in documents),
+        void=sum(d.aggregate.counts.void for d in documents),
+        exit_code=int(judge(documents).code),
+        rerun_of=(f"{rerun_of.run_id} {rerun_of.scenario} {rerun_of.repeat}"
+                  if rerun_of is not None else None))
 
 
 def runs_json(documents: Sequence[RunDocument]) -> dict[str, Any]:

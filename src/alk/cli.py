@@ -123,6 +123,13 @@ def run(
                                     "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
                                     "max_open_files, max_file_mb."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    fail_under: Optional[float] = typer.Option(None, "--fail-under", metavar="RATE",
+                                               help="Exit 1 only when a scenario's pass rate "
+                                               "is below RATE (e.g. 0.95), instead of on any "
+                                               "failed repeat."),
+    fail_under_lower: bool = typer.Option(False, "--fail-under-lower", help="With "
+                                          "--fail-under: judge the lower bound of each "
+                                          "pass rate's 95% interval, not the rate."),
     k: int = KOpt,
     out: Path = OutOpt,
 ) -> None:
@@ -133,6 +140,7 @@ def run(
     from alk import api
     from alk.repeat import cores
     from alk.lane import lane_warnings
+    from alk.pass_rule import PassRule
     from alk.records import ExitCode
     from alk.report import progress
 
@@ -142,6 +150,8 @@ def run(
             raise UsageError("--jobs is for --executor local: on Dask, each worker runs as "
                              "many repeats at once as it has threads (dask worker --nthreads)")
         jobs = jobs or cores()  # default: the cores alk may use
+        rule = (PassRule(fail_under, fail_under_lower).check()
+                if fail_under is not None or fail_under_lower else None)
         shown = progress.run_progress(Console(stderr=True), enabled=not quiet)
         hooks = dict(on_plan=shown.plan if shown else None,
                      on_start=shown.start if shown else None,
@@ -154,7 +164,7 @@ def run(
                                  "--max-repeats and --ci-width")
             with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
                 results = api.resume(resume, out_dir=out, jobs=jobs, engine=engine,
-                                     keep_workspaces=keep_workspaces, **hooks)
+                                     keep_workspaces=keep_workspaces, rule=rule, **hooks)
         else:
             if not lane:
                 raise UsageError("name a lane: --lane NAME (repeatable), or --resume RUN_ID")
@@ -166,7 +176,8 @@ def run(
                 results = api.run_lanes(loaded, repeats=count, scenarios=scenario, seed=seed,
                                         timeout_s=timeout, limits=_parse_limits(limit),
                                         out_dir=out, keep_workspaces=keep_workspaces,
-                                        jobs=jobs, engine=engine, adaptive=adaptive, **hooks)
+                                        jobs=jobs, engine=engine, adaptive=adaptive,
+                                        rule=rule or PassRule(), **hooks)
     except AlkError as exc:
         _fail(str(exc))
     documents = [result.document for result in results.runs]
@@ -174,6 +185,8 @@ def run(
         _echo_json(api.runs_json(documents), f"run {results.run_id}")
     else:
         _print_runs(documents, out, k)
+    if results.reports is not None:
+        _warn(list(results.reports.problems))
     raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)
 
 
@@ -213,20 +226,45 @@ def _print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument
 def report(
     run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result document."),
+    open_html: bool = typer.Option(False, "--open", help="Open report.html in a browser, "
+                                   "where there is one."),
     k: int = KOpt,
     out: Path = OutOpt,
 ) -> None:
-    """Re-render a saved run from reports/RUN_ID/result.json."""
+    """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
+    report.md and junit.xml again."""
     from alk import api
+    from alk.report.outputs import HTML_NAME, write_reports
 
     try:
         documents = api.read_runs(run_id, out)
     except AlkError as exc:
         _fail(str(exc))
+    written = write_reports(documents, out)
     if as_json:
         _echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:
         _print_runs(documents, out, k)
+    _warn(list(written.problems))
+    if open_html:
+        page = next((path for path in written.paths if path.name == HTML_NAME), None)
+        if page is not None:
+            _open_in_browser(page)
+
+
+def _open_in_browser(page: Path) -> None:
+    """Opens the page where a browser is known; else says where it is (a server, CI)."""
+    import webbrowser
+
+    from rich.console import Console
+
+    try:
+        opened = webbrowser.get().open(page.resolve().as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        Console(stderr=True).print(f"no browser to open here: open {page} where there is one",
+                                   markup=False, highlight=False)
 
 
 @app.command(short_help="Compare two runs of the same scenarios: did B regress?")
@@ -252,6 +290,7 @@ def compare(
     from alk.compare import Change, compare_runs
     from alk.records import ExitCode
     from alk.report.compare_view import compare_view
+    from alk.report.outputs import write_compare_page
 
     try:
         comparison = compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
@@ -262,6 +301,10 @@ def compare(
         _echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
     else:
         Console().print(compare_view(comparison))
+        written = write_compare_page(comparison, out, comparison.b.run_id, comparison.a.run_id)
+        for page in written.paths:
+            Console().print(f"page        {page}", markup=False, highlight=False)
+        _warn(list(written.problems))
     if fail_on_regression and comparison.change is Change.REGRESSED:
         raise typer.Exit(ExitCode.FAIL)
     # A gate must not be passed by voiding: a scenario B could not score is not a pass.
@@ -269,6 +312,64 @@ def compare(
     if fail_on_regression and unscored:
         _fail(f"run {run_b} scored no repeat of {', '.join(unscored)}: nothing to compare "
               "there, so no gate passes; see `alk report " + run_b + "`", ExitCode.VOID)
+
+
+@app.command(short_help="Run one repeat of a saved run again, exactly as it ran.")
+def rerun(
+    run_id: str = typer.Argument(..., help="Run id (RUN/LANE for a lane of a run of several), "
+                                 "or 'latest'."),
+    scenario: str = typer.Argument(..., help="Scenario id."),
+    repeat: int = typer.Argument(..., help="Repeat number (1-based)."),
+    anyway: bool = typer.Option(False, "--anyway", help="Run it even though the lane file "
+                                "changed since (then it is not the same repeat)."),
+    k: int = KOpt,
+    out: Path = OutOpt,
+) -> None:
+    """Run one repeat of a saved run again: the same lane (its sha256 checked), scenario,
+    seed, repeat number and start message, as a new run. Says when the worker changed since,
+    and what the repeat did then and now. Exits by the new repeat's verdict."""
+    from rich.console import Console
+
+    from alk import api
+    from alk.records import ExitCode
+    from alk.report import terminal
+
+    try:
+        result = api.rerun(run_id, scenario, repeat, out_dir=out, anyway=anyway)
+    except AlkError as exc:
+        _fail(str(exc))
+    run = result.run.runs[0]
+    console = Console()
+    console.print(terminal.run_report(run.document, out.resolve(), k=k))
+    console.print()
+    console.print(terminal.rerun_summary(run.document, result.original, result.lane_changed))
+    if result.run.reports is not None:
+        _warn(list(result.run.reports.problems))
+    raise typer.Exit(ExitCode.INTERRUPTED if run.interrupted else run.exit_code)
+
+
+@app.command(short_help="List past runs, newest first.")
+def runs(
+    limit: int = typer.Option(20, "--limit", min=1, help="Runs to list at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print them as JSON."),
+    out: Path = OutOpt,
+) -> None:
+    """List the runs saved under reports/, newest first: when, which lanes, what status,
+    how many repeats passed, and the verdict by each run's rule."""
+    import msgspec
+    from rich.console import Console
+
+    from alk import api
+    from alk.report import listings
+
+    try:
+        found = api.list_runs(out, limit=limit)
+    except AlkError as exc:
+        _fail(str(exc))
+    if as_json:
+        _echo_json({"runs": msgspec.to_builtins(found)}, "runs")
+    else:
+        Console().print(listings.runs_view(found))
 
 
 @app.command(short_help="Print a page of one repeat's transcript.")

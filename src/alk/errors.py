@@ -48,3 +48,8 @@ class RunWriteError(AlkError):
 class CheckError(AlkError):
     """Raised when alk cannot carry out a lane's check, such as a regular expression that does
     not finish in time: the lane is at fault, so the repeat is void, never the agent's."""
+
+
+class RerunError(AlkError):
+    """Raised when `alk rerun` cannot run a repeat again as it ran: its lane file changed
+    (unless the rerun is told to run it anyway), or the run recorded a model cassette."""

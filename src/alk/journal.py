@@ -29,6 +29,7 @@ import msgspec
 from alk import __version__
 from alk.errors import ResumeError
 from alk.adaptive import Adaptive
+from alk.pass_rule import PassRule
 from alk.records import Plan, Preflight, RepeatResult
 from alk.result import Resumption
 
@@ -56,6 +57,10 @@ class Settings:
     started_at: str
     # An adaptive run's options (alk.adaptive.Adaptive as a dict); None: a fixed number of repeats
     adaptive: Mapping[str, Any] | None = None
+    # The rule that sets its exit code (alk.pass_rule.PassRule as a dict); None: the default
+    rule: Mapping[str, Any] | None = None
+    # `alk rerun`: "RUN_ID SCENARIO REPEAT" of the repeat it runs again; None for a run
+    rerun_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,10 +223,13 @@ def result_from_json(record: Any) -> RepeatResult:
 
 
 def plan_settings(plan: Plan, *, timeout_s: float | None, limits: Mapping[str, int],
-                  started_at: datetime, adaptive: Adaptive | None = None) -> Settings:
+                  started_at: datetime, adaptive: Adaptive | None = None,
+                  rule: PassRule | None = None, rerun_of: str | None = None) -> Settings:
     return Settings(run_id=plan.run_id, lane_path=str(plan.lane.path.resolve()),
                     lane_sha256=plan.lane.sha256, lane_name=plan.lane.name,
                     repeats=plan.repeats, scenarios=tuple(s.id for s in plan.scenarios),
                     seed=plan.seed, timeout_s=timeout_s, limits=dict(limits),
                     started_at=started_at.isoformat(timespec="seconds"),
-                    adaptive=dataclasses.asdict(adaptive) if adaptive is not None else None)
+                    adaptive=dataclasses.asdict(adaptive) if adaptive is not None else None,
+                    rule=dataclasses.asdict(rule) if rule is not None else None,
+                    rerun_of=rerun_of)

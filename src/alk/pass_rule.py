@@ -43,13 +43,13 @@ class PassRule:
     def describe(self) -> str:
         """The rule in one sentence, for every report."""
         if self.fail_under is None:
-            judged = "every scored repeat of every scenario must pass (a flaky scenario fails)"
+            judged = "every scored repeat must pass (a flaky scenario fails)"
         elif self.lower:
-            judged = (f"the lower bound of each scenario's 95% interval must be at least "
-                      f"{self.fail_under:.1%}")
+            judged = (f"each scenario's pass rate, at the lower bound of its 95% interval, "
+                      f"must be at least {self.fail_under:.1%}")
         else:
             judged = f"each scenario's pass rate must be at least {self.fail_under:.1%}"
-        return f"{judged}; a void repeat or an unscored scenario makes the run void"
+        return f"{judged}; else a void repeat makes the run void"
 
     def judged(self, scenario: ScenarioResult) -> float | None:
         """The number the rule compares with its threshold: the pass rate, or its lower bound

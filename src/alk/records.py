@@ -208,6 +208,9 @@ class Plan:
     timeout_s: float
     items: tuple[RepeatSpec, ...]
     limits: Limits = field(default_factory=Limits)
+    # `alk rerun`: the run whose repeat this plan runs again; its start message names that run,
+    # so that the worker gets the very message it got then.
+    reproduces: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -316,7 +316,7 @@ class LaneContext:
         seen: list[Observation] = []
         while True:
             attempt = len(seen) + 1
-            start = {"type": "start", "run_id": self.plan.run_id,
+            start = {"type": "start", "run_id": self.plan.reproduces or self.plan.run_id,
                      "scenario": {"id": scenario.id, "task": scenario.task,
                                   "input": dict(scenario.input), "script": list(scenario.script),
                                   "faults": [dataclasses.asdict(f) for f in scenario.faults]},

@@ -124,3 +124,37 @@ def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
     for name, value, why in facts:
         table.add_row(cell(name), cell(value), cell(why))
     return table
+
+
+# What a run's exit code says, as `alk runs` words it.
+_RUN_VERDICTS = {0: "pass", 1: "fail", 3: "void"}
+
+
+def runs_view(entries: Sequence[Any]) -> RenderableType:  # Sequence[alk.api.RunEntry]
+    """Past runs for 80 columns, newest first: a line with the id, status, verdict by the
+    run's rule and counts; under it the lanes, their frameworks, and what a rerun reran."""
+    if not entries:
+        return Text("no runs saved yet: `alk run --lane NAME` starts one", style="dim")
+    blocks: list[RenderableType] = []
+    for entry in entries:
+        verdict = _RUN_VERDICTS.get(entry.exit_code, "?") if entry.exit_code is not None else "?"
+        head = Text.assemble((entry.run_id, "bold"), "  ", (f"{entry.status:<11}", "dim"),
+                             (f"{verdict:<5}", style_of(verdict)))
+        if entry.problem:
+            blocks += [head, Padding(Text(printable(one_line(entry.problem, 300)), style="dim"),
+                                     (0, 0, 0, 2))]
+            continue
+        head.append(f" {entry.passed}/{entry.scored} passed")
+        if entry.void:
+            head.append(f" · {entry.void} void", style=style_of("void"))
+        lanes = ", ".join(f"{lane} ({framework})"
+                          for lane, framework in zip(entry.lanes, entry.frameworks))
+        under = Text(printable(one_line(lanes, 300)))
+        under.append(f" · {plural(entry.scenarios, 'scenario')} · started "
+                     f"{entry.started_at.replace('T', ' ')[:16]}", style="dim")
+        if entry.rerun_of:
+            under.append(f"\nrerun of {printable(entry.rerun_of)}", style="dim")
+        blocks += [head, Padding(under, (0, 0, 0, 2))]
+    blocks.append(Text("alk report RUN_ID [--open]: its report · alk compare A B: two runs",
+                       style="dim"))
+    return Group(*blocks)

@@ -24,7 +24,10 @@ from alk.causes import CATALOGUE, Cause
 from alk.plan import group_of
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.report.safe_text import DASH, inline, hanging, one_line, plural, printable, style_of
-from alk.result import Paths, RunDocument, ScenarioResult
+from alk.pass_rule import judge
+from alk.report.outputs import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, report_folder
+from alk.rerun import command as rerun_command
+from alk.result import CutShort, RunDocument, ScenarioResult
 from alk.estimate import Estimate
 from alk.stats import (
     Consistency,
@@ -92,7 +95,8 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
                                 ("robustness", _fault_robustness(aggregate.fault_robustness)),
                                 *_stopped(doc),
                                 *_failures(scenarios),
-                                ("workers", _resources(scenarios))]))
+                                ("workers", _resources(scenarios)),
+                                ("rule", _rule(doc))]))
         # Under a label each, so that a wrapped line hangs clear of it.
         tool_paths = [_paths_line(s) for s in scenarios if s.stats.trajectories.distinct > 1]
         event_paths = [_event_paths_line(s) for s in scenarios if s.stats.paths.distinct > 1]
@@ -107,8 +111,19 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
         parts.extend(_why(s, doc.run_id) for s in scenarios
                      if s.verdict != Verdict.PASS or s.stats.counts.void)
     parts.append(Text())
-    parts.append(_labelled([*_paths(doc.paths, root), ("isolation", _containment(scenarios))]))
+    parts.append(_labelled([*_paths(doc, root), ("isolation", _containment(scenarios))]))
     return Group(*parts)
+
+
+def _rule(doc: RunDocument) -> Text:
+    """The rule that set the exit code, and whether the run meets it (`alk.pass_rule`)."""
+    ruling = judge([doc])
+    text = Text(doc.settings.rule.describe())
+    if ruling.failing:
+        text.append(f"; broken by {', '.join(s for _, s in ruling.failing)}", style="bold")
+    elif ruling.unscored:
+        text.append(f"; not scored: {', '.join(s for _, s in ruling.unscored)}")
+    return text
 
 
 def _stopped(doc: RunDocument) -> list[tuple[str, Text | None]]:
@@ -687,6 +702,9 @@ def _why(scenario: ScenarioResult, run_id: str) -> RenderableType:
         if members[0].transcript:
             under.append(("\n" if under else "") + f"alk show {run_id} {scenario.id} "
                          f"{members[0].repeat}", style="dim")
+        # The one command that runs the repeat again as it ran (report.md lists every one).
+        under.append(("\n" if under else "") + rerun_command(run_id, scenario.id,
+                                                            members[0].repeat), style="dim")
         if under:
             blocks.append(Padding(under, (0, 0, 0, 6)))
     rest = len(bad) - sum(len(members) for _, members in shown)
@@ -737,11 +755,14 @@ def _containment(scenarios: Sequence[ScenarioResult]) -> Text | None:
     return Text("; ".join(f"{name} ({plural(count, 'repeat')})" for name, count in used.items()))
 
 
-def _paths(paths: Paths, root: Path | None) -> list[tuple[str, Text | None]]:
+def _paths(doc: RunDocument, root: Path | None) -> list[tuple[str, Text | None]]:
     # Where the files went, said outright: alk writes under the folder it runs in (or --out),
     # which is not always the folder that holds the lanes.
+    paths = doc.paths
+    folder = report_folder(Path(), doc.run_id)
     return [("files in", Text(str(root)) if root else None),
-            ("report", Text(paths.result or DASH)),
+            ("report", Text(f"{folder / HTML_NAME} · {MARKDOWN_NAME} · {JUNIT_NAME}")),
+            ("result", Text(paths.result or DASH)),
             ("transcripts", Text(paths.transcripts or DASH)),
             ("workspaces", Text(paths.workspaces) if paths.workspaces else None)]
 
@@ -791,3 +812,32 @@ def _pass_hat(stats: ScenarioStats | LaneStats, k: int) -> Text:
 
 def _seconds(durations: DurationStats) -> Text:
     return Text(DASH, style="dim") if durations.p50 is None else Text(f"{durations.p50:.2f} s")
+
+
+def rerun_summary(doc: RunDocument, original: RepeatResult | CutShort,
+                  lane_changed: bool) -> RenderableType:
+    """`alk rerun`: the repeat as it ran then and as it ran now, and what changed between."""
+    doc = printable(doc)
+    of = doc.settings.rerun_of
+    rows: list[tuple[str, Text | None]] = []
+    if of is not None:
+        seed = f" · seed {original.seed}" if isinstance(original, RepeatResult) else ""
+        rows.append(("rerun of", Text(f"{of.run_id} {of.scenario} repeat {of.repeat}{seed}")))
+    rows.append(("then", _repeat_line(original)))
+    now = next((r for s in doc.scenarios for r in s.repeats), None)
+    rows.append(("now", _repeat_line(now) if now is not None else Text("did not finish")))
+    if of is not None:
+        rows.append(("worker", Text("changed since: this checks the worker as it is now, not a "
+                                    "reproduction", style="bold") if of.worker_changed
+                     else Text("unchanged since (its files' sha256)")))
+    rows.append(("lane", Text("changed since (--anyway): not the same repeat", style="bold")
+                 if lane_changed else Text("unchanged since (its sha256)")))
+    return _labelled(rows)
+
+
+def _repeat_line(repeat: RepeatResult | CutShort) -> Text:
+    if isinstance(repeat, CutShort):
+        return Text(f"cut short: {repeat.detail}", style="dim")
+    repeat = printable(repeat)
+    return Text.assemble((f"{repeat.outcome}/{repeat.cause}", style_of(repeat.outcome)),
+                         f"  {one_line(repeat.detail, DETAIL_CHARS)}")

@@ -1,0 +1,88 @@
+"""The files a run's reviewers and CI read, written next to `result.json` in
+`reports/RUN_ID/`: `report.html` (the page and its transcripts), `report.md` (for a pull
+request) and `junit.xml` (for a CI system's test view). A run of several lanes gets one of each
+for all its lanes, in the run's own folder.
+
+Each file is written whole (atomically) from the saved, redacted documents, so that it shows
+what `result.json` says and nothing the redaction masked. A file that cannot be made is left
+out with a warning, never at the cost of the run: its verdict and exit code are already set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from alk.files import write_atomically
+from alk.plan import group_of
+from alk.result import RunDocument
+
+HTML_NAME = "report.html"
+MARKDOWN_NAME = "report.md"
+JUNIT_NAME = "junit.xml"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The report files written, and for each one that could not be, why."""
+
+    paths: tuple[Path, ...]
+    problems: tuple[str, ...]
+
+
+def report_folder(out_dir: Path, run_id: str) -> Path:
+    """The folder of a run's reports: a lane of a run of several (`R/LANE`) shares R's."""
+    return out_dir / "reports" / group_of(run_id)
+
+
+def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
+    """report.html, report.md and junit.xml of one run (one document per lane)."""
+    folder = report_folder(out_dir, documents[0].run_id)
+
+    def html() -> bytes:
+        from alk.report.html import run_page
+
+        return run_page(documents, out_dir).encode("utf-8")
+
+    def markdown() -> bytes:
+        from alk.report.markdown import run_markdown
+
+        return run_markdown(documents, out_dir).encode("utf-8")
+
+    def junit() -> bytes:
+        from alk.report.junit import run_junit
+
+        return run_junit(documents)
+
+    makers: tuple[tuple[str, Callable[[], bytes]], ...] = (
+        (HTML_NAME, html), (MARKDOWN_NAME, markdown), (JUNIT_NAME, junit))
+    return _write(folder, makers)
+
+
+def write_compare_page(comparison: object, out_dir: Path, run_b: str, run_a: str) -> Written:
+    """The `alk compare A B` page, in B's report folder: `compare-A.html`."""
+    from alk.report.html import compare_page
+
+    name = f"compare-{run_a.replace('/', '-')}.html"
+    return _write(report_folder(out_dir, run_b),
+                  ((name, lambda: compare_page(comparison, out_dir).encode("utf-8")),))
+
+
+def _write(folder: Path, makers: Sequence[tuple[str, Callable[[], bytes]]]) -> Written:
+    paths: list[Path] = []
+    problems: list[str] = []
+    for name, make in makers:
+        path = folder / name
+        try:
+            write_atomically(path, make())
+        except OSError as exc:
+            problems.append(f"{path}: cannot be written ({exc.strerror or exc}); the run's "
+                            "result.json holds everything: `alk report RUN_ID` writes it again")
+            continue
+        except Exception as exc:  # noqa: BLE001 - a report's bug must not cost the run
+            problems.append(f"{path}: not written: {type(exc).__name__}: {exc} (a bug in alk; "
+                            "please report it with the run's result.json)")
+            continue
+        paths.append(path)
+    return Written(tuple(paths), tuple(problems))
