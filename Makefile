@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate \
+.PHONY: demo test browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate \
         mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
@@ -16,8 +16,20 @@ FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
-test: $(VENV)/.installed-test $(FRAMEWORK_VENVS)
+test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) browser
 	$(BIN)/python -m pytest
+
+# The HTML report's test opens it in Debian's Chromium (never a downloaded browser): installed
+# here when this user may, else that test is skipped and says why (CI sets
+# ALK_REQUIRE_BROWSER=1, which makes a missing browser a failure instead).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the HTML report's browser test"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	        >/dev/null; }; \
+	  else echo "no chromium here (and no root to install it): the browser test will skip"; fi; }
 
 # Mutation testing of the verdict path (minutes; not part of `make test`): a fresh mutmut run
 # over the modules `[tool.mutmut]` names in pyproject.toml, then the score of each.
