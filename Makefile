@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate \
+.PHONY: demo test browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate bench-reports \
         mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
@@ -60,6 +60,11 @@ bench-scale: $(VENV)/.installed
 # Aggregating 100,000 repeats in four layouts, beside a plain loop (exit 1 over 1 s).
 bench-aggregate: $(VENV)/.installed
 	$(BIN)/python benchmarks/aggregate.py
+
+# report.html, report.md and junit.xml of a real 10 x 20 run, beside writing result.json
+# (exit 1 over 1 s); then the page with one 64 MiB transcript.
+bench-reports: $(VENV)/.installed
+	$(BIN)/python benchmarks/reports.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -8,6 +8,7 @@ and commit them with the change.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -16,9 +17,10 @@ from rich.console import Group, RenderableType
 
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
-from alk.report.listings import cause_view, causes_view, findings_view, lanes_view
+from alk.api import RunEntry
+from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
 from alk.report.matrix import lane_matrix
-from alk.report.terminal import run_report
+from alk.report.terminal import rerun_summary, run_report
 from alk.report.transcript_view import (
     event_row,
     page_summary,
@@ -27,7 +29,7 @@ from alk.report.transcript_view import (
     transcript_events,
     transcript_hash,
 )
-from alk.result import RunDocument
+from alk.result import RerunOf, RunDocument
 from alk.transcript import TranscriptPage
 import documents
 from snapshot import check_snapshot
@@ -103,6 +105,34 @@ def findings() -> RenderableType:
     ])
 
 
+def runs() -> RenderableType:
+    return runs_view([
+        RunEntry("20261130-101500-5c0ffe", "2026-11-30T10:15:00+00:00", "complete",
+                 ("orders",), ("pydantic-ai 1.0.3",), 1, 0, 1, 0, 1,
+                 rerun_of=f"{RUN} nominal 10"),
+        RunEntry("20261130-091200-77aa01", "2026-11-30T09:12:00+00:00", "interrupted",
+                 ("pydantic-ai", "langgraph", "openai-agents-sdk"),
+                 ("pydantic-ai 1.0.3", "langgraph 1.0.2", "openai-agents 0.20.1"), 9, 101,
+                 120, 20, 1),
+        RunEntry(RUN, "2026-11-29T12:00:00+00:00", "complete", ("orders",),
+                 ("pydantic-ai 1.0.3",), 3, 57, 60, 0, 0),
+        RunEntry("20261128-080000-0ld0ne", "", "unreadable", (), (), 0, 0, 0, 0, None,
+                 problem="reports/20261128-080000-0ld0ne/result.json: schema 'alk.result/1' "
+                         "is not 'alk.result/2'; this alk cannot read it"),
+    ])
+
+
+def rerun(tmp_path: Path) -> RenderableType:
+    """A rerun of the flaky scenario's wrongly answered repeat, after its worker changed."""
+    before = documents.run(tmp_path)
+    original = next(r for r in before.scenario("nominal").repeats if r.cause == "wrong_output")
+    after = documents.made(tmp_path / "after", documents.observation(0.3),
+                           repeats=1, nominal=documents.passing(1))
+    after = dataclasses.replace(after, settings=dataclasses.replace(
+        after.settings, rerun_of=RerunOf(RUN, "nominal", original.repeat, True)))
+    return rerun_summary(after, original, lane_changed=False)
+
+
 # The run reports are of documents alk made itself (tests/unit/documents.py).
 RUNS: dict[str, Callable[[Path], RunDocument]] = {
     "run": documents.run,
@@ -118,15 +148,18 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
     "causes": causes_view,
     "cause": lambda: cause_view("timeout"),
     "check-worker": findings,
+    "runs": runs,
 }
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("view", [*RUNS, *VIEWS, "matrix"])
+@pytest.mark.parametrize("view", [*RUNS, *VIEWS, "matrix", "rerun"])
 def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
                                    private_temp: None) -> None:
     if view == "matrix":
         made = lane_matrix(documents.three_lanes(tmp_path))
+    elif view == "rerun":
+        made = rerun(tmp_path)
     else:
         made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
                 else VIEWS[view]())

@@ -138,7 +138,7 @@ def runs_view(entries: Sequence[Any]) -> RenderableType:  # Sequence[alk.api.Run
     blocks: list[RenderableType] = []
     for entry in entries:
         verdict = _RUN_VERDICTS.get(entry.exit_code, "?") if entry.exit_code is not None else "?"
-        head = Text.assemble((entry.run_id, "bold"), "  ", (f"{entry.status:<11}", "dim"),
+        head = Text.assemble((entry.run_id, "bold"), "  ", (f"{entry.status:<12}", "dim"),
                              (f"{verdict:<5}", style_of(verdict)))
         if entry.problem:
             blocks += [head, Padding(Text(printable(one_line(entry.problem, 300)), style="dim"),
