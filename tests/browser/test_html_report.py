@@ -1,0 +1,148 @@
+"""The HTML report of a real run, in headless Chromium: `alk run` on a lane whose worker puts
+markup that would run in every string it controls, then the page it wrote, opened from disk.
+
+It must make no request but for itself, log no error, draw every chart with its data, expand
+a transcript on a click, and show the worker's markup as text without running any of it. It
+saves screenshots to reports/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+LANE = TESTS / "lanes" / "html_hostile.toml"
+SCREENSHOTS = TESTS.parent / "reports" / "screenshots"
+VIEWPORT = {"width": 1280, "height": 900}
+# What every payload of the worker tries: set this global, and the page's title.
+PWNED = "window.__alk_pwned"
+# Each chart drawn: the marks Plotly made, and what the chart's data says they should be.
+COUNT_MARKS = """() => [...document.querySelectorAll('div.chart')].map(div => {
+  const block = document.querySelector(`script[data-chart="${div.id}"]`);
+  const data = JSON.parse(block.textContent).figure.data;
+  const size = t => (t.ids || t.x || t.y || []).length;
+  const expected = {
+    bars: data.filter(t => t.type === 'bar').reduce((n, t) => n + size(t), 0),
+    lines: data.filter(t => t.type === 'scatter').length,
+    markers: data.filter(t => t.type === 'scatter' && (t.mode || '').includes('markers'))
+                 .reduce((n, t) => n + size(t), 0),
+    boxes: data.filter(t => t.type === 'box').length,
+    box_points: data.filter(t => t.type === 'box' && t.boxpoints === 'all')
+                    .reduce((n, t) => n + size(t), 0),
+    slices: data.filter(t => t.type === 'icicle').reduce((n, t) => n + size(t), 0)};
+  const drawn = {
+    bars: div.querySelectorAll('.barlayer .point').length,
+    lines: div.querySelectorAll('.scatterlayer .trace').length,
+    markers: div.querySelectorAll('.scatterlayer .point').length,
+    boxes: div.querySelectorAll('.boxlayer .trace').length,
+    box_points: div.querySelectorAll('.boxlayer .point').length,
+    slices: div.querySelectorAll('g.slice').length};
+  return {id: div.id, svg: div.querySelectorAll('svg.main-svg').length, expected, drawn};
+})"""
+
+
+@dataclass
+class Loaded:
+    page: Any
+    url: str
+    run_id: str
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report.html a real `alk run` wrote: answers passes, wavers is flaky, crashes fails
+    and voided is void."""
+    folder = tmp_path_factory.mktemp("html-report")
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(LANE), "-n", "4",
+                           "--seed", "1"], cwd=folder, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "100"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    [page] = folder.glob("reports/*/report.html")
+    return page
+
+
+def _open(browser: Any, report: Path) -> Loaded:
+    page = browser.new_page(viewport=VIEWPORT)
+    loaded = Loaded(page, report.as_uri(), report.parent.name)
+    page.on("request", lambda request: loaded.requests.append(request.url))
+    page.on("console", lambda message: loaded.errors.append(f"console: {message.text}")
+            if message.type == "error" else None)
+    page.on("pageerror", lambda error: loaded.errors.append(f"page error: {error}"))
+    page.goto(loaded.url)
+    page.wait_for_function("[...document.querySelectorAll('div.chart')].every("
+                           "div => div.querySelector('svg.main-svg'))")
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def loaded(browser: Any, report: Path) -> Iterator[Loaded]:
+    loaded = _open(browser, report)
+    yield loaded
+    loaded.page.close()
+
+
+def test_the_page_fetches_nothing_and_logs_no_error(loaded: Loaded) -> None:
+    loaded.page.mouse.move(400, 300)  # over the page, where a handler would fire on hover
+    assert loaded.requests == [loaded.url]
+    assert loaded.errors == []
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    loaded.page.screenshot(path=SCREENSHOTS / "report.png", full_page=True)
+
+
+def test_every_chart_is_drawn_with_its_data(loaded: Loaded) -> None:
+    charts = loaded.page.evaluate(COUNT_MARKS)
+    # pass rate, pass^k, failures, durations and wavers' divergence: the run has them all
+    assert {chart["id"] for chart in charts} >= {"chart-pass-rate", "chart-pass-k",
+                                                 "chart-failures", "chart-durations"}
+    assert any(chart["expected"]["slices"] for chart in charts)  # a divergence tree
+    for chart in charts:
+        assert chart["svg"] >= 1, chart
+        assert sum(chart["expected"].values()) > 0, chart
+        assert chart["drawn"] == chart["expected"], chart
+
+
+def test_the_workers_markup_shows_as_text_and_never_runs(loaded: Loaded) -> None:
+    page = loaded.page
+    assert page.evaluate(f"typeof {PWNED}") == "undefined"
+    assert page.title() == f"alk · {loaded.run_id}"
+    # Only the page's own elements: no image, no handler, no javascript: link, two scripts.
+    assert page.evaluate("""() => ({
+      images: document.querySelectorAll('img').length,
+      handlers: [...document.querySelectorAll('*')].filter(
+        e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
+      links: document.querySelectorAll('a[href^="javascript"]').length,
+      scripts: document.querySelectorAll('script:not([type="application/json"])').length,
+      bold: document.querySelectorAll('b').length})""") == {
+        "images": 0, "handlers": 0, "links": 0, "scripts": 2, "bold": 0}
+    text = page.inner_text("body")
+    for shown in ('RuntimeError: <script>window.__alk_pwned="exception"',  # a crash's detail
+                  'got "<script>window.__alk_pwned=\\"output\\"',  # the harness quoting it
+                  "<b onmouseover=\"window.__alk_pwned='fw'\">html-hostile</b>",  # its name
+                  '{"claimed": "<script>window.__alk_pwned=\\"claimed\\"',  # its claim
+                  "retry<script>window.__alk_pwned=\"retry\""):  # a tool name, diverging
+        assert shown in text
+
+
+def test_a_transcript_expands_on_a_click(loaded: Loaded) -> None:
+    page = loaded.page
+    transcript = page.locator("tr.under.out-fail details.transcript").first
+    events = transcript.locator("ol.events > li.ev")
+    assert events.count() > 0 and not events.first.is_visible()
+    transcript.locator("summary").first.click()
+    assert transcript.get_attribute("open") is not None
+    assert events.first.is_visible()
+    assert transcript.locator("li.ev.harness").count() > 0  # alk's own, set apart
+    assert 'window.__alk_pwned="stderr"' in transcript.inner_text()
+    assert page.evaluate(f"typeof {PWNED}") == "undefined"
+    assert loaded.errors == [] and loaded.requests == [loaded.url]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    transcript.screenshot(path=SCREENSHOTS / "transcript.png")
