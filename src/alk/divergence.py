@@ -11,15 +11,15 @@ out too, as they are from the statistics.
 
 Bounded for a scenario of 100,000 repeats with trajectories of hundreds of steps: the tree
 stops at MAX_DEPTH steps (a path that goes on ends in a MORE node), keeps the MAX_BRANCHES
-most common branches at each node and pools the rest in one OTHER node, and expands at most
-MAX_NODES nodes, breadth first (a node past that budget gets one MORE child holding all of
-its repeats). Identical paths are counted once before the tree is built, so the work is in
-the distinct paths, not in the repeats.
+most common branches at each node and pools the rest in one OTHER node, and has at most
+MAX_NODES nodes, expanded breadth first (a node past that budget gets one MORE child holding
+all of its repeats). Identical paths are counted once before the tree is built, so the work
+is in the distinct paths, not in the repeats.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -75,11 +75,12 @@ class _Draft:
 
     __slots__ = ("step", "count", "passed", "items", "children")
 
-    def __init__(self, step: str, items: list[tuple[tuple[str, ...], bool, bool, int]]):
+    def __init__(self, step: str, items: list[tuple[tuple[str, ...], bool, bool, int]],
+                 counts: tuple[int, int] | None = None):
         self.step = step
         self.items = items
-        self.count = sum(n for *_, n in items)
-        self.passed = sum(n for _, _, ok, n in items if ok)
+        self.count, self.passed = counts or (sum(n for *_, n in items),
+                                             sum(n for _, _, ok, n in items if ok))
         self.children: list[_Draft] = []
 
     def frozen(self) -> Node:
@@ -93,19 +94,40 @@ def tree(paths: Sequence[tuple[Sequence[str], bool]]) -> Node:
     distinct = Counter((tuple(steps[:MAX_DEPTH]), len(steps) > MAX_DEPTH, bool(ok))
                        for steps, ok in paths)
     root = _Draft(START, [(*key, n) for key, n in distinct.items()])
-    level, depth, made = [root], 0, 1
-    while level:
-        following = []
-        for draft in level:
-            groups = _grouped(draft.items, depth)
-            if made + len(groups) > MAX_NODES:
-                groups = [(MORE, draft.items)]
-            draft.children = [_Draft(step, items) for step, items in groups]
-            made += len(groups)
-            draft.items = []  # split among the children: no need to hold them twice
-            following.extend(c for c in draft.children if c.step not in MARKERS)
-        level, depth = following, depth + 1
+    # `owed`: nodes made but not yet expanded, each of which will need one child at least (a
+    # MORE, if nothing else fits): a node is expanded only while what it adds leaves room for
+    # them, so that the tree never has more than MAX_NODES nodes.
+    queue, made, owed = deque([(root, 0)]), 1, 1
+    while queue:
+        draft, depth = queue.popleft()
+        # The steps all its paths take next are a chain made at once: grouping 100,000
+        # distinct paths at each of 40 shared steps would take seconds.
+        for step in _shared_steps(draft.items)[depth:]:
+            if made + owed + 1 > MAX_NODES:
+                break
+            child = _Draft(step, draft.items, (draft.count, draft.passed))
+            draft.children, draft.items = [child], []
+            draft, depth, made = child, depth + 1, made + 1
+        groups = _grouped(draft.items, depth)
+        opened = sum(step not in MARKERS for step, _ in groups)
+        if made + len(groups) + owed - 1 + opened > MAX_NODES:
+            groups, opened = [(MORE, draft.items)], 0
+        draft.children = [_Draft(step, items) for step, items in groups]
+        made, owed = made + len(groups), owed - 1 + opened
+        draft.items = []  # split among the children: no need to hold them twice
+        queue.extend((c, depth + 1) for c in draft.children if c.step not in MARKERS)
     return root.frozen()
+
+
+def _shared_steps(items: list[tuple[tuple[str, ...], bool, bool, int]]) -> tuple[str, ...]:
+    """The steps every item begins with: those the least and the greatest share."""
+    if not items:
+        return ()
+    low, high = min(item[0] for item in items), max(item[0] for item in items)
+    for index, (a, b) in enumerate(zip(low, high)):
+        if a != b:
+            return low[:index]
+    return low  # the least is the other's beginning
 
 
 def _grouped(items: list[tuple[tuple[str, ...], bool, bool, int]], depth: int
