@@ -134,14 +134,15 @@ def _grouped(items: list[tuple[tuple[str, ...], bool, bool, int]], depth: int
              ) -> list[tuple[str, list[tuple[tuple[str, ...], bool, bool, int]]]]:
     """The items by their step at `depth` (END where they stopped, MORE where they were cut),
     most repeats first (ties by step, so that the order is the same every time), the branches
-    past MAX_BRANCHES pooled as OTHER."""
+    past MAX_BRANCHES pooled as OTHER (when there are two or more: an OTHER of one branch would
+    hide it for nothing)."""
     groups: dict[str, list[tuple[tuple[str, ...], bool, bool, int]]] = {}
     for item in items:
         steps, cut = item[0], item[1]
         step = steps[depth] if depth < len(steps) else MORE if cut else END
         groups.setdefault(step, []).append(item)
     ranked = sorted(groups.items(), key=lambda g: (-sum(i[3] for i in g[1]), g[0]))
-    if len(ranked) > MAX_BRANCHES:
+    if len(ranked) > MAX_BRANCHES + 1:
         rest = [item for _, items in ranked[MAX_BRANCHES:] for item in items]
         ranked = [*ranked[:MAX_BRANCHES], (OTHER, rest)]
     return ranked

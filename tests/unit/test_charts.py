@@ -213,11 +213,10 @@ def test_many_scenarios_show_those_that_need_attention_first(run):
     good = [scenario_of(*(repeat(i, ("a:ok",), scenario=f"good{k:02}") for i in range(1, 4)),
                         sid=f"good{k:02}") for k in range(charts.MAX_ROWS)]
     bad = scenario_of(repeat(1, ("a:ok",), passed=False, scenario="bad"), sid="bad")
-    chart = by_id(run_charts([with_scenarios(run, *good[:3], bad, *good[3:])]))[
-        "chart-pass-rate"]
+    chart = by_id(run_charts([with_scenarios(run, *good, bad)]))["chart-pass-rate"]
     (bar,) = traces(chart)
     assert len(bar["y"]) == charts.MAX_ROWS and "bad" in bar["y"]
-    assert list(bar["y"][:4]) == ["good00", "good01", "good02", "bad"]  # in the run's order
+    assert list(bar["y"][-2:]) == [f"good{charts.MAX_ROWS - 2:02}", "bad"]  # in the run's order
     assert "1 more are in the table" in chart.caption
 
 

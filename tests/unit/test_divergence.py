@@ -123,6 +123,13 @@ def test_the_width_is_capped_the_rest_pooled_as_other():
     rest = range(20 - kept)
     assert (other.step, other.count, other.passed, other.children) == (
         OTHER, sum(i + 1 for i in rest), sum(i + 1 for i in rest if i % 2 == 0), ())
+    # One branch past the cap is drawn: an OTHER of one would hide it for nothing.
+    one_more = tree([((f"tool{i:02}:ok",), True) for i in range(kept + 1)])
+    assert OTHER not in [c.step for c in one_more.children]
+    assert len(one_more.children) == kept + 1
+    two_more = tree([((f"tool{i:02}:ok",), True) for i in range(kept + 2)])
+    assert [c.step for c in two_more.children][kept:] == [OTHER]
+    assert two_more.children[-1].count == 2
 
 
 def test_every_node_holds_its_childrens_repeats_within_the_node_budget():
