@@ -59,8 +59,9 @@ VERDICT_COLOURS = {Verdict.PASS: GREEN, Verdict.FLAKY: ORANGE, Verdict.FAIL: VER
 LAYERS = {Outcome.FRAMEWORK_RUNTIME: ("framework crashed", VERMILLION, "/"),
           Outcome.AGENT: ("agent answered wrongly", ORANGE, "."),
           Outcome.LANE_INFRA: ("void (lane or harness)", PURPLE, "x")}
-# The divergence tree's pass share: vermillion (none passed) to blue (all passed).
-SHARE_SCALE = [[0.0, VERMILLION], [0.5, "#F5F5F5"], [1.0, BLUE]]
+# The divergence tree's pass share: vermillion (none passed) to sky blue (all passed), both
+# light enough for black text to read on them.
+SHARE_SCALE = [[0.0, VERMILLION], [0.5, "#F5F5F5"], [1.0, SKY]]
 
 # What the page passes to `Plotly.newPlot`: no logo, a mode bar of the one tool a reader of a
 # report uses (a PNG of the chart), redrawn to the page's width, and never MathJax (a `$` in a
@@ -498,7 +499,7 @@ def _divergence(go: Any, row: _Row, chart_id: str) -> Chart | None:
     layout = _layout(HEIGHT_PX + 60, margin={"l": 10, "r": 10, "t": 10, "b": 10})
     caption = ("Read from left to right: each cell is a tool step some repeats took after the "
                "cells to its left, as tall as the repeats that took it and coloured by the "
-               "share of them that passed (blue all, vermillion none); click a cell to follow "
+               "share of them that passed (sky blue all, vermillion none); click a cell to follow "
                "its branch, \"(end)\" is a repeat that stopped there."
                + (f" {not_kept} repeat(s) whose steps the run did not keep are left out."
                   if not_kept else ""))
