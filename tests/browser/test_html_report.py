@@ -78,8 +78,8 @@ def _open(browser: Any, report: Path) -> Loaded:
             if message.type == "error" else None)
     page.on("pageerror", lambda error: loaded.errors.append(f"page error: {error}"))
     page.goto(loaded.url)
-    page.wait_for_function("[...document.querySelectorAll('div.chart')].every("
-                           "div => div.querySelector('svg.main-svg'))")
+    # The page's script marks the document once every chart's promise has settled.
+    page.wait_for_selector("html[data-charts-drawn]", state="attached", timeout=10_000)
     return loaded
 
 
@@ -100,6 +100,7 @@ def test_the_page_fetches_nothing_and_logs_no_error(loaded: Loaded) -> None:
 
 def test_every_chart_is_drawn_with_its_data(loaded: Loaded) -> None:
     charts = loaded.page.evaluate(COUNT_MARKS)
+    assert loaded.page.get_attribute("html", "data-charts-drawn") == str(len(charts))
     # pass rate, pass^k, failures, durations and wavers' divergence: the run has them all
     assert {chart["id"] for chart in charts} >= {"chart-pass-rate", "chart-pass-k",
                                                  "chart-failures", "chart-durations"}

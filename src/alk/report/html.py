@@ -356,7 +356,7 @@ def _transcripts(rows: Sequence[_Row], out_dir: Path, folder: Path) -> dict[int,
     for at in sorted(range(len(rows)), key=lambda i: rows[i].rank):
         transcript = rows[at].repeat.transcript
         if budget <= 0:
-            views[at] = _unread(f"not embedded: the page's {PAGE_EMBED_CHARS // 2**20} MiB for "
+            views[at] = _unread(f"not embedded: the page's {_bytes(PAGE_EMBED_CHARS)} for "
                                 "transcripts went to failed and void repeats first; open the "
                                 "file")
             continue

@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   var drawn = [];
+  var plots = [];
   var blocks = document.querySelectorAll('script[type="application/json"][data-chart]');
   Array.prototype.forEach.call(blocks, function (block) {
     var target = document.getElementById(block.getAttribute("data-chart"));
@@ -11,8 +12,13 @@
     }
     var spec = JSON.parse(block.textContent);
     var figure = spec.figure || {};
-    Plotly.newPlot(target, figure.data || [], figure.layout || {}, spec.config || {});
+    plots.push(Plotly.newPlot(target, figure.data || [], figure.layout || {},
+                              spec.config || {}));
     drawn.push(target);
+  });
+  // Said on the page once every chart is drawn: what a reader's tools (and the tests) wait for.
+  Promise.all(plots).then(function () {
+    document.documentElement.setAttribute("data-charts-drawn", String(drawn.length));
   });
   // Printed pages are narrower than the window: fit the charts to them, and back.
   function fit() {
