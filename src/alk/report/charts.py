@@ -73,8 +73,8 @@ FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "s
 # A value axis: light grid lines, no bold zero line, room made for its tick labels.
 GRID = {"gridcolor": "#E5E5E5", "zeroline": False, "automargin": True}
 ROW_PX = 24  # height per scenario in a chart of horizontal bars
-HEIGHT_PX = 360
-SHORT_BAR = 0.15  # a pass-rate bar shorter than this has its words beside it  # a chart whose height does not grow with its rows
+HEIGHT_PX = 360  # a chart whose height does not grow with its rows
+SHORT_BAR = 0.15  # a pass-rate bar shorter than this has its words beside it
 
 
 @dataclass(frozen=True)
