@@ -52,6 +52,8 @@ FOLD_CHARS = 4000
 FOLD_SLACK_CHARS = 32
 # What an event's markup costs beyond its text, counted against the budgets.
 EVENT_MARKUP_CHARS = 220
+# Scenarios listed under "needs attention"; the charts and the tables show the rest.
+ATTENTION_ITEMS = 25
 # Repeats listed in the table (failed and void first); the rest are counted.
 TABLE_ROWS = 2000
 DETAIL_CHARS = 1000
@@ -90,6 +92,7 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
     ruling = judge(documents)
     lanes = [_lane(index, document) for index, document in enumerate(shown)]
     rows, left_out = _table_rows(shown)
+    attention = _attention(shown, ruling.failing, ruling.unscored)
     views = _transcripts(rows, out_dir, folder)
     symbol, tone, sentence = _RULING.get(ruling.code, ("∅", "void", "the run is void"))
     context = {
@@ -99,7 +102,8 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "several": len(documents) > 1,
         "ruling": {"symbol": symbol, "tone": tone, "sentence": sentence,
                    "rules": list(dict.fromkeys(d.settings.rule.describe() for d in documents))},
-        "attention": _attention(shown, ruling.failing, ruling.unscored),
+        "attention": attention[:ATTENTION_ITEMS],
+        "attention_more": max(0, len(attention) - ATTENTION_ITEMS),
         "matrix": _matrix(shown) if len(documents) > 1 else None,
         "charts": [_chart(chart) for chart in run_charts(documents)],
         "divergences": _divergences(shown),
@@ -157,8 +161,7 @@ def _lane(index: int, document: RunDocument) -> dict[str, Any]:
         "started": document.started_at, "finished": document.finished_at,
         "repeats": document.settings.repeats, "seed": document.settings.seed,
         "alk_version": document.alk_version,
-        "verdicts": [(_VERDICTS.get(Verdict(v), "") if v in Verdict._value2member_map_ else "",
-                      v, n) for v, n in aggregate.verdicts if n],
+        "verdicts": [(_VERDICTS.get(v, "?"), v, n) for v, n in aggregate.verdicts if n],
         "counts": counts,
         "rate": _rate(aggregate.pass_rate, aggregate.ci),
         "void": _share(aggregate.void_rate),
