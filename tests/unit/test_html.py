@@ -345,3 +345,25 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
             in words)
     assert "Fisher's exact test, Holm-adjusted" in words and "±10 points" in words
     assert not [s for _, s in page.scripts]  # no chart: no script at all
+
+
+def test_a_refused_worker_is_said_at_the_top(tmp_path: Path, private_temp: None) -> None:
+    document = documents.refused(tmp_path)
+    words = Page(html.run_page([document], tmp_path)).words
+    assert ("∅ The version gate refused the worker: nothing was scored. "
+            f"{document.gate.cause}: {document.gate.detail}") in words
+    assert "∅ the run is void: something could not be scored" in words
+
+
+def test_a_table_too_long_lists_failed_and_void_repeats_first_and_says_so(
+        run, monkeypatch: pytest.MonkeyPatch) -> None:
+    document, out = run
+    monkeypatch.setattr(html, "TABLE_ROWS", 10)
+    text, page = page_of([document], out)
+    listed = re.findall(r"transcript of (\w+) repeat (\d+) ", text)
+    assert len(listed) == 10
+    failed = [(s.id, str(r.repeat)) for s in document.scenarios for r in s.repeats
+              if not r.passed]
+    assert set(failed) <= set(listed)
+    assert ("8 of 18 repeats are not listed here (at most 10, failed and void ones first; 0 of "
+            "those left out did not pass): result.json holds every one") in page.words
