@@ -89,7 +89,7 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         raise ValueError("a run page needs at least one document")
     folder = out_dir / "reports" / group_of(documents[0].run_id)
     shown = [printable(document) for document in documents]  # worker text, controls escaped
-    ruling = judge(documents)
+    ruling = judge(shown)  # its (lane, scenario) pairs as the page spells them
     lanes = [_lane(index, document) for index, document in enumerate(shown)]
     rows, left_out = _table_rows(shown)
     attention = _attention(shown, ruling.failing, ruling.unscored)
