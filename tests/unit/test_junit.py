@@ -70,6 +70,19 @@ def ruled(out: Path, rule: PassRule, run_id: str = RUN, name: str = "orders",
                         environ=documents.SECRET_ENV, run_id=run_id, rule=rule).document
 
 
+def three_lanes(out: Path) -> list[RunDocument]:
+    """A run of three lanes (`alk run --lane a --lane b --lane c`): lane L's run id is R/L,
+    its transcripts under R/L."""
+    return [
+        ruled(out, PassRule(), f"{RUN}/pydantic-ai", "pydantic-ai", nominal=flaky(),
+              tool_error=passing(20, 0.92), remote=[NEVER_READY] * 20),
+        ruled(out, PassRule(), f"{RUN}/langgraph", "langgraph", nominal=passing(20),
+              tool_error=[CRASHED] * 20, remote=passing(20)),
+        ruled(out, PassRule(), f"{RUN}/openai-agents", "openai-agents",
+              nominal=passing(20), tool_error=passing(19) + [WRONG], remote=passing(20)),
+    ]
+
+
 def test_a_run_that_passed_is_one_suite_of_plain_passing_cases(tmp_path):
     document = made(tmp_path, observation(0.3), nominal=passing(20),
                     tool_error=passing(20, 0.92))
@@ -182,14 +195,7 @@ def test_a_refused_worker_skips_every_scenario_with_the_preflight_cause(tmp_path
 
 
 def test_a_run_of_three_lanes_is_a_suite_per_lane_and_a_case_per_lane_and_scenario(tmp_path):
-    lanes = [
-        ruled(tmp_path, PassRule(), f"{RUN}/pydantic-ai", "pydantic-ai", nominal=flaky(),
-              tool_error=passing(20, 0.92), remote=[NEVER_READY] * 20),
-        ruled(tmp_path, PassRule(), f"{RUN}/langgraph", "langgraph", nominal=passing(20),
-              tool_error=[CRASHED] * 20, remote=passing(20)),
-        ruled(tmp_path, PassRule(), f"{RUN}/openai-agents", "openai-agents",
-              nominal=passing(20), tool_error=passing(19) + [WRONG], remote=passing(20)),
-    ]
+    lanes = three_lanes(tmp_path)
     root = parsed(lanes)
     assert [s.get("name") for s in root.findall("testsuite")] == [
         "pydantic-ai", "langgraph", "openai-agents"]

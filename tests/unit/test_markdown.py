@@ -16,15 +16,14 @@ from cmarkgfm.cmark import Options
 from markdown_it import MarkdownIt
 
 import documents
-from alk import api
 from alk.pass_rule import PassRule
 from alk.records import Outcome
 from alk.report.markdown import MAX_CHARS, REPEATS_PER_CAUSE, run_markdown
 from alk.rerun import command
 from alk.result import RunDocument
 from alk.stats import pass_hat_k_at
-from documents import CRASHED, NEVER_READY, RUN, WRONG, flaky, made, observation, passing
-from scripted import ScenarioRunner
+from documents import NEVER_READY, RUN, flaky, made, observation, passing
+from test_junit import ruled, three_lanes  # the documents of a run under a rule
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -96,14 +95,6 @@ class Page(HTMLParser):
             if inside:
                 rows.append(row)
         return rows
-
-
-def ruled(out: Path, rule: PassRule, run_id: str = RUN, name: str = "orders",
-          **scripts: list) -> RunDocument:
-    """The document alk writes under this rule (`--fail-under`), with a fixed run id."""
-    return api.run_lane(documents.lane(tuple(scripts), name), repeats=20, seed=7, out_dir=out,
-                        runner=ScenarioRunner(observation(0.3), **scripts),
-                        environ=documents.SECRET_ENV, run_id=run_id, rule=rule).document
 
 
 def test_the_top_states_the_run_its_lane_framework_and_version_and_the_rule_it_breaks(tmp_path):
@@ -183,14 +174,7 @@ def test_a_refused_worker_says_why_nothing_was_scored(tmp_path):
 
 
 def test_a_run_of_three_lanes_has_the_matrix_and_a_table_per_lane(tmp_path):
-    lanes = [
-        ruled(tmp_path, PassRule(), f"{RUN}/pydantic-ai", "pydantic-ai", nominal=flaky(),
-              tool_error=passing(20, 0.92), remote=[NEVER_READY] * 20),
-        ruled(tmp_path, PassRule(), f"{RUN}/langgraph", "langgraph", nominal=passing(20),
-              tool_error=[CRASHED] * 20, remote=passing(20)),
-        ruled(tmp_path, PassRule(), f"{RUN}/openai-agents", "openai-agents",
-              nominal=passing(20), tool_error=passing(19) + [WRONG], remote=passing(20)),
-    ]
+    lanes = three_lanes(tmp_path)
     text = run_markdown(lanes, tmp_path)
     page = Page(github(text))
     assert text.startswith(f"## ❌ FAIL · alk run `{RUN}`\n- lane `pydantic-ai`")
@@ -199,10 +183,10 @@ def test_a_run_of_three_lanes_has_the_matrix_and_a_table_per_lane(tmp_path):
     header = next(row for row in page.rows if row[0] == "scenario")
     assert header == ["scenario", "pydantic-ai", "langgraph", "openai-agents"]
     matrix = page.table("scenario")
-    assert matrix == [
-        ["nominal", "✗ flaky 85% [64–95]", "✓ pass 100% [84–100]", "✓ pass 100% [84–100]"],
-        ["tool_error", "✓ pass 100% [84–100]", "✗ fail 0% [0–16]", "✗ flaky 95% [76–99]"],
-        ["remote", "– void —", "✓ pass 100% [84–100]", "✓ pass 100% [84–100]"]]
+    passed = "✓ pass 100% [84–100]"
+    assert matrix == [["nominal", "✗ flaky 85% [64–95]", passed, passed],
+                      ["tool_error", passed, "✗ fail 0% [0–16]", "✗ flaky 95% [76–99]"],
+                      ["remote", "– void —", passed, passed]]
     for name in ("pydantic-ai", "langgraph", "openai-agents"):
         assert f"### lane `{name}`" in text
     assert len([row for row in page.rows if row[0] == "rule"]) == 3
@@ -210,7 +194,7 @@ def test_a_run_of_three_lanes_has_the_matrix_and_a_table_per_lane(tmp_path):
     assert f"`{command(f'{RUN}/langgraph', 'tool_error', 1)}`" in text
     assert (f"[transcript](../../transcripts/{RUN}/langgraph/tool_error/repeat-01.jsonl)"
             in text)
-    assert f"#### `tool_error` in `langgraph`: fail, 0/20 scored passed" in text
+    assert "#### `tool_error` in `langgraph`: fail, 0/20 scored passed" in text
 
 
 HOSTILE = ("<img src=x onerror=alert(1)> | pipes | **bold** [link](javascript:alert(1)) "
@@ -225,15 +209,20 @@ def hostile(document: RunDocument) -> RunDocument:
     backticks and markup (a lane file's names are not the worker's, but cheap to make safe)."""
     scenarios = []
     for scenario in document.scenarios:
-        sid = scenario.id + "|`x`<b>@me#1</b>" if scenario.id == "nominal" else scenario.id
+        sid = HOSTILE_ID if scenario.id == "nominal" else scenario.id
         scenarios.append(dataclasses.replace(scenario, id=sid, repeats=tuple(
-            dataclasses.replace(r, scenario=sid, detail=r.detail if r.passed else HOSTILE)
+            dataclasses.replace(r, scenario=sid, detail=r.detail if r.passed else HOSTILE,
+                                transcript=r.transcript.replace("/nominal/", f"/{sid}/"))
             for r in scenario.repeats)))
     return dataclasses.replace(
         document, scenarios=tuple(scenarios),
         lane=dataclasses.replace(document.lane, name="orders`|<i>x</i>"),
-        gate=dataclasses.replace(document.gate, framework="<svg onload=alert(1)>@fw",
-                                 version="1.0 `` #9 | <b>"))
+        gate=dataclasses.replace(document.gate, framework="`<svg onload=alert(1)>@fw`",
+                                 version=" 1.0 `` #9 | <b> "))
+
+
+# A scenario id whose transcript's path would end a link, and whose rerun command is long.
+HOSTILE_ID = "nominal (x) y|`x`<b>@me#1</b> and-a-name-long-enough-to-be-cut-anywhere-else"
 
 
 ALLOWED = {"h2", "h3", "h4", "p", "ul", "li", "table", "thead", "tbody", "tr", "th", "td",
@@ -273,8 +262,11 @@ def test_hostile_text_renders_as_literal_text_and_no_element_comes_from_it(tmp_p
     # The names, shown as they are (GitHub reads an escaped pipe in a cell as a pipe).
     text = run_markdown([hostile(real)], tmp_path)
     page = Page(render(text))
-    assert "nominal|`x`<b>@me#1</b>" in [row[1] for row in page.table("rule")]
-    assert "<svg onload=alert(1)>@fw" in page.code and "1.0 `` #9 | <b>" in page.code
+    assert HOSTILE_ID in [row[1] for row in page.table("rule")]
+    # Backticks and spaces at the ends of a value stay in its span.
+    assert "`<svg onload=alert(1)>@fw`" in page.code and " 1.0 `` #9 | <b> " in page.code
+    assert command(RUN, HOSTILE_ID, 1) in page.code  # whole: a cut command reruns nothing
+    assert any(href.endswith("/repeat-01.jsonl") and "%3Cb%3E" in href for href in page.links)
     assert "\nnext line" not in text  # a line break cannot start a block of its own
 
 

@@ -31,7 +31,7 @@ from typing import Sequence
 from xml.etree.ElementTree import Element, ElementTree, SubElement, indent
 
 from alk.pass_rule import PassRule
-from alk.records import Outcome, RepeatResult
+from alk.records import RepeatResult
 from alk.report.safe_text import cut, inline, plural, printable
 from alk.rerun import command
 from alk.result import RunDocument, ScenarioResult
