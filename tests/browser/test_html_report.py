@@ -70,8 +70,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return page
 
 
+def network(loaded: Loaded) -> list[str]:
+    """What the page asked for beyond itself: a chart's PNG download reads a blob: the page
+    made, which is no request to anywhere."""
+    return [url for url in loaded.requests if not url.startswith(("blob:", "data:"))]
+
+
 def _open(browser: Any, report: Path) -> Loaded:
-    page = browser.new_page(viewport=VIEWPORT)
+    page = browser.new_page(viewport=VIEWPORT, accept_downloads=True)
     loaded = Loaded(page, report.as_uri(), report.parent.name)
     page.on("request", lambda request: loaded.requests.append(request.url))
     page.on("console", lambda message: loaded.errors.append(f"console: {message.text}")
@@ -92,7 +98,7 @@ def loaded(browser: Any, report: Path) -> Iterator[Loaded]:
 
 def test_the_page_fetches_nothing_and_logs_no_error(loaded: Loaded) -> None:
     loaded.page.mouse.move(400, 300)  # over the page, where a handler would fire on hover
-    assert loaded.requests == [loaded.url]
+    assert loaded.requests == [loaded.url] == network(loaded)
     assert loaded.errors == []
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     loaded.page.screenshot(path=SCREENSHOTS / "report.png", full_page=True)
@@ -109,6 +115,15 @@ def test_every_chart_is_drawn_with_its_data(loaded: Loaded) -> None:
         assert chart["svg"] >= 1, chart
         assert sum(chart["expected"].values()) > 0, chart
         assert chart["drawn"] == chart["expected"], chart
+
+
+def test_a_chart_downloads_as_a_png_within_the_pages_policy(loaded: Loaded) -> None:
+    page = loaded.page
+    page.hover("#chart-pass-rate")
+    with page.expect_download(timeout=10_000) as download:
+        page.click("#chart-pass-rate .modebar-btn")
+    assert download.value.suggested_filename.endswith(".png")
+    assert loaded.errors == [] and network(loaded) == [loaded.url]
 
 
 def test_the_workers_markup_shows_as_text_and_never_runs(loaded: Loaded) -> None:
@@ -144,6 +159,6 @@ def test_a_transcript_expands_on_a_click(loaded: Loaded) -> None:
     assert transcript.locator("li.ev.harness").count() > 0  # alk's own, set apart
     assert 'window.__alk_pwned="stderr"' in transcript.inner_text()
     assert page.evaluate(f"typeof {PWNED}") == "undefined"
-    assert loaded.errors == [] and loaded.requests == [loaded.url]
+    assert loaded.errors == [] and network(loaded) == [loaded.url]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     transcript.screenshot(path=SCREENSHOTS / "transcript.png")
