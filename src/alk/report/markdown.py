@@ -173,9 +173,9 @@ def _ruling(documents: Sequence[RunDocument]) -> str:
                    f"{'breaks' if len(ruling.failing) == 1 else 'break'} it: "
                    f"{_pairs(ruling.failing, several)}.")
     elif ruling.code is ExitCode.VOID:
-        verdict = "**Void**: no scenario breaks it, but some repeats could not be scored"
-        verdict += (f"; nothing scored in {_pairs(ruling.unscored, several)}."
-                    if ruling.unscored else ".")
+        verdict = "**Void**: no scenario breaks it, but " + (
+            f"nothing was scored in {_pairs(ruling.unscored, several)}." if ruling.unscored
+            else "some repeats were void (not scored).")
     else:
         verdict = "**Met.**"
     return f"**Rule:** {said} {verdict}"
