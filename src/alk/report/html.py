@@ -2,8 +2,9 @@
 comparison (`alk compare`).
 
 A page opens from disk with no network. Plotly's bundle and the page's own script are inline,
-and a Content-Security-Policy allows those two scripts by their sha256 and inline styles, and
-nothing else (`default-src 'none'`: no fetch, no image, no font, no form), so that markup that
+and a Content-Security-Policy allows those two scripts by their sha256, inline styles, and
+images from `blob:` and `data:` (a chart's PNG download draws through one), and nothing else
+(`default-src 'none'`: no fetch, no remote image, no font, no form), so that markup that
 slipped past the escaping could neither run nor reach anywhere. Every value reaches the page
 through Jinja2 with autoescaping on; chart data sits in `<script type="application/json">`
 blocks whose `<`, `>` and `&` are JSON escapes, so no worker string can end the block.
