@@ -250,7 +250,8 @@ def test_hostile_text_renders_as_literal_text_and_no_element_comes_from_it(tmp_p
             assert set(attrs) <= allowed, (tag, attrs)
         # Every link is one of alk's: a transcript under the run's folder, or the page.
         for href in page.links:
-            assert href == "report.html" or href.startswith(f"../../transcripts/{RUN}/"), href
+            assert href in ("report.html", "result.json") or href.startswith(
+                f"../../transcripts/{RUN}/"), href
         # GitHub links no mention or issue inside code: none may be outside.
         prose = "".join(page.prose)
         assert "@" not in prose and "#" not in prose, prose
@@ -288,7 +289,7 @@ def test_a_huge_run_stays_under_the_comment_limit_and_says_what_it_left_out(tmp_
     assert {tag for tag, _ in page.elements} <= ALLOWED
     rows = page.table("rule")
     assert len(rows) > 200 and all(len(row) == 7 for row in rows)
-    assert text.endswith("[report.html](report.html) · the record: `result.json`\n")
+    assert text.endswith("[report.html](report.html) · the record: [result.json](result.json)\n")
 
 
 def test_a_repeat_without_a_transcript_has_no_link_but_its_rerun(tmp_path):

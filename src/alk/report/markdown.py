@@ -239,7 +239,7 @@ def _lane_table(document: RunDocument, budget: _Page) -> str:
     tail = [f"\n{BREAKS} breaks the rule · {HOLDS} meets it · {UNSCORED} nothing scored · "
             "passed: of the scored repeats · void: share of the repeats run that were not "
             f"scored · pass^{PASS_HAT_K}: the chance that {PASS_HAT_K} repeats in a row all "
-            "pass"]
+            f"pass ({DASH} with fewer than {PASS_HAT_K} scored)"]
     return _fitted(head, rows, tail, budget.room())
 
 
@@ -365,4 +365,4 @@ def _footer(page: _Page) -> str:
     cut_note = (" (this comment is cut to fit: some sections are left out)"
                 if page.left_out else "")
     return (f"\n\n---\nEvery repeat with its transcript: [{HTML_NAME}]({HTML_NAME}) · "
-            f"the record: `result.json`{cut_note}\n")
+            f"the record: [result.json](result.json){cut_note}\n")
