@@ -23,7 +23,7 @@ import documents
 from alk import api
 from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
-from alk.report import html
+from alk.report import excerpts, html
 from alk.rerun import command as rerun_command
 from alk.result import RunDocument
 from scripted import ScenarioRunner
@@ -256,9 +256,9 @@ def test_a_64_mib_transcript_is_embedded_as_a_bounded_view(run) -> None:
     view = section_of_repeat(text, crashed.scenario, crashed.repeat)
     shown = [int(n) for n in re.findall(r'<span class="seq">(\d+)</span>', view)]
     assert shown[0] == 1 and shown[-1] == count  # its first events, and its very last
-    assert len(shown) <= html.HEAD_EVENTS + html.TAIL_EVENTS
+    assert len(shown) <= excerpts.HEAD_EVENTS + excerpts.TAIL_EVENTS
     assert sum(len(m) for m in re.findall(r"<li class=\"ev.*?</li>", view, re.S)) < (
-        html.REPEAT_EMBED_CHARS * 2)
+        excerpts.REPEAT_EMBED_CHARS * 2)
     [gap] = [Page(item).words for item in re.findall(r'<li class="gap">.*?</li>', view)]
     head = [n for n in shown if n < count // 2]
     assert head == list(range(1, len(head) + 1))
@@ -285,9 +285,9 @@ def test_the_pages_budget_goes_to_failed_and_void_repeats_first(
     document, out = run
     # Room for the failed and void repeats' views, and not one character more.
     root = (out / "transcripts").resolve()
-    needed = sum(html._view(out / r.transcript, root, html.REPEAT_EMBED_CHARS)["chars"]
+    needed = sum(excerpts._view(out / r.transcript, root, excerpts.REPEAT_EMBED_CHARS)["chars"]
                  for s in document.scenarios for r in s.repeats if not r.passed)
-    monkeypatch.setattr(html, "PAGE_EMBED_CHARS", needed)
+    monkeypatch.setattr(excerpts, "PAGE_EMBED_CHARS", needed)
     text, _ = page_of([document], out)
     for scenario in document.scenarios:
         for repeat in scenario.repeats:

@@ -9,11 +9,8 @@ slipped past the escaping could neither run nor reach anywhere. Every value reac
 through Jinja2 with autoescaping on; chart data sits in `<script type="application/json">`
 blocks whose `<`, `>` and `&` are JSON escapes, so no worker string can end the block.
 
-Transcripts are embedded as bounded views: a repeat's first events and its last (where the
-exit, the checks and the verdict are), each part read within a byte bound, each payload cut and
-folded, and a budget for the whole page that failed and void repeats spend first. What is left
-out is said, and every repeat links its file. A run whose one transcript is 64 MiB gets a page
-the size of any other.
+Transcripts are embedded as bounded views (`alk.report.excerpts`), and every repeat links its
+file: a run whose one transcript is 64 MiB gets a page the size of any other.
 """
 
 from __future__ import annotations
@@ -34,25 +31,11 @@ from alk.estimate import Estimate
 from alk.pass_rule import judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.excerpts import as_json, excerpts
 from alk.report.safe_text import DASH, cut, inline, plural, printable
-from alk.report.transcript_view import event_row
 from alk.rerun import command as rerun_command
 from alk.result import RunDocument, ScenarioResult
 
-# A repeat's embedded view: its first events and its last, each part read within a bound.
-HEAD_EVENTS = 150
-TAIL_EVENTS = 50
-HEAD_READ_BYTES = 256 * 1024
-TAIL_READ_BYTES = 64 * 1024
-# What one repeat's view may add to the page (K), and every view together: failed and void
-# repeats are served first, then the passes of scenarios that did not pass, then the rest.
-REPEAT_EMBED_CHARS = 48 * 1024
-PAGE_EMBED_CHARS = 6 * 1024 * 1024
-# A payload its one-line summary cuts is folded under it, itself cut at FOLD_CHARS.
-FOLD_CHARS = 4000
-FOLD_SLACK_CHARS = 32
-# What an event's markup costs beyond its text, counted against the budgets.
-EVENT_MARKUP_CHARS = 220
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.
 ATTENTION_ITEMS = 25
 # Repeats listed in the table (failed and void first); the rest are counted.
@@ -64,7 +47,6 @@ DIVERGENCE_ROWS = 24
 DIVERGENCE_CONTEXT = 3
 
 TEMPLATES = Path(__file__).parent / "templates"
-_CHANNELS = frozenset({"agent", "tool", "model", "user", "framework", "stderr", "harness"})
 # Outcomes and verdicts as a symbol and a word, never by colour alone.
 _VERDICTS = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.FLAKY: "≈", Verdict.VOID: "∅"}
 _OUTCOMES = {Outcome.PASS: ("✓", "pass", "pass"), Outcome.AGENT: ("✗", "agent", "fail"),
@@ -94,7 +76,7 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
     lanes = [_lane(index, document) for index, document in enumerate(shown)]
     rows, left_out = _table_rows(shown)
     attention = _attention(shown, ruling.failing, ruling.unscored)
-    views = _transcripts(rows, out_dir, folder)
+    views = excerpts([(row.repeat.transcript, row.rank) for row in rows], out_dir)
     symbol, tone, sentence = _RULING.get(ruling.code, ("∅", "void", "the run is void"))
     context = {
         "title": f"alk · {group_of(documents[0].run_id)}",
@@ -323,7 +305,7 @@ def _repeat(document: RunDocument, repeat: RepeatResult, view: dict[str, Any], f
                   f"{calls}" + (f" ({retries} retried)" if isinstance(retries, int) and retries
                                 else "")),
         "claimed": (None if repeat.claimed is None else
-                    cut(printable(_json(repeat.claimed)), DETAIL_CHARS)),
+                    cut(printable(as_json(repeat.claimed)), DETAIL_CHARS)),
         "rerun": (None if repeat.passed else
                   rerun_command(document.run_id, repeat.scenario, repeat.repeat)),
         "link": _link(repeat.transcript, folder, out_dir),
@@ -337,173 +319,6 @@ def _link(transcript: str, folder: Path, out_dir: Path) -> str | None:
         return None
     relative = os.path.relpath(os.path.abspath(out_dir / transcript), os.path.abspath(folder))
     return quote(Path(relative).as_posix())
-
-
-# ---------------------------------------------------------------------------------------------
-# Transcripts, bounded
-
-
-@dataclass(frozen=True, slots=True)
-class _Excerpt:
-    head: list[tuple[dict[str, Any] | None, int]]  # (event, or None when unreadable; bytes)
-    tail: list[tuple[dict[str, Any] | None, int]]
-    size: int  # the file's bytes
-    gap: int  # bytes between head and tail, not read
-
-
-def _transcripts(rows: Sequence[_Row], out_dir: Path, folder: Path) -> dict[int, dict[str, Any]]:
-    """Each listed repeat's view, by its place in `rows`: failed and void repeats read first,
-    while the page's budget lasts."""
-    budget = PAGE_EMBED_CHARS
-    views: dict[int, dict[str, Any]] = {}
-    root = (out_dir / "transcripts").resolve()
-    for at in sorted(range(len(rows)), key=lambda i: rows[i].rank):
-        transcript = rows[at].repeat.transcript
-        if budget <= 0:
-            views[at] = _unread(f"not embedded: the page's {_bytes(PAGE_EMBED_CHARS)} for "
-                                "transcripts went to failed and void repeats first; open the "
-                                "file")
-            continue
-        views[at] = _view(out_dir / transcript, root, min(REPEAT_EMBED_CHARS, budget))
-        budget -= views[at]["chars"]
-    return views
-
-
-def _unread(note: str) -> dict[str, Any]:
-    return {"head": [], "tail": [], "gap": None, "note": note, "chars": len(note),
-            "events": 0}
-
-
-def _view(path: Path, root: Path, allowance: int) -> dict[str, Any]:
-    """A repeat's transcript as the page embeds it, within `allowance` characters."""
-    try:
-        resolved = path.resolve()
-        if not resolved.is_relative_to(root):
-            return _unread("not read: the path is outside the run's transcripts folder")
-        excerpt = _excerpt(resolved)
-    except OSError as exc:
-        return _unread(f"not readable: {exc.strerror or exc}")
-    spent = 0
-    head: list[dict[str, Any]] = []
-    tail: list[dict[str, Any]] = []
-    # The tail is served its part first: a failure's verdict is at the end.
-    tail_allowance = allowance // 4 if excerpt.tail else 0
-    for part, events, limit in ((tail, reversed(excerpt.tail), tail_allowance),
-                                (head, iter(excerpt.head), allowance - tail_allowance)):
-        used = 0
-        for event, size in events:
-            shown = _event(event, size)
-            if used + shown["chars"] > limit and part:
-                break
-            part.append(shown)
-            used += shown["chars"]
-        spent += used
-    tail.reverse()
-    dropped_head = len(excerpt.head) - len(head)
-    dropped_tail = len(excerpt.tail) - len(tail)
-    gap = None
-    if excerpt.gap or dropped_head or dropped_tail:
-        first = _seq(excerpt.head[len(head)][0]) if dropped_head else None
-        last = _seq(excerpt.tail[dropped_tail - 1][0]) if dropped_tail else None
-        around = (f"events {first}–{last}" if first and last else
-                  f"the events after {head[-1]['seq']}" if head and head[-1]["seq"] else
-                  "events")
-        gap = (f"{around} left out here ({_bytes(excerpt.gap)} not read"
-               f"{', more not embedded' if dropped_head or dropped_tail else ''}; "
-               f"the file is {_bytes(excerpt.size)}): open the file for every event")
-    return {"head": head, "tail": tail, "gap": gap, "note": None,
-            "chars": spent + len(gap or ""), "events": len(head) + len(tail)}
-
-
-def _excerpt(path: Path) -> _Excerpt:
-    """The first events (up to HEAD_EVENTS, within HEAD_READ_BYTES) and the last (up to
-    TAIL_EVENTS, within TAIL_READ_BYTES), and the bytes between them, never read."""
-    with path.open("rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        head: list[tuple[dict[str, Any] | None, int]] = []
-        used = 0
-        while len(head) < HEAD_EVENTS and used < HEAD_READ_BYTES:
-            raw = file.readline(HEAD_READ_BYTES - used)
-            if not raw:
-                break
-            if not raw.endswith(b"\n") and file.tell() < size:  # longer than what is left
-                file.seek(-len(raw), os.SEEK_CUR)
-                break
-            used += len(raw)
-            head.append((_parse(raw), len(raw)))
-        head_end = file.tell()
-        if head_end >= size:
-            return _Excerpt(head, [], size, 0)
-        start = max(head_end, size - TAIL_READ_BYTES)
-        at_line = start == head_end
-        if not at_line:
-            file.seek(start - 1)
-            at_line = file.read(1) == b"\n"
-        file.seek(start)
-        block = file.read(size - start)
-    lines = block.split(b"\n")
-    if not at_line:
-        lines = lines[1:]  # the end of a line begun before the block
-    if lines and not lines[-1]:
-        lines.pop()
-    kept = lines[-TAIL_EVENTS:]
-    gap = size - head_end - sum(len(line) + 1 for line in kept)
-    return _Excerpt(head, [(_parse(line), len(line) + 1) for line in kept], size, max(0, gap))
-
-
-def _parse(raw: bytes) -> dict[str, Any] | None:
-    try:
-        event = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return event if isinstance(event, dict) else None
-
-
-def _event(event: dict[str, Any] | None, size: int) -> dict[str, Any]:
-    """One event as the page shows it: a line of short escaped cells, and the payload folded
-    under it when it is long."""
-    if event is None:
-        summary = f"not a transcript event ({_bytes(size)}: a line cut or changed after the run)"
-        return {"seq": "", "t": "", "source": "", "channel": "other", "name": "?",
-                "type": "unreadable", "summary": summary, "harness": False, "tone": "warn",
-                "payload": None, "chars": len(summary) + EVENT_MARKUP_CHARS}
-    row = event_row(event)
-    harness = event.get("source") == "harness"
-    channel = row.channel if row.channel in _CHANNELS else "other"
-    payload = None
-    if _folds(event.get("payload"), row.summary):
-        text = _json(event.get("payload"), indent=1)
-        payload = {"text": printable(cut(text, FOLD_CHARS)), "chars": len(text),
-                   "cut": len(text) > FOLD_CHARS}
-    chars = len(row.summary) + EVENT_MARKUP_CHARS + (len(payload["text"]) if payload else 0)
-    # alk's own channel is named once: "alk"; another channel alk observed, "alk · model".
-    name = "alk" if harness and row.channel == "harness" else (
-        f"alk · {row.channel}" if harness else row.channel)
-    return {"seq": row.seq, "t": row.t, "source": row.source, "channel": channel,
-            "name": name, "type": row.type, "summary": row.summary, "harness": harness,
-            "tone": _tone(row.style) if harness else "", "payload": payload, "chars": chars}
-
-
-def _folds(payload: Any, summary: str) -> bool:
-    """Whether the one-line summary leaves some of the payload out: then it is folded under
-    it. A summary reshapes some payloads (`name(args)`), a few characters shorter than their
-    JSON: those are not folded."""
-    if summary.endswith("…"):
-        return True
-    return len(_json(payload)) > len(summary) + FOLD_SLACK_CHARS
-
-
-def _tone(style: str) -> str:
-    for colour, tone in (("red", "alert"), ("yellow", "warn"), ("magenta", "void"),
-                         ("green", "good")):
-        if colour in style:
-            return tone
-    return ""
-
-
-def _seq(event: dict[str, Any] | None) -> str:
-    value = event.get("seq") if event else None
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,16 +485,3 @@ def _percent(value: float | None) -> str:
 def _seconds(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f} s"
 
-
-def _bytes(count: int) -> str:
-    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
-        if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return f"{count} bytes"
-
-
-def _json(value: Any, indent: int | None = None) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str, indent=indent)
-    except (RecursionError, ValueError):
-        return "(not shown: nested too deeply)"
