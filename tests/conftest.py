@@ -119,6 +119,8 @@ NOT_ALKS_DOCUMENTS = {
         "writes stand-ins by hand, to test how alk finds the latest run",
     "tests/unit/test_document.py::test_the_file_is_redacted_strict_ascii_json":
         "writes a stand-in by hand, to test how alk writes any document",
+    "tests/unit/test_document.py::test_a_hand_edited_record_is_refused_before_a_report_is_written_from_it":
+        "edits a record by hand, to test that alk refuses what it could not have written",
     "tests/unit/test_runs.py::test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts":
         "writes a stand-in of another schema by hand, to test that `alk runs` lists it",
 }

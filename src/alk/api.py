@@ -36,6 +36,7 @@ from alk.errors import (
 from alk.executor import Execution, Runner, execute
 from alk.files import write_atomically
 from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
+from alk.journal import Settings as JournalSettings
 from alk.lane import LANES_DIR, lane_paths, load_lane
 from alk import rerun as reruns
 from alk.plan import build_plan, group_of, new_run_id
@@ -48,6 +49,7 @@ from alk.runner.seccomp import program as seccomp_program
 from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.pass_rule import PassRule, judge
+from alk.report import outputs
 from alk.report.outputs import Written
 from alk.result import (
     CutShort,
@@ -64,7 +66,7 @@ from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_tr
 
 __all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
            "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "read_run", "read_runs", "runs_json",
-           "list_runs", "RunEntry", "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
+           "list_runs", "RunEntry", "write_reports", "write_compare_page", "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
            "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
@@ -131,7 +133,7 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
 
 def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
                environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
-               jobs: int = 1, engine: Engine | None = None, rule: PassRule | None = None,
+               jobs: int = 1, engine: Engine | None = None,
                on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
                on_start: Callable[[RepeatSpec], None] | None = None,
                on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
@@ -139,7 +141,7 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
     repeats its journal holds are kept as they are, the others run with the seeds they would
     have had. Raises ResumeError when the run is complete, when its lane file changed, or when
     its worker now reports another framework or version; the run is then left as it was.
-    `rule`: the exit code's rule from now on (None: the one the run began with)."""
+    Its exit code's rule is the one it began with."""
     environ = os.environ if environ is None else environ
     path = journal_path(out_dir, run_id)
     with JournalWriter(path) as journal:
@@ -161,8 +163,7 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
                               "cassette, which a resumed run would replace with its own part "
                               "alone; start a new run to record one whole")
         adaptive = _adaptive(settings.adaptive)
-        if rule is None:
-            rule = PassRule(**settings.rule) if settings.rule else PassRule()
+        rule = PassRule(**settings.rule) if settings.rule else PassRule()
         plan = build_plan(lane, run_id, repeats=settings.repeats,
                           scenario_ids=settings.scenarios, seed=settings.seed,
                           timeout_s=settings.timeout_s, limits=settings.limits,
@@ -199,14 +200,16 @@ def rerun(run_id: str, scenario: str, repeat: int, *, out_dir: Path = Path("."),
     environ = os.environ if environ is None else environ
     documents = read_runs(run_id, out_dir)
     if len(documents) > 1:
-        names = ", ".join(f"{d.run_id}" for d in documents)
-        raise UsageError(f"run {run_id} ran several lanes: name one ({names}), e.g. `alk rerun "
-                         f"{documents[0].run_id} {scenario} {repeat}`")
+        having = [d.run_id for d in documents if d.scenario(scenario) is not None]
+        names = ", ".join(having or [d.run_id for d in documents])
+        example = (f", e.g. `alk rerun {having[0]} {scenario} {repeat}`" if having else
+                   f"; none of them ran a scenario '{scenario}'")
+        raise UsageError(f"run {run_id} ran several lanes: name one ({names}){example}")
     document = documents[0]
     original = repeat_entry(document, scenario, repeat, out_dir)
-    lane = load_lane(Path(document.lane.path))
     journal_file = journal_path(out_dir, document.run_id)
     given = read_journal(journal_file).settings if journal_file.is_file() else None
+    lane = load_lane(_lane_of(document, given, out_dir))
     prepared = reruns.prepare(
         document, original, lane, new_run_id(), anyway=anyway,
         timeout_s=given.timeout_s if given else document.settings.timeout_s,
@@ -223,6 +226,20 @@ def rerun(run_id: str, scenario: str, repeat: int, *, out_dir: Path = Path("."),
                            started_at=started_at)
     run = _reported(RunsResult(plan.run_id, (result,)), out_dir, reports)
     return RerunResult(run, original, prepared.lane_changed)
+
+
+def _lane_of(document: RunDocument, given: JournalSettings | None, out_dir: Path) -> Path:
+    """The run's lane file: as its journal has it (absolute), else as its record names it,
+    from the folder alk ran in (`out_dir`) or this one."""
+    if given is not None and Path(given.lane_path).is_file():
+        return Path(given.lane_path)
+    named = Path(document.lane.path)
+    for path in (named, out_dir / named):
+        if path.is_file():
+            return path
+    raise LaneError(f"{named}: the lane file of run {document.run_id} is not there (looked "
+                    f"from this folder and from {out_dir}): run alk from the folder the run "
+                    "ran in, or pass it as --out")
 
 
 def _to_run(plan: Plan, adaptive: Adaptive | None, done: Sequence[RepeatResult]) -> bool:
@@ -461,26 +478,34 @@ def _reported(result: RunsResult, out_dir: Path, reports: bool) -> RunsResult:
     """The run with its report files written (alk.report.outputs)."""
     if not reports or not result.runs:
         return result
-    from alk.report.outputs import write_reports
-
     written = write_reports([run.document for run in result.runs], out_dir)
     return dataclasses.replace(result, reports=written)
 
 
+def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path(".")) -> Written:
+    """A run's report.html, report.md and junit.xml, written (again) from its documents
+    (`read_runs`); a file that cannot be made is named in `Written.problems`, never raised."""
+    return outputs.write_reports(documents, out_dir)
+
+
+def write_compare_page(comparison: Any, out_dir: Path = Path(".")) -> Written:
+    """The `alk compare A B` page (an `alk.compare.Comparison`), in B's report folder."""
+    return outputs.write_compare_page(comparison, out_dir, comparison.b.run_id,
+                                      comparison.a.run_id)
+
+
 def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,
            environ: Mapping[str, str] | None = None, keep_workspaces: bool = False,
-           jobs: int = 1, engine: Engine | None = None, rule: PassRule | None = None,
-           reports: bool = True,
+           jobs: int = 1, engine: Engine | None = None, reports: bool = True,
            on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None,
            on_start: Callable[[RepeatSpec], None] | None = None,
            on_repeat: Callable[[RepeatResult], None] | None = None) -> RunsResult:
     """Continues a run of one lane (`resume_run`) or of several: their lanes that finished
-    are kept, the one cut short resumes, and those that never began begin. `rule`: the exit
-    code's rule from now on (None: the run's own)."""
+    are kept, the one cut short resumes, and those that never began begin, all by the rule
+    the run began with."""
     group_file = out_dir / "reports" / run_id / GROUP_NAME
     hooks = dict(runner=runner, environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
-                 engine=engine, rule=rule, on_plan=on_plan, on_start=on_start,
-                 on_repeat=on_repeat)
+                 engine=engine, on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
     if not group_file.is_file():
         result = resume_run(run_id, out_dir=out_dir, **hooks)
         return _reported(RunsResult(run_id, (result,)), out_dir, reports)
@@ -507,13 +532,12 @@ def _run_group(group: Mapping[str, Any], *, out_dir: Path, resuming: bool = Fals
         if journal_path(out_dir, member).is_file():
             result = resume_run(member, out_dir=out_dir, **options)
         else:
-            new = dict(options)
-            rule = new.pop("rule", None) or PassRule(**(group.get("rule") or {}))
             result = run_lane(load_lane(Path(entry["path"])), repeats=group["repeats"],
                               scenarios=group["scenarios"], seed=group["seed"],
                               timeout_s=group["timeout_s"], limits=group["limits"],
                               adaptive=_adaptive(group.get("adaptive")), out_dir=out_dir,
-                              run_id=member, rule=rule, **new)
+                              run_id=member, rule=PassRule(**(group.get("rule") or {})),
+                              **options)
         results.append(result)
         if result.interrupted:
             break  # the lanes after it begin when the run is resumed
@@ -567,6 +591,7 @@ class RunEntry:
     void: int
     exit_code: int | None
     rerun_of: str | None = None  # "RUN SCENARIO REPEAT" for an `alk rerun`
+    rule: str = ""  # its `--fail-under` rule in short ("rate ≥ 95.0%"); "" for the default
     problem: str = ""
 
 
@@ -602,7 +627,8 @@ def _run_entry(run_id: str, out_dir: Path) -> RunEntry:
         void=sum(d.aggregate.counts.void for d in documents),
         exit_code=int(judge(documents).code),
         rerun_of=(f"{rerun_of.run_id} {rerun_of.scenario} {rerun_of.repeat}"
-                  if rerun_of is not None else None))
+                  if rerun_of is not None else None),
+        rule=first.settings.rule.tag())
 
 
 def runs_json(documents: Sequence[RunDocument]) -> dict[str, Any]:

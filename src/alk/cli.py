@@ -158,13 +158,13 @@ def run(
                      on_repeat=shown.advance if shown else None)
         if resume is not None:
             if (lane or scenario or repeats or seed is not None or timeout or limit
-                    or max_repeats is not None or ci_width is not None):
+                    or max_repeats is not None or ci_width is not None or rule is not None):
                 raise UsageError("--resume RUN_ID continues a run as it began: leave out "
                                  "--lane, --scenario, --repeats, --seed, --timeout, --limit, "
-                                 "--max-repeats and --ci-width")
+                                 "--max-repeats, --ci-width and --fail-under")
             with shown or contextlib.nullcontext(), engine or contextlib.nullcontext():
                 results = api.resume(resume, out_dir=out, jobs=jobs, engine=engine,
-                                     keep_workspaces=keep_workspaces, rule=rule, **hooks)
+                                     keep_workspaces=keep_workspaces, **hooks)
         else:
             if not lane:
                 raise UsageError("name a lane: --lane NAME (repeatable), or --resume RUN_ID")
@@ -222,7 +222,7 @@ def _print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument
         console.print(matrix.lane_matrix(documents))
 
 
-@app.command()
+@app.command(short_help="Show a saved run again, and write its report files again.")
 def report(
     run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result document."),
@@ -234,13 +234,13 @@ def report(
     """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
     report.md and junit.xml again."""
     from alk import api
-    from alk.report.outputs import HTML_NAME, write_reports
+    from alk.report.outputs import HTML_NAME
 
     try:
         documents = api.read_runs(run_id, out)
     except AlkError as exc:
         _fail(str(exc))
-    written = write_reports(documents, out)
+    written = api.write_reports(documents, out)
     if as_json:
         _echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:
@@ -290,7 +290,6 @@ def compare(
     from alk.compare import Change, compare_runs
     from alk.records import ExitCode
     from alk.report.compare_view import compare_view
-    from alk.report.outputs import write_compare_page
 
     try:
         comparison = compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
@@ -301,7 +300,7 @@ def compare(
         _echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
     else:
         Console().print(compare_view(comparison))
-        written = write_compare_page(comparison, out, comparison.b.run_id, comparison.a.run_id)
+        written = api.write_compare_page(comparison, out)
         for page in written.paths:
             Console().print(f"page        {page}", markup=False, highlight=False)
         _warn(list(written.problems))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Sequence
 
 # The statistics' own test of a kept trajectory, so that the report and the consistency metrics
 # never disagree on which repeats have one.
-from alk.stats import _steps as kept_steps
+from alk.stats import kept_steps
 
 if TYPE_CHECKING:
     from alk.records import RepeatResult

@@ -93,6 +93,10 @@ def lane_paths(lanes_dir: Path = Path(LANES_DIR)) -> list[Path]:
     return sorted(lanes_dir.glob("*.toml")) if lanes_dir.is_dir() else []
 
 
+# The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
+WORKER_FILES = 200
+
+
 def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> Lane:
     path = name_or_path if isinstance(name_or_path, Path) else find_lane(name_or_path, lanes_dir)
     where = _display(path)
@@ -112,17 +116,27 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
 
 
 def worker_digest(command: Sequence[str]) -> str:
-    """The sha256 of the files the worker's command names (its script, say), in order: what
-    `alk rerun` compares to tell a reproduction from a check of a changed worker. An
-    interpreter found on PATH is not among them: the preflight reports the framework's
-    version, which is what a run depends on."""
+    """The sha256 of the worker's code as alk can see it: each file its command names (its
+    script, say) and the Python files beside it (the modules a worker imports from its own
+    folder, such as a shared tools module), in order. What `alk rerun` compares to tell a
+    reproduction from a check of a changed worker. An interpreter found on PATH and installed
+    packages are not among them: the preflight reports the framework's version, which is
+    what a run depends on. At most WORKER_FILES files are read."""
+    named = [Path(arg) for arg in command if os.path.isabs(arg) and os.path.isfile(arg)]
+    files: dict[Path, None] = dict.fromkeys(named)
+    for folder in dict.fromkeys(path.parent for path in named):
+        try:
+            files.update(dict.fromkeys(sorted(folder.glob("*.py"))[:WORKER_FILES]))
+        except OSError:
+            continue
     digest = hashlib.sha256()
-    for arg in command:
-        if os.path.isabs(arg) and os.path.isfile(arg):
-            try:
-                digest.update(hashlib.sha256(Path(arg).read_bytes()).digest())
-            except OSError:
-                digest.update(b"unreadable:" + arg.encode())
+    for path in list(files)[:WORKER_FILES]:
+        # Its name, not its folder: a checkout moved or cloned elsewhere is the same worker.
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"unreadable")
     return digest.hexdigest()
 
 

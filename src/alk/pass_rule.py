@@ -51,6 +51,12 @@ class PassRule:
             judged = f"each scenario's pass rate must be at least {self.fail_under:.1%}"
         return f"{judged}; else a void repeat makes the run void"
 
+    def tag(self) -> str:
+        """The rule in a few characters, for a listing: "" for the default."""
+        if self.fail_under is None:
+            return ""
+        return f"{'lower bound' if self.lower else 'rate'} ≥ {self.fail_under:.1%}"
+
     def judged(self, scenario: ScenarioResult) -> float | None:
         """The number the rule compares with its threshold: the pass rate, or its lower bound
         (None when nothing was scored)."""

@@ -63,8 +63,13 @@ def prepare(document: RunDocument, original: RepeatResult | CutShort, lane: Lane
     seed = (original.seed if isinstance(original, RepeatResult)
             else repeat_seed(settings.seed, scenario, original.repeat))
     item = RepeatSpec(plan.scenarios[0], original.repeat, seed)
-    plan = dataclasses.replace(plan, items=(item,), reproduces=document.run_id)
-    worker_changed = (bool(document.lane.worker_sha256)
-                      and lane.worker_sha256 != document.lane.worker_sha256)
-    return Rerun(plan, RerunOf(document.run_id, scenario, original.repeat, worker_changed),
+    # A rerun of a rerun reproduces the first run's repeat: its start message names that run.
+    first = document.settings.rerun_of.run_id if document.settings.rerun_of else document.run_id
+    plan = dataclasses.replace(plan, items=(item,), reproduces=first)
+    # Changed since the repeat ran, or already before (a rerun of a rerun of a changed worker).
+    worker_changed = ((bool(document.lane.worker_sha256)
+                       and lane.worker_sha256 != document.lane.worker_sha256)
+                      or bool(document.settings.rerun_of
+                              and document.settings.rerun_of.worker_changed))
+    return Rerun(plan, RerunOf(first, scenario, original.repeat, worker_changed),
                  original, lane_changed)

@@ -22,7 +22,7 @@ import msgspec
 
 from alk import __version__
 from alk.adaptive import Adaptive, StopReason
-from alk.errors import TranscriptError
+from alk.errors import AlkError, TranscriptError
 from alk.pass_rule import PassRule, judge
 from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
 from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
@@ -196,9 +196,14 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
                                 "cannot read it (a run written by another alk version: "
                                 "read it with that version, or run the lane again)")
     try:
-        return msgspec.convert(value, RunDocument)
+        document = msgspec.convert(value, RunDocument)
     except msgspec.ValidationError as exc:
         raise ResultFormatError(f"{source}: {exc}") from None
+    try:
+        document.settings.rule.check()
+    except AlkError as exc:
+        raise ResultFormatError(f"{source}: $.settings.rule: {exc}") from None
+    return document
 
 
 def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,

@@ -44,8 +44,8 @@ from alk.records import Outcome, RepeatResult, Verdict
 __all__ = [
     "Z_95", "Consistency", "Counts", "DurationStats", "EventPaths", "FaultRobustness", "Icc",
     "KCurve", "LaneStats", "RepeatsNeeded", "ScenarioStats", "Tally", "TrajectoryStats", "icc1",
-    "k_grid", "pass_at_k", "pass_hat_k", "pass_hat_k_at", "repeats_to_see", "summarize_lane",
-    "summarize_scenario", "summarize_scenarios", "wilson_interval",
+    "k_grid", "kept_steps", "pass_at_k", "pass_hat_k", "pass_hat_k_at", "repeats_to_see",
+    "summarize_lane", "summarize_scenario", "summarize_scenarios", "wilson_interval",
 ]
 
 _SIGNATURES_SHOWN = 5
@@ -637,7 +637,7 @@ def _pooled(pool: Sequence[tuple[int, int]]) -> tuple[int, int]:
 _NO_STEPS = hashlib.sha256().hexdigest()  # the digest of a trajectory of no step
 
 
-def _steps(r: RepeatResult) -> tuple[str, ...] | None:
+def kept_steps(r: RepeatResult) -> tuple[str, ...] | None:
     """A repeat's trajectory for the consistency metrics; None when it was not kept (the run's
     budget for kept steps ran out before it, and its digest is not that of no step): a
     trajectory that was not recorded must not count as one without tool calls."""
@@ -654,8 +654,7 @@ def _consistencies(tallied: Sequence[tuple[dict[Outcome, int], dict[str, int],
     """Each scenario's consistency from its scored repeats, every scenario's at once."""
     trajectories, resources, gateway, outcome = [], [], [], []
     for outcomes, _, scored in tallied:
-        trajectories.append([r.trajectory if r.trajectory or not r.trajectory_hash else _steps(r)
-                             for r in scored])
+        trajectories.append([kept_steps(r) for r in scored])
         models = [r.model for r in scored]
         # With alk's model gateway, the trajectory is the gateway's, spelt its own way.
         gateway.append(models.count(None) < len(models))

@@ -14,7 +14,7 @@ from typing import Any
 from alk.errors import RunNotFoundError, TranscriptError
 from alk.files import write_atomically
 from alk.redaction import Redactor
-from alk.result import RESULT_NAME, RunDocument, from_json, to_json
+from alk.result import RESULT_NAME, ResultFormatError, RunDocument, from_json, to_json
 
 GROUP_NAME = "group.json"
 
@@ -57,6 +57,12 @@ def _redacted(value: Any, redactor: Redactor, field: str = "") -> Any:
 
 
 def read_document(out_dir: Path, run_id: str) -> RunDocument:
+    """The record in reports/RUN_ID/result.json, which must say it is run RUN_ID: the reports
+    written from it go to the folder its run id names, never elsewhere."""
+    parts = run_id.split("/")
+    if len(parts) > 2 or any(part in ("", ".", "..") or "\\" in part for part in parts):
+        raise RunNotFoundError(f"{run_id!r} is not a run id: a run id is a folder name under "
+                               "reports/ (RUN, or RUN/LANE for a lane of a run of several)")
     path = result_path(out_dir, run_id)
     if not path.is_file() and (path.parent / GROUP_NAME).is_file():
         lanes = sorted(p.parent.name for p in path.parent.glob(f"*/{RESULT_NAME}"))
@@ -66,10 +72,23 @@ def read_document(out_dir: Path, run_id: str) -> RunDocument:
         raise RunNotFoundError(f"no result for run '{run_id}': {path} does not exist "
                                "(run ids are the folder names under reports/)")
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
     except (OSError, ValueError) as exc:
         raise TranscriptError(f"{path}: not a readable result document: {exc}") from None
-    return from_json(value, str(path))
+    except RecursionError:
+        raise TranscriptError(f"{path}: not a readable result document: nested too deep "
+                              "(alk writes a few levels)") from None
+    document = from_json(value, str(path))
+    if document.run_id != run_id:
+        raise ResultFormatError(f"{path}: run_id is {document.run_id!r}, expected {run_id!r} "
+                                "(the folder it is in): the file was moved or edited; put it "
+                                "back in its own folder")
+    return document
+
+
+def _not_json(constant: str) -> float:
+    # NaN and Infinity are not JSON (alk never writes them): a file that holds one was edited.
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 def latest_run_id(out_dir: Path) -> str:

@@ -163,3 +163,30 @@ def test_report_open_hands_the_page_to_the_browser(tmp_path):
                   env={"BROWSER": "", "PATH": "/nonexistent", "DISPLAY": ""})
     assert nowhere.returncode == 0
     assert f"no browser to open here: open reports/{run_id}/report.html" in nowhere.stderr
+
+
+def test_a_rerun_of_a_rerun_reproduces_the_first_run_from_any_folder(tmp_path):
+    lane = flaky_copy(tmp_path / "project")
+    project = lane.parent.parent
+    assert alk("run", "--lane", "lanes/flaky.toml", "-n", 2, "--seed", mixed_seed(2),
+               cwd=project).returncode == 1
+    [(run_id, document)] = documents(project).items()
+    failed = next(r for r in document["scenarios"][0]["repeats"] if r["outcome"] != "pass")
+    # From another folder, with --out: the lane is found where the run found it.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    once = alk("rerun", run_id, "nominal", failed["repeat"], "--out", project, cwd=elsewhere)
+    assert once.returncode == 1, once.stdout + once.stderr
+    first_rerun = max(documents(project))
+    twice = alk("rerun", first_rerun, "nominal", failed["repeat"], cwd=project)
+    assert twice.returncode == 1, twice.stdout + twice.stderr
+    second = documents(project)[max(documents(project))]
+    # Both name the first run: in their record, and in the start message the worker got.
+    assert second["settings"]["rerun_of"]["run_id"] == run_id
+    [repeat] = second["scenarios"][0]["repeats"]
+    assert start_message(project, repeat["transcript"]) == start_message(
+        project, failed["transcript"])
+    # Its lane file gone, a rerun says which file and what to do.
+    lane.unlink()
+    gone = alk("rerun", run_id, "nominal", failed["repeat"], cwd=project)
+    assert gone.returncode == 2 and "the lane file of run" in gone.stderr, gone.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import resource
 import subprocess
@@ -55,6 +56,7 @@ ENVIRON = {"TOKEN": SECRET, "PATH": "/bin"}
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 WRONG = dataclasses.replace(PASSING, result={**PASSING.result, "output": "bye"})
 CRASHED = dataclasses.replace(PASSING, result=None, exit_code=1, stderr_tail="boom\n")
+RUN = "20261129-120000-ab12c3"  # a run of several lanes
 
 
 def scenario(sid: str, **fields) -> Scenario:
@@ -316,6 +318,34 @@ def test_reading_a_run_that_is_not_there_or_not_a_result(tmp_path, make_lane):
     assert run_id
 
 
+def test_a_hand_edited_record_is_refused_before_a_report_is_written_from_it(tmp_path, make_lane):
+    """The reports of a run go where its run id says: a record that names another run (one
+    edited to say `../../x`) would have them written outside reports/. NaN, nesting past any
+    that alk writes, and a rule out of range are refused too, each naming the file."""
+    value = to_json(one_repeat(tmp_path, make_lane))
+    run_id = value["run_id"]
+    path = result_path(tmp_path, run_id)
+    for edit, message in (
+            (lambda v: v.update(run_id="../../x"),
+             f"{path}: run_id is '../../x', expected '{run_id}' (the folder it is in)"),
+            (lambda v: v["settings"]["rule"].update(fail_under=5),
+             f"{path}: $.settings.rule: --fail-under 5.0: expected a pass rate from 0 to 1"),
+            (lambda v: v["scenarios"][0]["repeats"][0].update(duration_s=math.nan),
+             f"{path}: not a readable result document: NaN is not a JSON number")):
+        edited = json.loads(json.dumps(value))
+        edit(edited)
+        path.write_text(json.dumps(edited))
+        with pytest.raises(TranscriptError) as caught:
+            read_document(tmp_path, run_id)
+        assert str(caught.value).startswith(message), str(caught.value)
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(TranscriptError, match="nested too deep"):
+        read_document(tmp_path, run_id)
+    for bad in ("../x", "/etc", "a/../b", "a/b/c", ".", ""):
+        with pytest.raises(RunNotFoundError, match="is not a run id"):
+            read_document(tmp_path, bad)
+
+
 def test_a_record_of_another_schema_says_what_to_do_and_where_it_came_from():
     with pytest.raises(ResultFormatError) as caught:
         from_json({"schema": "alk.result/1"})
@@ -459,16 +489,17 @@ def test_a_secret_that_spells_a_stop_rule_or_an_executor_leaves_them_alks(tmp_pa
 
 
 def test_a_run_of_several_lanes_is_read_lane_by_lane(tmp_path, make_lane):
-    folder = tmp_path / "reports" / "r1"
+    folder = tmp_path / "reports" / RUN
     folder.mkdir(parents=True)
     (folder / "group.json").write_text("{}")
     with pytest.raises(RunNotFoundError) as none_yet:
-        read_document(tmp_path, "r1")
-    assert str(none_yet.value) == ("run 'r1' holds several lanes: name one as r1/LANE (its "
+        read_document(tmp_path, RUN)
+    assert str(none_yet.value) == (f"run '{RUN}' holds several lanes: name one as {RUN}/LANE (its "
                                    "lanes: none yet)")
     for lane in ("b", "a"):
-        write_document(result_path(tmp_path, f"r1/{lane}"),
-                       one_repeat(tmp_path / lane, make_lane), Redactor())
+        # A lane of a run of several is run RUN/LANE, as its record says.
+        write_document(result_path(tmp_path, f"{RUN}/{lane}"), dataclasses.replace(
+            one_repeat(tmp_path / lane, make_lane), run_id=f"{RUN}/{lane}"), Redactor())
     with pytest.raises(RunNotFoundError, match=r"\(its lanes: a, b\)$"):
-        read_document(tmp_path, "r1")
-    assert read_document(tmp_path, "r1/a").scenarios[0].id == "a"
+        read_document(tmp_path, RUN)
+    assert read_document(tmp_path, f"{RUN}/a").scenarios[0].id == "a"

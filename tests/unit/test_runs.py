@@ -48,9 +48,10 @@ def test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts(tmp_p
     assert group.lanes == ("a", "b") and group.scenarios == 4
     assert (group.passed, group.scored, group.void) == (5, 6, 2)
     assert group.exit_code == 3 and group.status == "complete"
+    assert group.rule == "rate ≥ 50.0%"
     assert group.frameworks == ("pydantic-ai 1.0.3", "pydantic-ai 1.0.3")
     single = next(entry for entry in read if entry.run_id == one.run_id)
-    assert (single.passed, single.scored, single.exit_code) == (3, 3, 0)
+    assert (single.passed, single.scored, single.exit_code, single.rule) == (3, 3, 0, "")
     assert [e.run_id for e in api.list_runs(tmp_path, limit=1)] == ["20990101-000000-ffffff"]
 
 
@@ -68,4 +69,17 @@ def test_the_worker_digest_follows_the_files_its_command_names(tmp_path):
     # Arguments that are no files, and an interpreter on PATH, do not count.
     assert worker_digest(("{python}", str(script))) == first
     script.write_text("print('two')\n")
-    assert worker_digest(command) != first
+    second = worker_digest(command)
+    assert second != first
+    # A module beside the script, which it may import, is part of the worker.
+    (tmp_path / "tools.py").write_text("LIMIT = 1\n")
+    third = worker_digest(command)
+    assert third != second
+    (tmp_path / "tools.py").write_text("LIMIT = 2\n")
+    assert worker_digest(command) != third
+    # The same files elsewhere (a checkout moved, or cloned) are the same worker.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in ("worker.py", "tools.py"):
+        (moved / name).write_bytes((tmp_path / name).read_bytes())
+    assert worker_digest(("{python}", str(moved / "worker.py"))) == worker_digest(command)

@@ -113,7 +113,7 @@ def runs() -> RenderableType:
         RunEntry("20261130-091200-77aa01", "2026-11-30T09:12:00+00:00", "interrupted",
                  ("pydantic-ai", "langgraph", "openai-agents-sdk"),
                  ("pydantic-ai 1.0.3", "langgraph 1.0.2", "openai-agents 0.20.1"), 9, 101,
-                 120, 20, 1),
+                 120, 20, 1, rule="rate ≥ 90.0%"),
         RunEntry(RUN, "2026-11-29T12:00:00+00:00", "complete", ("orders",),
                  ("pydantic-ai 1.0.3",), 3, 57, 60, 0, 0),
         RunEntry("20261128-080000-0ld0ne", "", "unreadable", (), (), 0, 0, 0, 0, None,

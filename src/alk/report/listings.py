@@ -152,6 +152,8 @@ def runs_view(entries: Sequence[Any]) -> RenderableType:  # Sequence[alk.api.Run
         under = Text(printable(one_line(lanes, 300)))
         under.append(f" · {plural(entry.scenarios, 'scenario')} · started "
                      f"{entry.started_at.replace('T', ' ')[:16]}", style="dim")
+        if entry.rule:
+            under.append(f" · rule: {entry.rule}", style="dim")
         if entry.rerun_of:
             under.append(f"\nrerun of {printable(entry.rerun_of)}", style="dim")
         blocks += [head, Padding(under, (0, 0, 0, 2))]

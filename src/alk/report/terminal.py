@@ -829,7 +829,8 @@ def rerun_summary(doc: RunDocument, original: RepeatResult | CutShort,
     if of is not None:
         rows.append(("worker", Text("changed since: this checks the worker as it is now, not a "
                                     "reproduction", style="bold") if of.worker_changed
-                     else Text("unchanged since (its files' sha256)")))
+                     else Text("unchanged since (its program and the Python files beside "
+                               "it, by sha256)")))
     rows.append(("lane", Text("changed since (--anyway): not the same repeat", style="bold")
                  if lane_changed else Text("unchanged since (its sha256)")))
     return _labelled(rows)
