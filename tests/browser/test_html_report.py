@@ -117,6 +117,15 @@ def test_every_chart_is_drawn_with_its_data(loaded: Loaded) -> None:
         assert chart["drawn"] == chart["expected"], chart
 
 
+def test_k_and_counts_of_repeats_are_ticked_on_whole_numbers(loaded: Loaded) -> None:
+    # 4 repeats: left to itself, Plotly would tick k and the failure counts at 0.5, 1.5, ….
+    ticks = loaded.page.evaluate("""() => Object.fromEntries(
+      ['chart-pass-k', 'chart-failures'].map(id => [id, [...document.querySelectorAll(
+        `#${id} .xaxislayer-above .xtick text`)].map(t => t.textContent)]))""")
+    for chart, labels in ticks.items():
+        assert len(labels) >= 2 and all(label.isdigit() for label in labels), (chart, labels)
+
+
 def test_a_chart_downloads_as_a_png_within_the_pages_policy(loaded: Loaded) -> None:
     page = loaded.page
     page.hover("#chart-pass-rate")

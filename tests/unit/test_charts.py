@@ -90,10 +90,11 @@ def test_the_pass_rate_bars_and_whiskers_are_the_statistics(run):
 def test_the_rule_threshold_is_drawn_only_when_the_rule_has_one(run):
     plain = by_id(run_charts([run]))["chart-pass-rate"].figure["layout"]
     assert not plain.get("shapes")
-    ruled = by_id(run_charts([with_rule(run, PassRule(0.9, lower=True))]))["chart-pass-rate"]
+    ruled = by_id(run_charts([with_rule(run, PassRule(0.955, lower=True))]))["chart-pass-rate"]
     (line,) = ruled.figure["layout"]["shapes"]
-    assert (line["x0"], line["x1"]) == (0.9, 0.9)
-    assert "lower bound ≥ 90%" in ruled.figure["layout"]["annotations"][0]["text"]
+    assert (line["x0"], line["x1"]) == (0.955, 0.955)
+    # As the rule's sentence says it, never rounded to a threshold it is not (96%).
+    assert ruled.figure["layout"]["annotations"][0]["text"] == "rule: lower bound ≥ 95.5%"
     assert "threshold" in ruled.caption
 
 
@@ -114,6 +115,23 @@ def test_pass_k_draws_each_scenarios_curve_and_the_lane_mean(run):
         assert list(line["x"]) == list(scenario.stats.curve.k)
         assert list(line["y"]) == list(scenario.stats.curve.pass_hat_k)
     assert list(lines[-1]["y"]) == list(run.aggregate.curve.pass_hat_k)
+
+
+@pytest.mark.parametrize("repeats, k_step, count_step",
+                         [(3, 1, 1), (20, 2, 1), (40, 5, 2), (130, None, 5)])
+def test_counts_and_k_are_told_on_whole_numbers_only(run, repeats, k_step, count_step):
+    # Plotly ticks a range of 3 at 0.5, 1, 1.5…: a k or a count of repeats is never 1.5.
+    flaky = scenario_of(*(repeat(i, ("a:ok",), passed=i % 3 != 1) for i in range(1, repeats + 1)))
+    made = by_id(run_charts([with_scenarios(run, flaky)]))
+    k_axis = made["chart-pass-k"].figure["layout"]["xaxis"]
+    count_axis = made["chart-failures"].figure["layout"]["xaxis"]
+    whole = {"tickmode": "linear", "tick0": 0, "tickformat": "d"}
+    assert {key: count_axis[key] for key in whole} == whole
+    assert count_axis["dtick"] == count_step  # ten ticks at most
+    if k_step is None:  # past 50 repeats k is drawn on a log axis: 1, 10, 100
+        assert (k_axis["type"], k_axis["tickformat"]) == ("log", "d")
+    else:
+        assert {key: k_axis[key] for key in whole} == whole and k_axis["dtick"] == k_step
 
 
 def test_the_stacked_failures_add_up_to_the_repeats_that_did_not_pass(run):

@@ -184,6 +184,18 @@ def _scenario_axis(rows: Sequence[_Row]) -> dict[str, Any]:
             "automargin": True, "ticksuffix": " "}
 
 
+def _whole_ticks(top: float) -> dict[str, Any]:
+    """A linear axis of counts from 0 to `top`: ticks on whole numbers only (1, 2, 5, 10, 20,
+    … apart, ten at most), never Plotly's 0.5 steps on a short range."""
+    power, step = 1, 1
+    while top / step > 10:
+        for step in (2 * power, 5 * power, 10 * power):
+            if top / step <= 10:
+                break
+        power *= 10
+    return {"tickmode": "linear", "tick0": 0, "dtick": step, "tickformat": "d"}
+
+
 def _figure(go: Any, data: list[Any], layout: dict[str, Any]) -> dict[str, Any]:
     return go.Figure(data=data, layout=layout).to_plotly_json()
 
@@ -248,7 +260,8 @@ def _rule_lines(documents: Sequence[RunDocument]) -> tuple[list[dict], list[dict
         what = "lower bound" if lower else "pass rate"
         notes.append({"xref": "x", "yref": "paper", "x": threshold, "y": 1, "yanchor": "bottom",
                       "xanchor": "right", "showarrow": False,
-                      "text": f"rule: {what} ≥ {threshold:.0%}", "font": {"size": 11}})
+                      # As the rule's sentence says it: 95.5% is not 96%.
+                      "text": f"rule: {what} ≥ {threshold:.1%}", "font": {"size": 11}})
     return shapes, notes
 
 
@@ -285,8 +298,9 @@ def _pass_k(go: Any, rows: Sequence[_Row], documents: Sequence[RunDocument]) -> 
         return None
     longest = max(max(trace.x) for trace in traces)
     layout = _layout(HEIGHT_PX + 60,
-                     xaxis={"title": "k (repeats)", "type": "log" if longest > 50 else "linear",
-                            **GRID},
+                     xaxis={"title": "k (repeats)", **GRID,
+                            **({"type": "log", "tickformat": "d"} if longest > 50
+                               else _whole_ticks(longest))},
                      yaxis={"title": "pass^k", "range": [0, 1.04], "tickformat": ".0%",
                             **GRID},
                      legend={"orientation": "h", "y": -0.25, "yanchor": "top"},
@@ -336,7 +350,8 @@ def _failures(go: Any, rows: Sequence[_Row], hidden: int) -> Chart | None:
     per_layer = Counter(layer for layer, _ in counts)
     legend_px = 22 * (1 + max(per_layer.values()))
     layout = _layout(_rows_height(len(rows)) + legend_px,
-                     barmode="stack", xaxis={"title": "repeats", "rangemode": "tozero", **GRID},
+                     barmode="stack", xaxis={"title": "repeats", "rangemode": "tozero", **GRID,
+                                             **_whole_ticks(_most_stacked(counts))},
                      yaxis=_scenario_axis(rows),
                      legend={"groupclick": "toggleitem", "orientation": "h", "yref": "container",
                              "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
@@ -349,6 +364,11 @@ def _failures(go: Any, rows: Sequence[_Row], hidden: int) -> Chart | None:
                "void repeat." + _more(hidden))
     return Chart("chart-failures", "Failures by layer and cause", caption,
                  _figure(go, traces, layout))
+
+
+def _most_stacked(counts: dict[tuple[Outcome, str], list[int]]) -> int:
+    """The longest stacked bar: the most repeats of one scenario that did not pass."""
+    return max(sum(column) for column in zip(*counts.values()))
 
 
 # -- 4. durations -------------------------------------------------------------------------------
