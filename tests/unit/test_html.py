@@ -27,6 +27,7 @@ from alk.report import excerpts, html
 from alk.rerun import command as rerun_command
 from alk.result import RunDocument
 from scripted import ScenarioRunner
+from test_junit import CHANGED, UNCHANGED, rerun
 
 # Markup that would run if the page let it: every worker string in these tests holds it.
 HOSTILE = ('<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
@@ -126,6 +127,12 @@ def run(tmp_path: Path, private_temp: None) -> tuple[RunDocument, Path]:
 def page_of(documents_: list[RunDocument], out: Path) -> tuple[str, Page]:
     text = html.run_page(documents_, out)
     return text, Page(text)
+
+
+def header(text: str) -> str:
+    """The page's top: what a reader sees first."""
+    start = text.index('<header class="top">')
+    return text[start:text.index("</header>", start)]
 
 
 def section(text: str, title_id: str) -> str:
@@ -326,6 +333,31 @@ def test_several_lanes_get_the_lane_by_scenario_matrix(tmp_path: Path,
     assert [row.split()[0] for row in rows] == ["nominal", "tool_error", "remote", "void"]
     one = tmp_path / "one"
     assert 'id="matrix-title"' not in html.run_page([documents.run(one)], one)
+
+
+def test_several_lanes_are_summed_up_a_line_each_at_the_top(tmp_path: Path,
+                                                             private_temp: None) -> None:
+    lanes = documents.three_lanes(tmp_path)
+    top = Page(header(html.run_page(lanes, tmp_path))).words
+    for document in lanes:
+        aggregate = document.aggregate
+        low, high = aggregate.ci
+        void = aggregate.void_rate.value * 100
+        assert (f"{document.lane.name} · pydantic-ai 1.0.3 · pass rate "
+                f"{aggregate.pass_rate * 100:.1f}% [{low * 100:.1f}–{high * 100:.1f}] · "
+                f"void {void:.0f}%") in top, (document.lane.name, top)
+    one = tmp_path / "one"
+    assert "pass rate" not in Page(header(html.run_page([documents.run(one)], one))).words
+
+
+@pytest.mark.parametrize("changed, since", [(True, CHANGED), (False, UNCHANGED)])
+def test_a_rerun_says_at_the_top_what_it_reruns_and_whether_the_worker_changed(
+        run, changed: bool, since: str) -> None:
+    document, out = run
+    top = Page(header(html.run_page([rerun(document, worker_changed=changed)], out))).words
+    assert (f"{'⚠' if changed else '↻'} Rerun of 20261128-090000-ff00aa/orders nominal "
+            f"repeat 4 : {since}.") in top  # words: a space between elements
+    assert "Rerun of" not in Page(html.run_page([document], out)).words
 
 
 def test_the_compare_page_states_each_change_its_numbers_and_the_rule(

@@ -26,7 +26,7 @@ from alk import api
 from alk.pass_rule import PassRule
 from alk.report.junit import MESSAGE_CHARS, REPEATS_LISTED, TEXT_CHARS, run_junit
 from alk.rerun import command
-from alk.result import RunDocument
+from alk.result import RerunOf, RunDocument
 from documents import (CRASHED, NEVER_READY, RUN, WRONG, flaky, made, observation, passing)
 from scripted import ScenarioRunner
 
@@ -68,6 +68,19 @@ def ruled(out: Path, rule: PassRule, run_id: str = RUN, name: str = "orders",
     return api.run_lane(documents.lane(tuple(scripts), name), repeats=20, seed=7, out_dir=out,
                         runner=ScenarioRunner(observation(0.3), **scripts),
                         environ=documents.SECRET_ENV, run_id=run_id, rule=rule).document
+
+
+def rerun(document: RunDocument, *, worker_changed: bool) -> RunDocument:
+    """The document as `alk rerun RUN nominal 4` writes it: its record names the repeat it
+    reproduces, and whether the worker's files changed since."""
+    of = RerunOf("20261128-090000-ff00aa/orders", "nominal", 4, worker_changed)
+    return dataclasses.replace(document, settings=dataclasses.replace(document.settings,
+                                                                      rerun_of=of))
+
+
+CHANGED = ("the worker's files changed since it ran: this checks the worker as it is now, and "
+           "is no reproduction")
+UNCHANGED = "worker unchanged since (its files' sha256)"
 
 
 def three_lanes(out: Path) -> list[RunDocument]:
@@ -161,9 +174,28 @@ def test_a_rule_on_the_lower_bound_fails_a_scenario_that_never_failed(tmp_path):
     root = parsed([document])
     failure = case(root, "nominal").find("failure")
     assert failure.get("type") == "rule"
-    assert failure.get("message") == ("pass rate 100.0% [95% CI 83.9%–100.0%]; the rule: its "
-                                      "lower bound at least 90.0%")
+    assert failure.get("message") == ("pass rate 100.0% [95% CI 83.9%–100.0%]; the rule: the "
+                                      "lower bound of its 95% interval must be at least 90.0%")
     assert case(root, "nominal").find("rerunFailure") is None
+
+
+def test_a_rule_on_the_pass_rate_names_it_in_the_failure(tmp_path):
+    document = ruled(tmp_path, PassRule(0.9), nominal=flaky())
+    failure = case(parsed([document]), "nominal").find("failure")
+    assert failure.get("message").endswith("; the rule: the pass rate must be at least 90.0%")
+
+
+@pytest.mark.parametrize("changed, since", [(True, CHANGED), (False, UNCHANGED)])
+def test_a_rerun_says_what_it_reruns_and_whether_the_worker_changed(tmp_path, changed, since):
+    root = parsed([rerun(documents.run(tmp_path), worker_changed=changed)])
+    said = f"rerun of 20261128-090000-ff00aa/orders nominal repeat 4; {since}"
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert properties["alk.rerun_of"] == said
+    for found in root.iter("testcase"):
+        assert found.find("system-out").text.startswith(said + "\n")
+    plain = parsed([documents.run(tmp_path / "plain")])
+    assert "alk.rerun_of" not in {p.get("name") for p in plain.iter("property")}
+    assert "rerun of" not in ET.tostring(plain, encoding="unicode")
 
 
 def test_a_void_scenario_is_skipped_with_its_cause_and_its_reruns(tmp_path):

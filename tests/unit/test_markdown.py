@@ -23,7 +23,7 @@ from alk.rerun import command
 from alk.result import RunDocument
 from alk.stats import pass_hat_k_at
 from documents import NEVER_READY, RUN, flaky, made, observation, passing
-from test_junit import ruled, three_lanes  # the documents of a run under a rule
+from test_junit import CHANGED, UNCHANGED, rerun, ruled, three_lanes
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -106,6 +106,22 @@ def test_the_top_states_the_run_its_lane_framework_and_version_and_the_rule_it_b
     described = PassRule().describe()
     assert rule == (f"**Rule:** {described[0].upper()}{described[1:]}. **Not met**: "
                     "1 scenario breaks it: `nominal`.")
+
+
+def test_one_repeat_of_one_scenario_is_said_in_the_singular(tmp_path):
+    document = made(tmp_path, observation(0.3), repeats=1, nominal=passing(1))
+    assert run_markdown([document], tmp_path).splitlines()[1].endswith(
+        " · 1 repeat × 1 scenario")
+
+
+@pytest.mark.parametrize("changed, since", [(True, CHANGED), (False, UNCHANGED)])
+def test_a_rerun_says_at_the_top_what_it_reruns_and_whether_the_worker_changed(
+        tmp_path, changed, since):
+    text = run_markdown([rerun(documents.run(tmp_path), worker_changed=changed)], tmp_path)
+    title, _, _, said, _, rule, *_ = text.splitlines()
+    assert title.startswith("## ❌ FAIL") and rule.startswith("**Rule:**")
+    assert said == f"**Rerun of `20261128-090000-ff00aa/orders` `nominal` repeat 4**: {since}."
+    assert "rerun of" not in run_markdown([documents.run(tmp_path)], tmp_path).lower()
 
 
 @RENDERERS
@@ -198,6 +214,14 @@ def test_a_run_of_three_lanes_has_the_matrix_and_a_table_per_lane(tmp_path):
     assert (f"[transcript](../../transcripts/{RUN}/langgraph/tool_error/repeat-01.jsonl)"
             in text)
     assert "#### `tool_error` in `langgraph`: fail, 0/20 scored passed" in text
+    # reports/R/ holds group.json and a folder per lane: the footer links each lane's record.
+    records = [href for href in page.links if href.endswith("result.json")]
+    assert records == [f"{name}/result.json"
+                       for name in ("pydantic-ai", "langgraph", "openai-agents")]
+    assert all((tmp_path / "reports" / RUN / href).is_file() for href in records)
+    assert text.endswith("the records: [`pydantic-ai/result.json`](pydantic-ai/result.json), "
+                         "[`langgraph/result.json`](langgraph/result.json), "
+                         "[`openai-agents/result.json`](openai-agents/result.json)\n")
 
 
 HOSTILE = ("<img src=x onerror=alert(1)> | pipes | **bold** [link](javascript:alert(1)) "

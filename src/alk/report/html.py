@@ -32,9 +32,10 @@ from alk.pass_rule import judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
+from alk.report.markdown import rerun_words
 from alk.report.safe_text import DASH, cut, inline, plural, printable
 from alk.rerun import command as rerun_command
-from alk.result import RunDocument, ScenarioResult
+from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.
 ATTENTION_ITEMS = 25
@@ -85,6 +86,8 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "several": len(documents) > 1,
         "ruling": {"symbol": symbol, "tone": tone, "sentence": sentence,
                    "rules": list(dict.fromkeys(d.settings.rule.describe() for d in documents))},
+        "reruns": [_rerun_of(of) for of in dict.fromkeys(
+            d.settings.rerun_of for d in shown if d.settings.rerun_of)],
         "attention": attention[:ATTENTION_ITEMS],
         "attention_more": max(0, len(attention) - ATTENTION_ITEMS),
         "matrix": _matrix(shown) if len(documents) > 1 else None,
@@ -94,6 +97,12 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "left_out": left_out,
     }
     return _render("run.html.j2", context)
+
+
+def _rerun_of(of: RerunOf) -> dict[str, Any]:
+    what, since = rerun_words(of)
+    return {"what": f"{what[0].upper()}{what[1:]}", "since": since,
+            "changed": of.worker_changed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +134,7 @@ def _table_rows(documents: Sequence[RunDocument]) -> tuple[list[_Row], str | Non
     return [row for i, row in enumerate(rows) if i in chosen], (
         f"{len(rows) - TABLE_ROWS:,} of {len(rows):,} repeats are not listed here (at most "
         f"{TABLE_ROWS:,}, failed and void ones first; {failed:,} of those left out did not "
-        "pass): result.json holds every one")
+        f"pass): {RESULT_NAME} holds every one")
 
 
 def _lane(index: int, document: RunDocument) -> dict[str, Any]:

@@ -14,6 +14,9 @@ of its repeats' durations. The case's verdict is the run's rule's (`alk.pass_rul
 - nothing scored: `<skipped message="void: CAUSE …">`;
 - void repeats beside scored ones: counted, with their causes, in the case's `<system-out>`.
 
+A rerun's suite has the property `alk.rerun_of` (the repeat it reproduces and whether the
+worker changed since), which each of its cases' `<system-out>` repeats first.
+
 Every failed or void repeat carries its detail, its transcript's path (relative to the folder
 alk ran in) and the `alk rerun` command that reproduces it. The element order and the
 children of each follow Surefire's schema (`surefire-test-report-3.0.xsd`), which the tests
@@ -32,6 +35,8 @@ from xml.etree.ElementTree import Element, ElementTree, SubElement, indent
 
 from alk.pass_rule import PassRule
 from alk.records import RepeatResult
+from alk.report.markdown import rerun_words
+from alk.report.outputs import HTML_NAME
 from alk.report.safe_text import cut, inline, plural, printable
 from alk.rerun import command
 from alk.result import RunDocument, ScenarioResult
@@ -104,7 +109,14 @@ def _properties(document: RunDocument) -> list[tuple[str, str]]:
             ("alk.status", document.status), ("alk.rule", settings.rule.describe()),
             ("lane.framework", lane.framework), ("lane.requirement", lane.requirement),
             ("worker.framework", gate.framework or ""), ("worker.version", gate.version or ""),
-            ("repeats", str(settings.repeats)), ("seed", str(settings.seed))]
+            ("repeats", str(settings.repeats)), ("seed", str(settings.seed)),
+            *([("alk.rerun_of", _rerun_of(document))] if settings.rerun_of else [])]
+
+
+def _rerun_of(document: RunDocument) -> str:
+    """A rerun's: the repeat it reproduces, and whether the worker changed since."""
+    of = document.settings.rerun_of
+    return "; ".join(rerun_words(of)) if of else ""
 
 
 def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> Element:
@@ -117,6 +129,8 @@ def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> El
     void = [r for r in scenario.repeats if not r.scored]
     held = rule.holds(scenario)
     notes = [_summary(scenario, rule)]
+    if document.settings.rerun_of:
+        notes.insert(0, _rerun_of(document))
     if held is None:
         skipped = SubElement(case, "skipped", message=_text(_void_message(document, void),
                                                             MESSAGE_CHARS))
@@ -137,7 +151,7 @@ def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> El
             _rerun(case, "rerunFailure", document, repeat)
     if len(failed) > REPEATS_LISTED:
         notes.append(f"{len(failed) - REPEATS_LISTED} more failed repeats are not listed "
-                     "here: report.html has every one")
+                     f"here: {HTML_NAME} has every one")
     if void and held is not None:
         notes.append(_void_note(document, void))
     out = SubElement(case, "system-out")
@@ -180,8 +194,8 @@ def _failure_message(scenario: ScenarioResult, rule: PassRule,
     if rule.fail_under is None:
         return (f"{cause}pass rate {_rate(scenario)}, {counts.scored - counts.passed} of "
                 f"{counts.scored} scored repeats failed; the rule: every one must pass")
-    judged = "its lower bound" if rule.lower else "it"
-    return (f"{cause}pass rate {_rate(scenario)}; the rule: {judged} at least "
+    judged = "the lower bound of its 95% interval" if rule.lower else "the pass rate"
+    return (f"{cause}pass rate {_rate(scenario)}; the rule: {judged} must be at least "
             f"{rule.fail_under:.1%}")
 
 
@@ -220,7 +234,7 @@ def _where(document: RunDocument, repeat: RepeatResult) -> str:
 
 
 def _more(count: int, noun: str) -> str:
-    return f"\n… and {count} more {noun}s: report.html has every one" if count > 0 else ""
+    return f"\n… and {count} more {noun}s: {HTML_NAME} has every one" if count > 0 else ""
 
 
 def _text(value: object, limit: int) -> str:

@@ -1,6 +1,7 @@
 """`reports/RUN_ID/report.md`: a run as a pull-request comment (GitHub or GitLab flavoured
-Markdown): the verdict under the run's rule, a table per lane (and the lane × scenario matrix
-of a run of several), then what failed and why, each failed or void repeat with a relative
+Markdown): the verdict under the run's rule (and for an `alk rerun`, the repeat it reproduces
+and whether the worker changed since), a table per lane (and the lane × scenario matrix of a
+run of several), then what failed and why, each failed or void repeat with a relative
 link to its transcript and the `alk rerun` command that reproduces it.
 
 Bounded: GitHub refuses a comment over 65,536 characters, so the text stays under
@@ -20,17 +21,18 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Sequence
+from typing import Callable, Sequence
 from urllib.parse import quote
 
 from alk.causes import CATALOGUE, Cause
 from alk.pass_rule import PassRule, judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.outputs import HTML_NAME
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.report.terminal import PASS_HAT_K, share
 from alk.rerun import command
-from alk.result import RunDocument, ScenarioResult
+from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
 from alk.stats import pass_hat_k_at
 
 # Under GitHub's 65,536, with room for a CI's own words around the report.
@@ -41,7 +43,6 @@ REPEATS_PER_CAUSE = 3
 DETAIL_CHARS = 300
 NAME_CHARS = 80  # a scenario id, a lane name, a framework's version
 LISTED = 10  # scenarios named in the rule's line, before "and N more"
-HTML_NAME = "report.html"
 
 # Whether a scenario meets the rule, by shape as well as by word in the legend.
 BREAKS, HOLDS, UNSCORED = "✗", "✓", "–"
@@ -56,6 +57,7 @@ def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
         raise ValueError("run_markdown needs the documents of one run, got none")
     page = _Page(MAX_CHARS)
     page.add(_title(documents))
+    page.add(_reruns(documents))
     page.add(_ruling(documents))
     tables = _Page(int(MAX_CHARS * TABLE_SHARE))
     if len(documents) > 1:
@@ -66,7 +68,7 @@ def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
         tables.add(_lane_table(document, tables))
     page.add(tables.text())
     page.add(_failures(documents, out_dir, page))
-    return page.text() + _footer(page)
+    return page.text() + _footer(documents, page)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,9 +150,10 @@ def _lane_line(document: RunDocument) -> str:
     if gate.framework is not None and gate.framework != lane.framework:
         text += f", reported as {code(gate.framework)}"
     counts = document.aggregate.counts
-    repeats = (f"up to {settings.repeats}" if settings.adaptive is not None
-               else str(settings.repeats))
-    text += (f" · {repeats} repeats × {plural(len(document.scenarios), 'scenario')}")
+    repeats = plural(settings.repeats, "repeat")
+    if settings.adaptive is not None:
+        repeats = f"up to {repeats}"
+    text += f" · {repeats} × {plural(len(document.scenarios), 'scenario')}"
     if document.status != "complete":
         text += (f" · **{document.status}** after {counts.completed} of "
                  f"{plural(counts.requested, 'repeat')}: "
@@ -159,6 +162,26 @@ def _lane_line(document: RunDocument) -> str:
         text += (f"\n  - preflight refused the worker, nothing was scored: "
                  f"{code(gate.cause or 'preflight_failed')} {code(gate.detail, DETAIL_CHARS)}")
     return text
+
+
+def rerun_words(of: RerunOf, name: Callable[[str], str] = str) -> tuple[str, str]:
+    """What an `alk rerun` reproduces, and whether it can: "rerun of RUN SCENARIO repeat N",
+    then what changed since. Every report of a rerun says both; `name` writes the run id and
+    the scenario in the report's own form (a code span here)."""
+    what = f"rerun of {name(of.run_id)} {name(of.scenario)} repeat {of.repeat}"
+    if of.worker_changed:
+        return what, ("the worker's files changed since it ran: this checks the worker as it "
+                      "is now, and is no reproduction")
+    return what, "worker unchanged since (its files' sha256)"
+
+
+def _reruns(documents: Sequence[RunDocument]) -> str:
+    reruns = dict.fromkeys(d.settings.rerun_of for d in documents if d.settings.rerun_of)
+    lines = []
+    for of in reruns:
+        what, since = rerun_words(of, code)
+        lines.append(f"**{what[0].upper()}{what[1:]}**: {since}.")
+    return "\n\n".join(lines)
 
 
 def _ruling(documents: Sequence[RunDocument]) -> str:
@@ -361,8 +384,17 @@ def _repeat_line(document: RunDocument, repeat: RepeatResult, out_dir: Path,
     return " · ".join(parts)
 
 
-def _footer(page: _Page) -> str:
+def _footer(documents: Sequence[RunDocument], page: _Page) -> str:
     cut_note = (" (this comment is cut to fit: some sections are left out)"
                 if page.left_out else "")
+    # reports/R/ holds one run's result.json, or group.json and a folder per lane with its own.
+    group = group_of(documents[0].run_id)
+    records = [PurePath(os.path.relpath(PurePath(d.run_id, RESULT_NAME), group)).as_posix()
+               for d in documents]
+    if records == [RESULT_NAME]:
+        said = f"the record: [{RESULT_NAME}]({RESULT_NAME})"
+    else:
+        said = f"the {'record' if len(records) == 1 else 'records'}: " + ", ".join(
+            f"[{code(record)}]({link(record)})" for record in records)
     return (f"\n\n---\nEvery repeat with its transcript: [{HTML_NAME}]({HTML_NAME}) · "
-            f"the record: [result.json](result.json){cut_note}\n")
+            f"{said}{cut_note}\n")
