@@ -80,6 +80,7 @@ class RerunOf:
     scenario: str
     repeat: int
     worker_changed: bool
+    lane_changed: bool = False  # run `--anyway`: the lane file too differs from the run's
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,8 @@ def test_a_failed_repeat_reruns_exactly_and_says_what_changed(tmp_path):
     assert start_message(tmp_path, repeat["transcript"]) == start_message(
         tmp_path, failed["transcript"])
     assert rerun["settings"]["rerun_of"] == {"run_id": run_id, "scenario": "nominal",
-                                             "repeat": failed["repeat"], "worker_changed": False}
+                                             "repeat": failed["repeat"], "worker_changed": False,
+                                             "lane_changed": False}
     assert "unchanged since" in again.stdout and f"rerun of    {run_id} nominal" in again.stdout
 
     # A passing repeat reruns as a pass: the rerun's exit code is the new repeat's.
@@ -97,6 +98,10 @@ def test_a_failed_repeat_reruns_exactly_and_says_what_changed(tmp_path):
     assert "the lane file changed since" in refused.stderr and "--anyway" in refused.stderr
     anyway = alk("rerun", run_id, "nominal", failed["repeat"], "--anyway", cwd=tmp_path)
     assert anyway.returncode == 0 and "changed since (--anyway)" in anyway.stdout
+    newest = documents(tmp_path)[max(documents(tmp_path))]
+    assert newest["settings"]["rerun_of"]["lane_changed"] is True
+    report = (tmp_path / "reports" / max(documents(tmp_path)) / "report.md").read_text()
+    assert "the lane file (run --anyway) changed since it ran" in report
 
     # Not found: a repeat the run never had.
     missing = alk("rerun", run_id, "nominal", 99, cwd=tmp_path)

@@ -78,9 +78,10 @@ def rerun(document: RunDocument, *, worker_changed: bool) -> RunDocument:
                                                                       rerun_of=of))
 
 
-CHANGED = ("the worker's files changed since it ran: this checks the worker as it is now, and "
-           "is no reproduction")
-UNCHANGED = "worker unchanged since (its files' sha256)"
+CHANGED = ("the worker's files changed since it ran: this checks them as they are now, and is "
+           "no reproduction")
+UNCHANGED = ("worker and lane unchanged since (the lane file, the worker's program and the "
+             "Python files beside it, by sha256)")
 
 
 def three_lanes(out: Path) -> list[RunDocument]:

@@ -32,9 +32,9 @@ from alk.pass_rule import judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
-from alk.report.markdown import rerun_words
 from alk.report.safe_text import DASH, cut, inline, plural, printable
 from alk.rerun import command as rerun_command
+from alk.rerun import words as rerun_words
 from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.

@@ -32,6 +32,7 @@ from alk.report.outputs import HTML_NAME
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.report.terminal import PASS_HAT_K, share
 from alk.rerun import command
+from alk.rerun import words as rerun_words
 from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
 from alk.stats import pass_hat_k_at
 
@@ -162,17 +163,6 @@ def _lane_line(document: RunDocument) -> str:
         text += (f"\n  - preflight refused the worker, nothing was scored: "
                  f"{code(gate.cause or 'preflight_failed')} {code(gate.detail, DETAIL_CHARS)}")
     return text
-
-
-def rerun_words(of: RerunOf, name: Callable[[str], str] = str) -> tuple[str, str]:
-    """What an `alk rerun` reproduces, and whether it can: "rerun of RUN SCENARIO repeat N",
-    then what changed since. Every report of a rerun says both; `name` writes the run id and
-    the scenario in the report's own form (a code span here)."""
-    what = f"rerun of {name(of.run_id)} {name(of.scenario)} repeat {of.repeat}"
-    if of.worker_changed:
-        return what, ("the worker's files changed since it ran: this checks the worker as it "
-                      "is now, and is no reproduction")
-    return what, "worker unchanged since (its files' sha256)"
 
 
 def _reruns(documents: Sequence[RunDocument]) -> str:
