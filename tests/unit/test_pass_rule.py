@@ -86,18 +86,23 @@ def test_several_lanes_are_judged_together_each_by_its_own_rule(lanes):
 
 
 @pytest.mark.parametrize("rule, message", [
-    (PassRule(1.5), "expected a pass rate from 0 to 1"),
-    (PassRule(-0.1), "expected a pass rate from 0 to 1"),
-    (PassRule(math.nan), "expected a pass rate from 0 to 1"),
-    (PassRule(None, lower=True), "give both"),
+    (PassRule(1.5), "--fail-under 1.5: expected a pass rate from 0 to 1, such as 0.95"),
+    (PassRule(-0.1), "--fail-under -0.1: expected a pass rate from 0 to 1, such as 0.95"),
+    (PassRule(math.nan), "--fail-under nan: expected a pass rate from 0 to 1, such as 0.95"),
+    (PassRule(None, lower=True), "--fail-under-lower judges the lower bound against "
+                                 "--fail-under: give both, e.g. --fail-under 0.9 "
+                                 "--fail-under-lower"),
 ])
 def test_a_rule_out_of_range_is_a_usage_error(rule, message):
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError) as caught:
         rule.check()
+    assert str(caught.value) == message
     assert PassRule(0.0).check() == PassRule(0.0) and PassRule(1.0).check() == PassRule(1.0)
 
 
 def test_each_rule_says_itself():
+    assert (PassRule().tag(), PassRule(0.95).tag(), PassRule(0.9, lower=True).tag()) == (
+        "", "rate ≥ 95.0%", "lower bound ≥ 90.0%")
     assert PassRule().describe().startswith("every scored repeat must pass")
     assert "pass rate must be at least 95.0%" in PassRule(0.95).describe()
     assert "lower bound of its 95% interval, must be at least 90.0%" in (
