@@ -377,6 +377,17 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
             in words)
     assert "Fisher's exact test, Holm-adjusted" in words and "±10 points" in words
     assert not [s for _, s in page.scripts]  # no chart: no script at all
+    assert not [attrs for tag, attrs in page.elements if tag == "a"]  # no run page to link
+    # Where each run's page was written, the compare page (in B's folder) links it.
+    for run_id in (a.run_id, comparison.b.run_id):
+        written = tmp_path / "reports" / run_id / "report.html"
+        written.parent.mkdir(parents=True)
+        written.write_text("a run's page")
+    linked = Page(html.compare_page(comparison, tmp_path))
+    hrefs = [attrs["href"] for tag, attrs in linked.elements if tag == "a"]
+    assert hrefs == [f"../{a.run_id}/report.html", "report.html"]
+    folder = tmp_path / "reports" / comparison.b.run_id
+    assert all((folder / href).is_file() for href in hrefs)
 
 
 def test_a_refused_worker_is_said_at_the_top(tmp_path: Path, private_temp: None) -> None:

@@ -32,6 +32,7 @@ from alk.pass_rule import judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
+from alk.report.outputs import HTML_NAME, report_folder
 from alk.report.safe_text import DASH, cut, inline, plural, printable
 from alk.rerun import command as rerun_command
 from alk.rerun import words as rerun_words
@@ -346,9 +347,11 @@ def compare_page(comparison: Comparison, out_dir: Path) -> str:
              "reason": s.reason,
              "settle": s.repeats_to_settle}
             for s in comparison.scenarios]
+    # The page sits in B's report folder; each run's own page is linked where it was written.
+    here = report_folder(out_dir, comparison.b.run_id)
     context = {
         "title": f"alk compare · {comparison.a.run_id} → {comparison.b.run_id}",
-        "a": _run_side(comparison.a), "b": _run_side(comparison.b),
+        "a": _run_side(comparison.a, out_dir, here), "b": _run_side(comparison.b, out_dir, here),
         "change": {"symbol": symbol, "tone": tone, "word": comparison.change.value},
         "counts": ", ".join(f"{n} {c.value}" for c in Change if (n := comparison.count(c))),
         "rows": rows,
@@ -372,8 +375,10 @@ def _compare_rule(comparison: Comparison) -> list[str]:
             "inconclusive (?): anything else: too few repeats to tell, or void repeats"]
 
 
-def _run_side(side: RunSide) -> dict[str, Any]:
+def _run_side(side: RunSide, out_dir: Path, here: Path) -> dict[str, Any]:
+    page = report_folder(out_dir, side.run_id) / HTML_NAME
     return {"run_id": side.run_id, "lane": side.lane,
+            "page": Path(os.path.relpath(page, here)).as_posix() if page.is_file() else None,
             "framework": f"{inline(side.framework or DASH)} "
                          f"{inline(side.version or '(no version)')}",
             "repeats": plural(side.repeats, "repeat"), "status": side.status,
