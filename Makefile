@@ -20,16 +20,19 @@ test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) browser
 	$(BIN)/python -m pytest
 
 # The HTML report's test opens it in Debian's Chromium (never a downloaded browser): installed
-# here when this user may, else that test is skipped and says why (CI sets
-# ALK_REQUIRE_BROWSER=1, which makes a missing browser a failure instead).
+# here when this user may (as root, or through sudo without a password), else that test is
+# skipped and says why (CI sets ALK_REQUIRE_BROWSER=1, which makes a missing browser a failure).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then as_root=""; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then as_root="sudo -n"; \
+	  else as_root=none; fi; \
+	  if [ "$$as_root" != none ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian's chromium for the HTML report's browser test"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { \
-	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
-	        >/dev/null; }; \
-	  else echo "no chromium here (and no root to install it): the browser test will skip"; fi; }
+	    $$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	      >/dev/null 2>&1 || { $$as_root apt-get update -qq && \
+	      $$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; \
+	  else echo "no chromium here, and no way to install it: the browser test will skip"; fi; }
 
 # Mutation testing of the verdict path (minutes; not part of `make test`): a fresh mutmut run
 # over the modules `[tool.mutmut]` names in pyproject.toml, then the score of each.
