@@ -39,7 +39,7 @@ from alk.report.outputs import HTML_NAME
 from alk.report.safe_text import cut, inline, plural, printable
 from alk.rerun import command
 from alk.rerun import words as rerun_words
-from alk.result import RunDocument, ScenarioResult
+from alk.result import RerunOf, RunDocument, ScenarioResult
 
 TEXT_CHARS = 4096  # a detail or a system-out: a few KiB, however much the worker wrote
 MESSAGE_CHARS = 500  # an attribute: one line a CI's table shows
@@ -64,8 +64,8 @@ def run_junit(documents: Sequence[RunDocument]) -> bytes:
         suite = _suite(document)
         root.append(suite)
         for name in totals:
-            totals[name] += int(suite.get(name, "0"))
-        seconds += float(suite.get("time", "0"))
+            totals[name] += int(suite.attrib[name])
+        seconds += float(suite.attrib["time"])
     if documents:
         root.set("name", _text(f"alk {documents[0].run_id.split('/', 1)[0]}", MESSAGE_CHARS))
     for name, count in totals.items():
@@ -91,7 +91,7 @@ def _suite(document: RunDocument) -> Element:
         suite.append(case)
         failures += case.find("failure") is not None
         skipped += case.find("skipped") is not None
-        seconds += float(case.get("time", "0"))
+        seconds += float(case.attrib["time"])
     suite.set("tests", str(len(document.scenarios)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
@@ -110,13 +110,12 @@ def _properties(document: RunDocument) -> list[tuple[str, str]]:
             ("lane.framework", lane.framework), ("lane.requirement", lane.requirement),
             ("worker.framework", gate.framework or ""), ("worker.version", gate.version or ""),
             ("repeats", str(settings.repeats)), ("seed", str(settings.seed)),
-            *([("alk.rerun_of", _rerun_of(document))] if settings.rerun_of else [])]
+            *([("alk.rerun_of", _rerun_of(settings.rerun_of))] if settings.rerun_of else [])]
 
 
-def _rerun_of(document: RunDocument) -> str:
+def _rerun_of(of: RerunOf) -> str:
     """A rerun's: the repeat it reproduces, and whether the worker changed since."""
-    of = document.settings.rerun_of
-    return "; ".join(rerun_words(of)) if of else ""
+    return "; ".join(rerun_words(of))
 
 
 def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> Element:
@@ -130,7 +129,7 @@ def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> El
     held = rule.holds(scenario)
     notes = [_summary(scenario, rule)]
     if document.settings.rerun_of:
-        notes.insert(0, _rerun_of(document))
+        notes.insert(0, _rerun_of(document.settings.rerun_of))
     if held is None:
         skipped = SubElement(case, "skipped", message=_text(_void_message(document, void),
                                                             MESSAGE_CHARS))
@@ -240,8 +239,7 @@ def _more(count: int, noun: str) -> str:
 def _text(value: object, limit: int) -> str:
     """Worker text fit for XML: controls and invisible characters shown as escapes, at most
     `limit` characters. An attribute keeps its line breaks as escapes: one line in a table."""
-    text = value if isinstance(value, str) else str(value)
-    text = text[: limit * 2]  # a detail may be megabytes: cut before any walk over it
+    text = str(value)[: limit * 2]  # a detail may be megabytes: cut before any walk over it
     shown = inline(text) if limit <= MESSAGE_CHARS else printable(text)
     return cut(_NOT_XML.sub("\N{REPLACEMENT CHARACTER}", shown), limit)
 
