@@ -240,7 +240,7 @@ def test_a_void_scenario_is_skipped_with_its_cause_and_its_reruns(tmp_path):
 def test_a_case_lists_so_many_void_repeats_and_counts_the_rest(tmp_path, extra):
     # VOID_LISTED void repeats, then one more: in a skipped case, and beside a scored repeat.
     void = VOID_LISTED + extra
-    rest = "\n… and 1 more void repeats: report.html has every one" if extra else ""
+    rest = "\n… and 1 more void repeat: report.html has every one" if extra else ""
     alone = made(tmp_path / "alone", observation(0.3), repeats=void, remote=[NEVER_READY] * void)
     repeats = alone.scenario("remote").repeats
     assert case(parsed([alone]), "remote").find("skipped").text == (
@@ -391,7 +391,7 @@ def test_a_case_lists_at_most_so_many_failed_repeats_and_counts_the_rest(tmp_pat
     assert len(found.findall("failure")) + len(found.findall("rerunFailure")) == REPEATS_LISTED
     # After the summary's two lines, the count of those not listed, if any.
     assert found.find("system-out").text.split("\n")[2:] == (
-        ["1 more failed repeats are not listed here: report.html has every one"] if extra else [])
+        ["… and 1 more failed repeat: report.html has every one"] if extra else [])
 
 
 def test_a_hand_edited_document_without_transcripts_or_a_pass_rate_still_says_the_rest(

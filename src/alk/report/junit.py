@@ -149,8 +149,7 @@ def _case(document: RunDocument, scenario: ScenarioResult, rule: PassRule) -> El
         for repeat in later[:REPEATS_LISTED - 1]:
             _rerun(case, "rerunFailure", document, repeat)
     if len(failed) > REPEATS_LISTED:
-        notes.append(f"{len(failed) - REPEATS_LISTED} more failed repeats are not listed "
-                     f"here: {HTML_NAME} has every one")
+        notes.append(_more(len(failed) - REPEATS_LISTED, "failed repeat").lstrip("\n"))
     if void and held is not None:
         notes.append(_void_note(document, void))
     out = SubElement(case, "system-out")
@@ -233,7 +232,9 @@ def _where(document: RunDocument, repeat: RepeatResult) -> str:
 
 
 def _more(count: int, noun: str) -> str:
-    return f"\n… and {count} more {noun}s: {HTML_NAME} has every one" if count > 0 else ""
+    if count <= 0:
+        return ""
+    return f"\n… and {plural(count, 'more ' + noun)}: {HTML_NAME} has every one"
 
 
 def _text(value: object, limit: int) -> str:
