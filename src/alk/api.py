@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
+from alk import rerun as reruns
 from alk.adaptive import Adaptive, Sampling
 from alk.engine import Engine
 from alk.errors import (
@@ -38,7 +39,6 @@ from alk.files import write_atomically
 from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
 from alk.journal import Settings as JournalSettings
 from alk.lane import LANES_DIR, lane_paths, load_lane
-from alk import rerun as reruns
 from alk.plan import build_plan, group_of, new_run_id
 from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
@@ -61,12 +61,20 @@ from alk.result import (
     to_json,
 )
 from alk.runner.procfs import own_peak_rss_mb
-from alk.store import GROUP_NAME, RESULT_NAME, latest_run_id, read_document, result_path, write_document
+from alk.store import (
+    GROUP_NAME,
+    RESULT_NAME,
+    latest_run_id,
+    read_document,
+    result_path,
+    write_document,
+)
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
 
 __all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
-           "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "read_run", "read_runs", "runs_json",
-           "list_runs", "RunEntry", "write_reports", "write_compare_page", "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
+           "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "read_run", "read_runs",
+           "runs_json", "list_runs", "RunEntry", "write_reports", "write_compare_page",
+           "repeat_entry", "read_repeat_events", "read_repeat_page", "transcript_intact",
            "doctor"]
 
 # While a run goes on, result.json is rewritten after a repeat ends, at most this often (a
@@ -183,12 +191,11 @@ def resume_run(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None 
 
 @dataclass(frozen=True)
 class RerunResult:
-    """`alk rerun`: the new run of one repeat, the repeat as it first ran, and whether the lane
-    file had changed since (a rerun told to run it `anyway`)."""
+    """`alk rerun`: the new run of one repeat (its record says what it reran, and what changed
+    since: `settings.rerun_of`), and the repeat as it first ran."""
 
     run: RunsResult
     original: RepeatResult | CutShort
-    lane_changed: bool
 
 
 def rerun(run_id: str, scenario: str, repeat: int, *, out_dir: Path = Path("."),
@@ -225,7 +232,7 @@ def rerun(run_id: str, scenario: str, repeat: int, *, out_dir: Path = Path("."),
                            keep_workspaces=False, jobs=1, engine=None, rerun_of=of,
                            started_at=started_at)
     run = _reported(RunsResult(plan.run_id, (result,)), out_dir, reports)
-    return RerunResult(run, original, prepared.lane_changed)
+    return RerunResult(run, original)
 
 
 def _lane_of(document: RunDocument, given: JournalSettings | None, out_dir: Path) -> Path:

@@ -341,7 +341,7 @@ def rerun(
     console = Console()
     console.print(terminal.run_report(run.document, out.resolve(), k=k))
     console.print()
-    console.print(terminal.rerun_summary(run.document, result.original, result.lane_changed))
+    console.print(terminal.rerun_summary(run.document, result.original))
     if result.run.reports is not None:
         _warn(list(result.run.reports.problems))
     raise typer.Exit(ExitCode.INTERRUPTED if run.interrupted else run.exit_code)

@@ -42,13 +42,11 @@ def words(of: RerunOf, name: Callable[[str], str] = str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Rerun:
-    """A repeat to run again: the plan of that one repeat, what the new record says of it, the
-    repeat as it ran (`CutShort` when an interrupt ended it), and what changed since."""
+    """A repeat to run again: the plan of that one repeat, and what the new record says of it
+    (the repeat it reproduces, and what changed since)."""
 
     plan: Plan
     of: RerunOf
-    original: RepeatResult | CutShort
-    lane_changed: bool
 
 
 def prepare(document: RunDocument, original: RepeatResult | CutShort, lane: Lane, run_id: str,
@@ -85,5 +83,4 @@ def prepare(document: RunDocument, original: RepeatResult | CutShort, lane: Lane
                        and lane.worker_sha256 != document.lane.worker_sha256)
                       or bool(document.settings.rerun_of
                               and document.settings.rerun_of.worker_changed))
-    return Rerun(plan, RerunOf(first, scenario, original.repeat, worker_changed, lane_changed),
-                 original, lane_changed)
+    return Rerun(plan, RerunOf(first, scenario, original.repeat, worker_changed, lane_changed))

@@ -130,7 +130,7 @@ def rerun(tmp_path: Path) -> RenderableType:
                            repeats=1, nominal=documents.passing(1))
     after = dataclasses.replace(after, settings=dataclasses.replace(
         after.settings, rerun_of=RerunOf(RUN, "nominal", original.repeat, True)))
-    return rerun_summary(after, original, lane_changed=False)
+    return rerun_summary(after, original)
 
 
 # The run reports are of documents alk made itself (tests/unit/documents.py).

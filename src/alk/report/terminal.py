@@ -814,8 +814,7 @@ def _seconds(durations: DurationStats) -> Text:
     return Text(DASH, style="dim") if durations.p50 is None else Text(f"{durations.p50:.2f} s")
 
 
-def rerun_summary(doc: RunDocument, original: RepeatResult | CutShort,
-                  lane_changed: bool) -> RenderableType:
+def rerun_summary(doc: RunDocument, original: RepeatResult | CutShort) -> RenderableType:
     """`alk rerun`: the repeat as it ran then and as it ran now, and what changed between."""
     doc = printable(doc)
     of = doc.settings.rerun_of
@@ -831,8 +830,8 @@ def rerun_summary(doc: RunDocument, original: RepeatResult | CutShort,
                                     "reproduction", style="bold") if of.worker_changed
                      else Text("unchanged since (its program and the Python files beside "
                                "it, by sha256)")))
-    rows.append(("lane", Text("changed since (--anyway): not the same repeat", style="bold")
-                 if lane_changed else Text("unchanged since (its sha256)")))
+        rows.append(("lane", Text("changed since (--anyway): not the same repeat", style="bold")
+                     if of.lane_changed else Text("unchanged since (its sha256)")))
     return _labelled(rows)
 
 
