@@ -59,6 +59,18 @@ def model_calls(tmp_path: Path, repeat: dict) -> list[dict]:
             if e["source"] == "harness" and e["channel"] == "model" and e["type"] == "call"]
 
 
+def resumed_calls(tmp_path: Path, repeat: dict) -> list[dict]:
+    """The model calls of the attempts after alk's first restart of the worker. Counted from
+    the restart, not from the killed attempt's calls: the kill lands while the worker goes
+    on, and it may have asked for one more turn by then."""
+    events = [json.loads(line) for line in
+              (tmp_path / repeat["transcript"]).read_text().splitlines()]
+    restart = next(i for i, e in enumerate(events)
+                   if e["source"] == "harness" and e["type"] == "restart")
+    return [e["payload"] for e in events[restart:]
+            if e["source"] == "harness" and e["channel"] == "model" and e["type"] == "call"]
+
+
 def scenario(document: dict, sid: str) -> dict:
     return next(s for s in document["scenarios"] if s["id"] == sid)
 
@@ -235,7 +247,7 @@ files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
 """), "-n", "1")
     [repeat] = scenario(document, "resume")["repeats"]
     assert repeat["attempts"] == 2
-    resumed = model_calls(tmp_path, repeat)[2:]  # the killed attempt made two calls
+    resumed = resumed_calls(tmp_path, repeat)
     if durable:
         assert repeat["outcome"] == "pass", repeat["detail"]
         assert [(c["call"], c["turn"]) for c in resumed] == [(1, 2)]
