@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
 from alk import rerun as reruns
@@ -70,6 +70,9 @@ from alk.store import (
     write_document,
 )
 from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
+
+if TYPE_CHECKING:
+    from alk.compare import Comparison
 
 __all__ = ["RunResult", "RunsResult", "load_lane", "load_lanes", "list_lanes", "run_lane",
            "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "read_run", "read_runs",
@@ -495,10 +498,9 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path(".")) -
     return outputs.write_reports(documents, out_dir)
 
 
-def write_compare_page(comparison: Any, out_dir: Path = Path(".")) -> Written:
-    """The `alk compare A B` page (an `alk.compare.Comparison`), in B's report folder."""
-    return outputs.write_compare_page(comparison, out_dir, comparison.b.run_id,
-                                      comparison.a.run_id)
+def write_compare_page(comparison: Comparison, out_dir: Path = Path(".")) -> Written:
+    """The `alk compare A B` page, in B's report folder (`compare-A.html`)."""
+    return outputs.write_compare_page(comparison, out_dir)
 
 
 def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = None,

@@ -114,7 +114,13 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
     shown = alk(before, after)
     assert shown.exit_code == 0, shown.output  # no gate asked for: the report is the answer
     assert "regressed" in shown.output and max(map(len, shown.output.splitlines())) <= 80
+    # The comparison is also a page, in B's report folder, named after A; --json writes none.
+    page = tmp_path / "reports" / after / f"compare-{before}.html"
+    assert f"page        reports/{after}/compare-{before}.html" in shown.output
+    assert "B against A:" in page.read_text() and "regressed" in page.read_text()
+    page.unlink()
     gated = alk(before, after, "--fail-on-regression", "--json")
+    assert not page.exists()
     assert gated.exit_code == 1, gated.output
     found = json.loads(gated.output)
     assert found["change"] == "regressed"

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from alk.files import write_atomically
 from alk.plan import group_of
 from alk.result import RunDocument
+
+if TYPE_CHECKING:
+    from alk.compare import Comparison
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -60,12 +63,12 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
     return _write(folder, makers)
 
 
-def write_compare_page(comparison: object, out_dir: Path, run_b: str, run_a: str) -> Written:
+def write_compare_page(comparison: Comparison, out_dir: Path) -> Written:
     """The `alk compare A B` page, in B's report folder: `compare-A.html`."""
     from alk.report.html import compare_page
 
-    name = f"compare-{run_a.replace('/', '-')}.html"
-    return _write(report_folder(out_dir, run_b),
+    name = f"compare-{comparison.a.run_id.replace('/', '-')}.html"
+    return _write(report_folder(out_dir, comparison.b.run_id),
                   ((name, lambda: compare_page(comparison, out_dir).encode("utf-8")),))
 
 
