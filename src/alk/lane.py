@@ -126,7 +126,7 @@ def worker_digest(command: Sequence[str]) -> str:
     files: dict[Path, None] = dict.fromkeys(named)
     for folder in dict.fromkeys(path.parent for path in named):
         try:
-            files.update(dict.fromkeys(sorted(folder.glob("*.py"))[:WORKER_FILES]))
+            files.update(dict.fromkeys(sorted(folder.glob("*.py"))))
         except OSError:
             continue
     digest = hashlib.sha256()
