@@ -9,7 +9,6 @@ failure into a green build by getting itself voided (docs/security.md).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -31,8 +30,8 @@ class PassRule:
     lower: bool = False
 
     def check(self) -> PassRule:
-        if self.fail_under is not None and not (0.0 <= self.fail_under <= 1.0
-                                                and math.isfinite(self.fail_under)):
+        # NaN fails both comparisons, so it is refused too.
+        if self.fail_under is not None and not 0.0 <= self.fail_under <= 1.0:
             raise UsageError(f"--fail-under {self.fail_under}: expected a pass rate from 0 to "
                              "1, such as 0.95")
         if self.lower and self.fail_under is None:
