@@ -124,10 +124,7 @@ def _shared_steps(items: list[tuple[tuple[str, ...], bool, bool, int]]) -> tuple
     if not items:
         return ()
     low, high = min(item[0] for item in items), max(item[0] for item in items)
-    for index, (a, b) in enumerate(zip(low, high)):
-        if a != b:
-            return low[:index]
-    return low  # the least is the other's beginning
+    return low[:_first_difference(low, high)]
 
 
 def _grouped(items: list[tuple[tuple[str, ...], bool, bool, int]], depth: int
@@ -164,11 +161,6 @@ def kept(scenario: ScenarioResult) -> tuple[tuple[RepeatResult, ...], int]:
     scored = [r for r in scenario.repeats if r.scored]
     held = tuple(r for r in scored if kept_steps(r) is not None)
     return held, len(scored) - len(held)
-
-
-def scenario_tree(scenario: ScenarioResult) -> Node:
-    """`tree` of the scenario's kept trajectories."""
-    return tree([(r.trajectory, r.passed) for r in kept(scenario)[0]])
 
 
 def diverging_pair(scenario: ScenarioResult) -> Pair | None:

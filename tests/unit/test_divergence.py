@@ -207,7 +207,8 @@ def test_repeats_whose_steps_were_not_kept_and_void_ones_are_left_out():
     held, not_kept = divergence.kept(scenario)
     assert [r.repeat for r in held] == [1, 2] and not_kept == 2
     assert diverging_pair(scenario) is None
-    assert divergence.scenario_tree(scenario).count == 2
+    assert divergence.tree([(r.trajectory, r.passed)
+                            for r in divergence.kept(scenario)[0]]).count == 2
 
 
 def test_a_kept_trajectory_of_no_step_is_a_path_of_its_own():

@@ -410,3 +410,13 @@ def test_a_table_too_long_lists_failed_and_void_repeats_first_and_says_so(
     assert set(failed) <= set(listed)
     assert ("8 of 18 repeats are not listed here (at most 10, failed and void ones first; 0 of "
             "those left out did not pass): result.json holds every one") in page.words
+
+
+def test_at_most_so_many_scenarios_are_set_side_by_side_and_the_rest_counted(
+        run, monkeypatch: pytest.MonkeyPatch) -> None:
+    document, out = run
+    assert "differ from their first step" in Page(html.run_page([document], out)).words
+    monkeypatch.setattr(html, "DIVERGENCE_PAIRS", 0)
+    words = Page(html.run_page([document], out)).words
+    assert "… and 1 more scenario whose repeats diverge: their transcripts are below." in words
+    assert "differ from their first step" not in words

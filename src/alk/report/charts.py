@@ -112,7 +112,7 @@ class _Row:
     text: str
     name: str
     scenario: ScenarioResult
-    document: RunDocument | None  # None for `divergence_chart`, which needs none
+    document: RunDocument
 
 
 def run_charts(documents: Sequence[RunDocument]) -> tuple[Chart, ...]:
@@ -124,15 +124,6 @@ def run_charts(documents: Sequence[RunDocument]) -> tuple[Chart, ...]:
     made = (_pass_rate(go, rows, hidden, documents), _pass_k(go, rows, documents),
             _failures(go, rows, hidden), _durations(go, rows, hidden), _model(go, rows, hidden))
     return (*(chart for chart in made if chart is not None), *_divergences(go, rows))
-
-
-def divergence_chart(name: str, scenario: ScenarioResult, chart_id: str) -> Chart | None:
-    """The divergence icicle of one scenario (`name` as it is, unescaped), None when its kept
-    trajectories take one path as far as the tree draws."""
-    import plotly.graph_objects as go
-
-    text = cut(inline(name), LABEL_CHARS)
-    return _divergence(go, _Row(text, html.escape(text, quote=False), scenario, None), chart_id)
 
 
 # -- which scenarios, by which names ------------------------------------------------------------
@@ -468,7 +459,7 @@ def _divergences(go: Any, rows: Sequence[_Row]) -> list[Chart]:
 
 def _divergence(go: Any, row: _Row, chart_id: str) -> Chart | None:
     repeats, not_kept = divergence.kept(row.scenario)
-    root = divergence.tree([(r.trajectory, r.passed) for r in repeats])
+    root = divergence.tree([(r.trajectory, r.passed) for r in repeats])  # kept ones only
     if not _branches(root):
         return None
     shared = divergence.shared_prefix(root)

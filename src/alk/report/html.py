@@ -34,6 +34,7 @@ from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
 from alk.report.outputs import HTML_NAME, report_folder
 from alk.report.safe_text import DASH, cut, inline, plural, printable
+from alk.report.terminal import share
 from alk.rerun import command as rerun_command
 from alk.rerun import words as rerun_words
 from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
@@ -47,6 +48,7 @@ DETAIL_CHARS = 1000
 # steps shown before it.
 DIVERGENCE_ROWS = 24
 DIVERGENCE_CONTEXT = 3
+DIVERGENCE_PAIRS = 20  # scenarios shown side by side at most: each is a table of its own
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Outcomes and verdicts as a symbol and a word, never by colour alone.
@@ -72,8 +74,9 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
 
     if not documents:
         raise ValueError("a run page needs at least one document")
-    folder = out_dir / "reports" / group_of(documents[0].run_id)
+    folder = report_folder(out_dir, documents[0].run_id)
     shown = [printable(document) for document in documents]  # worker text, controls escaped
+    divergences = _divergences(shown)
     ruling = judge(shown)  # its (lane, scenario) pairs as the page spells them
     lanes = [_lane(index, document) for index, document in enumerate(shown)]
     rows, left_out = _table_rows(shown)
@@ -93,7 +96,8 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "attention_more": max(0, len(attention) - ATTENTION_ITEMS),
         "matrix": _matrix(shown) if len(documents) > 1 else None,
         "charts": [_chart(chart) for chart in run_charts(documents)],
-        "divergences": _divergences(shown),
+        "divergences": divergences[:DIVERGENCE_PAIRS],
+        "divergences_more": max(0, len(divergences) - DIVERGENCE_PAIRS),
         "tables": _tables(shown, rows, views, folder, out_dir),
         "left_out": left_out,
     }
@@ -217,12 +221,13 @@ def _matrix(documents: Sequence[RunDocument]) -> dict[str, Any]:
     """The lane × scenario matrix: a row a scenario, a column a lane (what `alk.report.matrix`
     shows in the terminal)."""
     order = list(dict.fromkeys(s.id for d in documents for s in d.scenarios))
+    # Each lane's scenarios by id, once: a run may have thousands of scenarios.
+    places = [{s.id: (i, s) for i, s in enumerate(d.scenarios)} for d in documents]
     rows = []
     for scenario_id in order:
         cells = []
         for lane, document in enumerate(documents):
-            found = next(((i, s) for i, s in enumerate(document.scenarios)
-                          if s.id == scenario_id), None)
+            found = places[lane].get(scenario_id)
             if found is None:
                 cells.append(None)
                 continue
@@ -238,8 +243,8 @@ def _matrix(documents: Sequence[RunDocument]) -> dict[str, Any]:
             "void": [_share(d.aggregate.void_rate) for d in documents]}
 
 
-def _chart(chart: Any) -> dict[str, Any]:
-    payload = {"figure": chart.figure, "config": getattr(chart, "config", {}) or {}}
+def _chart(chart: Any) -> dict[str, Any]:  # alk.report.charts.Chart
+    payload = {"figure": chart.figure, "config": chart.config}
     return {"id": chart.id, "title": chart.title, "caption": chart.caption,
             "data": json_for_script(payload)}
 
@@ -261,11 +266,10 @@ def _divergences(documents: Sequence[RunDocument]) -> list[dict[str, Any]]:
             rows = [{"number": step + 1, "a": _step(a, step), "b": _step(b, step),
                      "same": step < pair.index, "first": step == pair.index}
                     for step in range(start, end)]
-            rows = [row for row in rows if row["a"] or row["b"]]
             found.append({"lane": document.lane.name, "id": scenario.id,
                           "anchor": _anchor(lane, index),
                           "a": _pair_side(pair.a), "b": _pair_side(pair.b),
-                          "shared": len(pair.shared), "earlier": start,
+                          "shared": pair.index, "earlier": start,
                           "rows": rows, "more": max(len(a), len(b)) + 1 - end})
     return found
 
@@ -486,10 +490,7 @@ def _rate(rate: float | None, ci: tuple[float, float] | None) -> str:
 
 
 def _share(estimate: Estimate | None) -> str:
-    if estimate is None:
-        return DASH
-    percent = estimate.value * 100
-    return "<1%" if 0 < percent < 1 else ">99%" if 99 < percent < 100 else f"{percent:.0f}%"
+    return DASH if estimate is None else share(estimate.value)
 
 
 def _percent(value: float | None) -> str:

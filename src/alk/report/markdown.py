@@ -24,11 +24,11 @@ from pathlib import Path, PurePath
 from typing import Callable, Sequence
 from urllib.parse import quote
 
-from alk.causes import CATALOGUE, Cause
-from alk.pass_rule import PassRule, judge
+from alk.causes import CATALOGUE
+from alk.pass_rule import PassRule, Ruling, judge
 from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
-from alk.report.outputs import HTML_NAME
+from alk.report.outputs import HTML_NAME, report_folder
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.report.terminal import PASS_HAT_K, share
 from alk.rerun import command
@@ -49,7 +49,6 @@ LISTED = 10  # scenarios named in the rule's line, before "and N more"
 BREAKS, HOLDS, UNSCORED = "✗", "✓", "–"
 _TITLE = {ExitCode.PASS: "✅ PASS", ExitCode.FAIL: "❌ FAIL", ExitCode.VOID: "⚠️ VOID"}
 _BACKTICKS = re.compile(r"`+")
-CAUSES = frozenset(Cause)
 
 
 def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
@@ -57,9 +56,10 @@ def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
     if not documents:
         raise ValueError("run_markdown needs the documents of one run, got none")
     page = _Page(MAX_CHARS)
-    page.add(_title(documents))
+    ruling = judge(documents)
+    page.add(_title(documents, ruling))
     page.add(_reruns(documents))
-    page.add(_ruling(documents))
+    page.add(_ruling(documents, ruling))
     tables = _Page(int(MAX_CHARS * TABLE_SHARE))
     if len(documents) > 1:
         tables.add(_matrix(documents, tables))
@@ -133,8 +133,7 @@ class _Page:
 # The answer at the top
 
 
-def _title(documents: Sequence[RunDocument]) -> str:
-    ruling = judge(documents)
+def _title(documents: Sequence[RunDocument], ruling: Ruling) -> str:
     lines = [f"## {_TITLE.get(ruling.code, str(ruling.code))} · alk run "
              f"{code(group_of(documents[0].run_id))}"]
     for document in documents:
@@ -174,12 +173,11 @@ def _reruns(documents: Sequence[RunDocument]) -> str:
     return "\n\n".join(lines)
 
 
-def _ruling(documents: Sequence[RunDocument]) -> str:
+def _ruling(documents: Sequence[RunDocument], ruling: Ruling) -> str:
     """The rule, and whether the run meets it: the scenarios that break it, or those it could
     not judge."""
     rules = dict.fromkeys(d.settings.rule.describe() for d in documents)
     said = " ".join(f"{rule[0].upper()}{rule[1:]}." for rule in rules)
-    ruling = judge(documents)
     several = len(documents) > 1
     if ruling.failing:
         verdict = (f"**Not met**: {plural(len(ruling.failing), 'scenario')} "
@@ -307,7 +305,7 @@ def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page) -> s
     """Each scenario with a failed or void repeat: its repeats grouped by cause, the first
     few of each with their detail, transcript and rerun command; as many as the page holds."""
     several = len(documents) > 1
-    folder = out_dir / "reports" / group_of(documents[0].run_id)
+    folder = report_folder(out_dir, documents[0].run_id)
     advised: set[str] = set()  # what to do about a cause is said once
     blocks = ["### What failed and why"]
     size = len(blocks[0])
@@ -349,7 +347,7 @@ def _scenario_failures(document: RunDocument, scenario: ScenarioResult, out_dir:
     for (outcome, cause), repeats in ordered:
         layer = "void" if outcome == Outcome.LANE_INFRA else str(outcome)
         line = f"- **{layer}** {code(cause)} · {plural(len(repeats), 'repeat')}"
-        info = CATALOGUE.get(Cause(cause)) if cause in CAUSES else None
+        info = CATALOGUE.get(cause)  # type: ignore[call-overload]  # Cause is a StrEnum
         if info is not None and cause not in advised:
             advised.add(cause)
             line += f" · what to do: {info.action}"
