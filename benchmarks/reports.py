@@ -107,10 +107,11 @@ def main() -> int:
         run_id = real_run(folder)
         # Imported after the run: the measured calls find every module loaded, as after a run.
         from alk import api
+        from alk.layout import result_path
         from alk.redaction import Redactor
         from alk.report import html, junit, markdown
         from alk.report.outputs import write_reports
-        from alk.store import result_path, write_document
+        from alk.store import write_document
 
         [document] = api.read_runs(run_id, folder)
         documents = [document]

@@ -51,11 +51,12 @@ from pathlib import Path
 
 from alk import api
 from alk.cleanup import remove_tree
-from alk.journal import JOURNAL_NAME, journal_path, read_journal
+from alk.journal import read_journal
+from alk.layout import JOURNAL_NAME, RESULT_NAME, journal_path, repeat_transcript, run_transcripts
 from alk.records import ExitCode, Lane
 from alk.repeat import SAFE_ENV_NAMES, _install_sdk
-from alk.result import RESULT_NAME, RunDocument, from_json
-from alk.transcript import read_transcript, repeat_transcript, run_transcripts
+from alk.result import RunDocument, from_json
+from alk.transcript import read_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = (1, 2, 8)

@@ -34,21 +34,28 @@ from alk.errors import (
     TranscriptError,
     UsageError,
 )
-from alk.executor import Execution, Runner, execute
+from alk.executor import execute
 from alk.files import write_atomically
-from alk.journal import Journal, JournalWriter, journal_path, plan_settings, read_journal
+from alk.journal import Journal, JournalWriter, plan_settings, read_journal
 from alk.journal import Settings as JournalSettings
-from alk.lane import LANES_DIR, lane_paths, load_lane
-from alk.plan import build_plan, group_of, new_run_id
-from alk.records import ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
-from alk.redaction import Redactor
-from alk.runner.isolation import Filesystem, Network, detect
-from alk.runner.sandbox import worker_uid
-from alk.runner.seccomp import BLOCKED as seccomp_blocked
-from alk.runner.seccomp import program as seccomp_program
-from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+from alk.lane import lane_paths, load_lane
+from alk.layout import (
+    GROUP_NAME,
+    LANES_DIR,
+    REPORTS_DIR,
+    RESULT_NAME,
+    group_of,
+    group_path,
+    journal_path,
+    new_run_id,
+    repeat_transcript,
+    result_path,
+)
 from alk.pass_rule import PassRule, judge
+from alk.plan import build_plan
+from alk.records import Execution, ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.redaction import Redactor
+from alk.repeat import Runner
 from alk.report import outputs
 from alk.report.outputs import Written
 from alk.result import (
@@ -60,16 +67,15 @@ from alk.result import (
     exit_code,
     to_json,
 )
+from alk.runner.isolation import Filesystem, Network, detect
+from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.procfs import own_peak_rss_mb
-from alk.store import (
-    GROUP_NAME,
-    RESULT_NAME,
-    latest_run_id,
-    read_document,
-    result_path,
-    write_document,
-)
-from alk.transcript import TranscriptPage, read_page, read_transcript, repeat_transcript
+from alk.runner.sandbox import worker_uid
+from alk.runner.seccomp import BLOCKED as seccomp_blocked
+from alk.runner.seccomp import program as seccomp_program
+from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
+from alk.store import latest_run_id, read_document, write_document
+from alk.transcript import TranscriptPage, read_page, read_transcript
 
 if TYPE_CHECKING:
     from alk.compare import Comparison
@@ -476,7 +482,7 @@ def run_lanes(lanes: Sequence[Lane], *, repeats: int | None = None,
              "timeout_s": timeout_s, "limits": dict(limits or {}),
              "adaptive": dataclasses.asdict(adaptive) if adaptive is not None else None,
              "rule": dataclasses.asdict(rule)}
-    write_atomically(out_dir / "reports" / run_id / GROUP_NAME,
+    write_atomically(group_path(out_dir, run_id),
                      (json.dumps(group, indent=1) + "\n").encode())
     return _reported(_run_group(group, out_dir=out_dir, runner=runner, environ=environ,
                                 keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
@@ -512,7 +518,7 @@ def resume(run_id: str, *, out_dir: Path = Path("."), runner: Runner | None = No
     """Continues a run of one lane (`resume_run`) or of several: their lanes that finished
     are kept, the one cut short resumes, and those that never began begin, all by the rule
     the run began with."""
-    group_file = out_dir / "reports" / run_id / GROUP_NAME
+    group_file = group_path(out_dir, run_id)
     hooks = dict(runner=runner, environ=environ, keep_workspaces=keep_workspaces, jobs=jobs,
                  engine=engine, on_plan=on_plan, on_start=on_start, on_repeat=on_repeat)
     if not group_file.is_file():
@@ -572,7 +578,7 @@ def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[RunD
     order they ran; a lane that never began has none)."""
     if run_id in (None, "latest"):
         run_id = latest_run_id(out_dir)
-    group_file = out_dir / "reports" / run_id / GROUP_NAME
+    group_file = group_path(out_dir, run_id)
     if not group_file.is_file():
         return [read_document(out_dir, run_id)]
     group = _read_group(group_file)
@@ -606,7 +612,7 @@ class RunEntry:
 
 def list_runs(out_dir: Path = Path("."), *, limit: int = 20) -> list[RunEntry]:
     """The newest `limit` runs under `out_dir`/reports, newest first (run ids sort by time)."""
-    folder = out_dir / "reports"
+    folder = out_dir / REPORTS_DIR
     if not folder.is_dir():
         raise RunNotFoundError(f"{folder}: no such folder: no run was saved here yet (run alk "
                                "from the folder that holds reports/, or pass --out)")

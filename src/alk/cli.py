@@ -138,10 +138,10 @@ def run(
     from rich.console import Console
 
     from alk import api
-    from alk.repeat import cores
     from alk.lane import lane_warnings
     from alk.pass_rule import PassRule
     from alk.records import ExitCode
+    from alk.repeat import cores
     from alk.report import progress
 
     try:
@@ -234,7 +234,7 @@ def report(
     """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
     report.md and junit.xml again."""
     from alk import api
-    from alk.report.outputs import HTML_NAME
+    from alk.layout import HTML_NAME
 
     try:
         documents = api.read_runs(run_id, out)
@@ -443,7 +443,7 @@ def lanes(lanes_dir: Optional[Path] = typer.Option(None, "--dir", help="Lanes fo
     from rich.console import Console
 
     from alk import api
-    from alk.lane import LANES_DIR
+    from alk.layout import LANES_DIR
     from alk.records import ExitCode
     from alk.report import listings
 

@@ -27,18 +27,13 @@ from typing import Any, Mapping
 import msgspec
 
 from alk import __version__
-from alk.errors import ResumeError
 from alk.adaptive import Adaptive
+from alk.errors import ResumeError
 from alk.pass_rule import PassRule
 from alk.records import Plan, Preflight, RepeatResult
 from alk.result import Resumption
 
 SCHEMA = "alk.journal/1"
-JOURNAL_NAME = "journal.jsonl"
-
-
-def journal_path(out_dir: Path, run_id: str) -> Path:
-    return out_dir / "reports" / run_id / JOURNAL_NAME
 
 
 @dataclass(frozen=True)

@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import math
 import os
-import hashlib
 import re
 import tomllib
-
-import regex
 from pathlib import Path
 from typing import Any, Sequence
 
+import regex
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError
+from alk.gateway.script import FAULT_KINDS, turn_problem
+from alk.layout import LANES_DIR
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.gateway.script import FAULT_KINDS, turn_problem
 from alk.records import (
     Expectations,
     Fault,
@@ -36,7 +36,6 @@ from alk.records import (
     WireFault,
 )
 
-LANES_DIR = "lanes"
 DEFAULT_TRANSCRIPT_CAP_MB = 64
 PYTHON_PLACEHOLDER = "{python}"
 NETWORKS = ("none", "host")

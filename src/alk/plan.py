@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
-from datetime import datetime, timezone
 from typing import Callable, Mapping, Sequence
 
 from alk.adaptive import Adaptive
@@ -25,17 +24,6 @@ from alk.limits import with_overrides
 from alk.records import Lane, Plan, RepeatSpec, Scenario
 
 _UNPREDICTABLE = secrets.SystemRandom()
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """Sortable by time, unique enough for one machine: 20261129-120501-3fa9c2."""
-    now = now or datetime.now(timezone.utc)
-    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-def group_of(run_id: str) -> str:
-    """The run a run id belongs to: itself, or for lane L of a run of several lanes (`R/L`), R."""
-    return run_id.split("/", 1)[0]
 
 
 def repeat_seed(seed: int, scenario_id: str, repeat: int) -> int:

@@ -31,6 +31,7 @@ from alk.attribution import attribute, void
 from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.lane import PYTHON_PLACEHOLDER
+from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 from alk.preflight import check_ready, same_identity
 from alk.records import (
     Attribution,
@@ -50,7 +51,7 @@ from alk.runner.protocol import hello_message
 from alk.runner.request import Gate, RunRequest
 from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.runner.stop import Stop
-from alk.transcript import TRANSCRIPTS_DIR, TranscriptWriter, probe_transcript, repeat_transcript
+from alk.transcript import TranscriptWriter
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
 SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -256,7 +257,7 @@ class LaneContext:
         """What a sandboxed worker must not see even where a visible folder holds it: alk's
         transcripts and reports, and the run's folder of workspaces."""
         return tuple(os.path.realpath(path) for path in (
-            self.out_dir / TRANSCRIPTS_DIR, self.out_dir / "reports", self.root))
+            self.out_dir / TRANSCRIPTS_DIR, self.out_dir / REPORTS_DIR, self.root))
 
     def argv(self) -> tuple[str, ...]:
         return tuple(sys.executable if arg == PYTHON_PLACEHOLDER else arg

@@ -23,13 +23,12 @@ import msgspec
 from alk import __version__
 from alk.adaptive import Adaptive, StopReason
 from alk.errors import AlkError, TranscriptError
+from alk.layout import REPORTS_DIR, RESULT_NAME, run_transcripts
 from alk.pass_rule import PassRule, judge
-from alk.records import ExitCode, Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
+from alk.records import Execution, ExitCode, Plan, Preflight, RepeatResult, Scenario, Verdict
 from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
-from alk.transcript import run_transcripts
 
 SCHEMA = "alk.result/2"
-RESULT_NAME = "result.json"
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or
 # `interrupted` (Ctrl-C, a signal, a full disk; `alk run --resume` goes on with it).
 STATUSES = ("running", "complete", "interrupted")
@@ -248,13 +247,12 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
         gate=_gate(execution),
         identities=_identities(execution.preflight, ordered),
         harness_peak_rss_mb=round(harness_peak_rss_mb, 1),
-        paths=Paths(result=str(Path("reports") / plan.run_id / RESULT_NAME),
+        paths=Paths(result=str(Path(REPORTS_DIR) / plan.run_id / RESULT_NAME),
                     transcripts=str(run_transcripts(plan.run_id)),
                     workspaces=str(execution.workspaces) if execution.workspaces else None),
         scenarios=scenarios,
         aggregate=summarize_lane([s.stats for s in scenarios], seed=plan.seed),
     )
-
 
 
 def _scenario(scenario: Scenario, repeats: list[RepeatResult], stats: ScenarioStats,

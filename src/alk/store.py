@@ -13,14 +13,9 @@ from typing import Any
 
 from alk.errors import RunNotFoundError, TranscriptError
 from alk.files import write_atomically
+from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, result_path
 from alk.redaction import Redactor
-from alk.result import RESULT_NAME, ResultFormatError, RunDocument, from_json, to_json
-
-GROUP_NAME = "group.json"
-
-
-def result_path(out_dir: Path, run_id: str) -> Path:
-    return out_dir / "reports" / run_id / RESULT_NAME
+from alk.result import ResultFormatError, RunDocument, from_json, to_json
 
 
 def write_document(path: Path, document: RunDocument, redactor: Redactor) -> RunDocument:
@@ -92,7 +87,7 @@ def _not_json(constant: str) -> float:
 
 
 def latest_run_id(out_dir: Path) -> str:
-    reports = out_dir / "reports"
+    reports = out_dir / REPORTS_DIR
     # A run of several lanes is a folder of lanes with a group.json (alk.api.run_lanes).
     runs = sorted({p.parent.name for name in (RESULT_NAME, GROUP_NAME)
                    for p in reports.glob(f"*/{name}")}) if reports.is_dir() else []

@@ -26,26 +26,12 @@ from alk.redaction import Redactor
 
 HARNESS = "harness"
 WORKER = "worker"
-TRANSCRIPTS_DIR = "transcripts"
 # alk's observations that reach the disk at once, so that a transcript still says what happened
 # if alk itself is killed (the worker's pid, a timeout); the rest waits for the buffer.
 FLUSHED_TYPES = frozenset({"spawn", "timeout", "kill", "exit", "interrupted"})
 # An event larger than this (or a quarter of the cap) is kept as an excerpt of its JSON.
 MAX_EVENT_BYTES = 1024 * 1024
 EXCERPT_CHARS = 2000
-
-
-def run_transcripts(run_id: str) -> Path:
-    """Where a run's transcripts go, relative to the output folder."""
-    return Path(TRANSCRIPTS_DIR) / run_id
-
-
-def probe_transcript(run_id: str) -> Path:
-    return run_transcripts(run_id) / "preflight.jsonl"
-
-
-def repeat_transcript(run_id: str, scenario_id: str, repeat: int) -> Path:
-    return run_transcripts(run_id) / scenario_id / f"repeat-{repeat:02d}.jsonl"
 
 
 # What a held event costs beyond its bytes: the event's keys for a raw stderr line, and the

@@ -59,7 +59,7 @@ from alk.records import (
 )
 from alk.redaction import Redactor
 from alk.runner.lines import LineSplitter
-from alk.runner.process import LocalRunner, RunRequest
+from alk.runner.process import LocalRunner
 from alk.runner.protocol import (
     MAX_NAME_CHARS,
     MAX_PATH_CHARS,
@@ -71,7 +71,7 @@ from alk.runner.protocol import (
     decode_line,
     hello_message,
 )
-from alk.runner.request import LINE_LIMIT_BYTES
+from alk.runner.request import LINE_LIMIT_BYTES, RunRequest
 from alk.runner.sandbox import visible_paths
 from alk.runner.stderr import TAIL_CHARS, StderrSink
 from alk.transcript import TranscriptWriter, read_transcript

@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 
 import alk
-from alk.causes import Cause
 from alk.attribution import attribute
+from alk.causes import Cause
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import driver
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
-from alk.runner.process import LocalRunner, RunRequest
+from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
+from alk.runner.request import RunRequest
 from alk.transcript import TranscriptWriter, read_transcript
 
 SRC = Path(alk.__file__).resolve().parent.parent

@@ -16,6 +16,7 @@ from alk.executor import execute
 from alk.plan import build_plan, repeat_seed
 from alk.records import Observation, Outcome
 from alk.redaction import Redactor
+
 from scripted import PASSING, ScriptedRunner, ready
 from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
 
@@ -438,8 +439,7 @@ def test_a_resumed_adaptive_run_ends_as_an_uninterrupted_one(root):
 
 def test_an_adaptive_run_killed_after_its_last_round_is_written_up_with_its_stop_rules(root):
     from alk import api
-    from alk.journal import journal_path
-    from alk.store import result_path
+    from alk.layout import journal_path, result_path
 
     tmp_path = root
     whole = api.run_lane(lane_file(root), out_dir=root, runner=ByRepeat(), seed=7,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from alk.conformance import MAX_VIOLATION_FINDINGS, Level, review
+from alk.layout import probe_transcript, repeat_transcript
 from alk.plan import build_plan
 from alk.records import (
     Attribution,
@@ -20,7 +21,6 @@ from alk.records import (
     Scenario,
 )
 from alk.result import RunDocument, build_document
-from alk.transcript import probe_transcript, repeat_transcript
 
 RUN = "20261130-120000-ab12"
 

@@ -20,6 +20,7 @@ from alk import __version__
 from alk.api import read_run, run_lane
 from alk.causes import Cause
 from alk.errors import RunNotFoundError, TranscriptError
+from alk.layout import result_path
 from alk.plan import build_plan
 from alk.records import (
     Execution,
@@ -47,7 +48,8 @@ from alk.result import (
     to_json,
 )
 from alk.runner import procfs
-from alk.store import latest_run_id, read_document, result_path, write_document
+from alk.store import latest_run_id, read_document, write_document
+
 from scripted import PASSING, SECRET, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")

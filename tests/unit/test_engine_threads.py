@@ -19,13 +19,14 @@ from alk import repeat as repeat_module
 from alk.api import run_lane
 from alk.engine import threads
 from alk.engine.threads import ThreadEngine, parallelism
-from alk.result import RunDocument, to_json
-from alk.errors import LaneError
-from alk.journal import journal_path, read_journal
+from alk.journal import read_journal
 from alk.lane import load_lane
+from alk.layout import journal_path
 from alk.plan import build_plan
 from alk.records import Expectations, Scenario
+from alk.result import RunDocument, to_json
 from alk.runner.stop import Stopped
+
 from scripted import PASSING, ScriptedRunner
 from test_lane import WHERE, lane_error, lane_toml, root, write  # noqa: F401 - root is a fixture
 

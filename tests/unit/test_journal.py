@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from alk.errors import ResumeError
 from alk import journal as journal_module
+from alk import layout
+from alk.errors import ResumeError
 from alk.journal import (
     SCHEMA,
     JournalWriter,
@@ -245,7 +246,7 @@ def test_a_journal_comes_into_being_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_a_journal_lives_under_the_runs_report_directory():
-    assert journal_module.journal_path(Path("out"), "r1") == Path("out/reports/r1/journal.jsonl")
+    assert layout.journal_path(Path("out"), "r1") == Path("out/reports/r1/journal.jsonl")
 
 
 def test_settings_of_a_plan_carry_what_the_run_was_asked_for(tmp_path, make_lane, monkeypatch):

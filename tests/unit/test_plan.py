@@ -13,7 +13,8 @@ import pytest
 from alk.adaptive import Adaptive
 from alk.causes import Cause
 from alk.errors import UsageError
-from alk.plan import build_plan, new_run_id, repeat_seed
+from alk.layout import new_run_id
+from alk.plan import build_plan, repeat_seed
 from alk.preflight import check_ready
 from alk.records import Lane, Plan, Preflight
 

@@ -24,10 +24,10 @@ from jsonschema import Draft202012Validator
 from alk import api
 from alk.causes import CATALOGUE
 from alk.gateway.script import FAULT_KINDS
+from alk.layout import result_path
 from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict, WireFault
 from alk.result import SCHEMA, STATUSES, RunDocument, to_json
 from alk.runner.isolation import Containment, Filesystem, Network
-from alk.store import result_path
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO / "docs" / "result.schema.json"

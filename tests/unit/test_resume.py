@@ -15,9 +15,10 @@ import pytest
 
 from alk import api
 from alk.errors import LaneError, ResumeError, UsageError
-from alk.journal import journal_path, read_journal
+from alk.journal import read_journal
+from alk.layout import journal_path, result_path
 from alk.result import RunDocument, to_json
-from alk.store import result_path
+
 from scripted import PASSING, ScriptedRunner, ready
 from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
 

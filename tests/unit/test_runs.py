@@ -4,15 +4,15 @@ run this alk cannot read listed with why, not dropped."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from alk import api
 from alk.errors import RunNotFoundError
 from alk.lane import worker_digest
+from alk.layout import GROUP_NAME
 from alk.pass_rule import PassRule
-from alk.store import GROUP_NAME
+
 from documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
 from scripted import ScenarioRunner
 

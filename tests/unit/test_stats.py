@@ -15,10 +15,9 @@ import pytest
 from scipy.stats import f_oneway
 from statsmodels.stats.proportion import proportion_confint
 
-from alk.estimate import Estimate
+from alk.estimate import Z_95, Estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.stats import (
-    Z_95,
     Counts,
     DurationStats,
     EventPaths,
@@ -33,7 +32,6 @@ from alk.stats import (
     pass_hat_k_at,
     summarize_lane,
     summarize_scenario,
-    wilson_interval,
 )
 
 _DEFAULT_CAUSE = {

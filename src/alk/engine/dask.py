@@ -40,11 +40,11 @@ from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.errors import UsageError
 from alk.files import write_atomically
+from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
 from alk.runner.stop import Stop
-from alk.transcript import TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 
 INSTALL_HINT = "pip install 'alk[dask]'"
 # How long a scheduler may take to answer before `--scheduler` is said to be wrong.
@@ -514,7 +514,7 @@ def _open_worker_lane(run: _Run) -> _WorkerLane:
     # The coordinator's transcripts and reports, where a shared file system shows them here.
     coordinator = Path(run.out_dir)
     context.hidden = (*context.hidden, *(os.path.realpath(coordinator / name)
-                                         for name in (TRANSCRIPTS_DIR, "reports")))
+                                         for name in (TRANSCRIPTS_DIR, REPORTS_DIR)))
     serial = counts_the_user(run.plan.limits)
     return _WorkerLane(context=context, out_dir=out_dir, stop=stop, serial=serial)
 

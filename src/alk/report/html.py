@@ -28,16 +28,15 @@ from urllib.parse import quote
 from alk.causes import CATALOGUE
 from alk.compare import Change, Comparison, RunSide, Side
 from alk.estimate import Estimate
+from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.pass_rule import judge
-from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
-from alk.report.outputs import HTML_NAME, report_folder
 from alk.report.safe_text import DASH, cut, inline, plural, printable
 from alk.report.terminal import share
 from alk.rerun import command as rerun_command
 from alk.rerun import words as rerun_words
-from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
+from alk.result import RerunOf, RunDocument, ScenarioResult
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.
 ATTENTION_ITEMS = 25

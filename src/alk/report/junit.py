@@ -33,9 +33,9 @@ from io import BytesIO
 from typing import Sequence
 from xml.etree.ElementTree import Element, ElementTree, SubElement, indent
 
+from alk.layout import HTML_NAME
 from alk.pass_rule import PassRule
 from alk.records import RepeatResult
-from alk.report.outputs import HTML_NAME
 from alk.report.safe_text import cut, inline, plural, printable
 from alk.rerun import command
 from alk.rerun import words as rerun_words

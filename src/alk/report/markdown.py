@@ -21,19 +21,18 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Callable, Sequence
+from typing import Sequence
 from urllib.parse import quote
 
 from alk.causes import CATALOGUE
+from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.pass_rule import PassRule, Ruling, judge
-from alk.plan import group_of
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
-from alk.report.outputs import HTML_NAME, report_folder
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.report.terminal import PASS_HAT_K, share
 from alk.rerun import command
 from alk.rerun import words as rerun_words
-from alk.result import RESULT_NAME, RerunOf, RunDocument, ScenarioResult
+from alk.result import RunDocument, ScenarioResult
 from alk.stats import pass_hat_k_at
 
 # Under GitHub's 65,536, with room for a CI's own words around the report.

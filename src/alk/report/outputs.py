@@ -15,15 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from alk.files import write_atomically
-from alk.plan import group_of
+from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, report_folder
 from alk.result import RunDocument
 
 if TYPE_CHECKING:
     from alk.compare import Comparison
-
-HTML_NAME = "report.html"
-MARKDOWN_NAME = "report.md"
-JUNIT_NAME = "junit.xml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +28,6 @@ class Written:
 
     paths: tuple[Path, ...]
     problems: tuple[str, ...]
-
-
-def report_folder(out_dir: Path, run_id: str) -> Path:
-    """The folder of a run's reports: a lane of a run of several (`R/LANE`) shares R's."""
-    return out_dir / "reports" / group_of(run_id)
 
 
 def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:

@@ -21,14 +21,13 @@ from rich.text import Text
 
 from alk.adaptive import NOTE as ADAPTIVE_NOTE
 from alk.causes import CATALOGUE, Cause
-from alk.plan import group_of
-from alk.records import Outcome, RepeatResult, Verdict
-from alk.report.safe_text import DASH, inline, hanging, one_line, plural, printable, style_of
+from alk.estimate import Estimate
+from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
 from alk.pass_rule import judge
-from alk.report.outputs import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, report_folder
+from alk.records import Outcome, RepeatResult, Verdict
+from alk.report.safe_text import DASH, hanging, inline, one_line, plural, printable, style_of
 from alk.rerun import command as rerun_command
 from alk.result import CutShort, RunDocument, ScenarioResult
-from alk.estimate import Estimate
 from alk.stats import (
     Consistency,
     Counts,
