@@ -31,20 +31,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from alk.errors import UsageError
-from alk.records import Outcome, Plan, RepeatResult, RepeatSpec
 from alk.estimate import Z_95, wilson_interval
+from alk.records import Outcome, Plan, RepeatResult, RepeatSpec
 
-__all__ = ["Adaptive", "NOTE", "Sampling", "StopReason", "stop_reason"]
+__all__ = ["Adaptive", "Sampling", "StopReason", "stop_reason"]
 
 MAX_REPEATS = 100
 CI_WIDTH = 0.2
 # Small enough that a flaky scenario stops after a handful of repeats, large enough that a
 # round keeps `-j 8` busy over a few scenarios.
 ROUND_SIZE = 5
-
-# What the report says under an adaptive run's table.
-NOTE = ("adaptive repeats: each scenario stopped once its verdict looked settled, so its "
-        "intervals are approximate (stopping on what the data show skews their coverage)")
 
 
 class StopReason(StrEnum):

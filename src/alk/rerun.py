@@ -10,34 +10,13 @@ the repeat it reproduces (`settings.rerun_of`).
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 from alk.errors import RerunError
 from alk.plan import build_plan, repeat_seed
 from alk.records import Lane, Plan, RepeatResult, RepeatSpec
 from alk.result import CutShort, RerunOf, RunDocument
-
-
-def command(run_id: str, scenario: str, repeat: int) -> str:
-    """The one command that reproduces a repeat, quoted for a POSIX shell: what every report
-    prints beside a failed or void repeat."""
-    return shlex.join(["alk", "rerun", run_id, scenario, str(repeat)])
-
-
-def words(of: RerunOf, name: Callable[[str], str] = str) -> tuple[str, str]:
-    """What an `alk rerun` reproduces, and whether it can: "rerun of RUN SCENARIO repeat N",
-    then what changed since. Every report of a rerun says both; `name` writes the run id and
-    the scenario in the report's own form (a code span in Markdown, say)."""
-    what = f"rerun of {name(of.run_id)} {name(of.scenario)} repeat {of.repeat}"
-    changed = [part for part, flag in (("the worker's files", of.worker_changed),
-                                       ("the lane file (run --anyway)", of.lane_changed)) if flag]
-    if changed:
-        return what, (f"{' and '.join(changed)} changed since it ran: this checks them as they "
-                      "are now, and is no reproduction")
-    return what, ("worker and lane unchanged since (the lane file, the worker's program and "
-                  "the Python files beside it, by sha256)")
 
 
 @dataclass(frozen=True, slots=True)

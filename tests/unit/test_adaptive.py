@@ -120,10 +120,10 @@ def _stopping_points(p, adaptive):
 
 
 def test_what_the_note_says_holds_at_the_defaults():
-    """alk.adaptive.NOTE calls an adaptive run's intervals approximate. Exact coverage over
-    every stopping point: the Wilson interval of a scenario stopped by the rule covers its true
-    rate less often than 95% for some rates, less than at a fixed 20 repeats (where Wilson is
-    already approximate); Clopper–Pearson stays above 95%."""
+    """alk.report.format.ADAPTIVE_NOTE calls an adaptive run's intervals approximate. Exact
+    coverage over every stopping point: the Wilson interval of a scenario stopped by the rule
+    covers its true rate less often than 95% for some rates, less than at a fixed 20 repeats
+    (where Wilson is already approximate); Clopper–Pearson stays above 95%."""
     stats = pytest.importorskip("scipy.stats")
     from statsmodels.stats.proportion import proportion_confint
 

@@ -15,19 +15,19 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_junit import CHANGED, UNCHANGED, rerun
 
-import documents
 from alk import api
 from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
 from alk.report import excerpts, html
-from alk.rerun import command as rerun_command
+from alk.report.format import rerun_command
 from alk.result import RunDocument
+
+import documents
 from scripted import ScenarioRunner
-from test_junit import CHANGED, UNCHANGED, rerun
 
 # Markup that would run if the page let it: every worker string in these tests holds it.
 HOSTILE = ('<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'

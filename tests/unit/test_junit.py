@@ -23,15 +23,23 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-import documents
 from alk import api
 from alk.pass_rule import PassRule
 from alk.records import Outcome, RepeatResult
-from alk.report.junit import (MESSAGE_CHARS, REPEATS_LISTED, TEXT_CHARS, VOID_LISTED, _seconds,
-                              _text, run_junit)
-from alk.rerun import command
+from alk.report.format import rerun_command as command
+from alk.report.junit import (
+    MESSAGE_CHARS,
+    REPEATS_LISTED,
+    TEXT_CHARS,
+    VOID_LISTED,
+    _seconds,
+    _text,
+    run_junit,
+)
 from alk.result import RerunOf, RunDocument
-from documents import (CRASHED, NEVER_READY, RUN, WRONG, flaky, made, observation, passing)
+
+import documents
+from documents import CRASHED, NEVER_READY, RUN, WRONG, flaky, made, observation, passing
 from scripted import ScenarioRunner
 
 pytestmark = pytest.mark.usefixtures("private_temp")

@@ -32,10 +32,8 @@ from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.pass_rule import judge
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
+from alk.report.format import rerun_command, rerun_words, share
 from alk.report.safe_text import DASH, cut, inline, plural, printable
-from alk.report.terminal import share
-from alk.rerun import command as rerun_command
-from alk.rerun import words as rerun_words
 from alk.result import RerunOf, RunDocument, ScenarioResult
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.

@@ -36,9 +36,9 @@ from xml.etree.ElementTree import Element, ElementTree, SubElement, indent
 from alk.layout import HTML_NAME
 from alk.pass_rule import PassRule
 from alk.records import RepeatResult
+from alk.report.format import rerun_command as command
+from alk.report.format import rerun_words
 from alk.report.safe_text import cut, inline, plural, printable
-from alk.rerun import command
-from alk.rerun import words as rerun_words
 from alk.result import RerunOf, RunDocument, ScenarioResult
 
 TEXT_CHARS = 4096  # a detail or a system-out: a few KiB, however much the worker wrote

@@ -28,10 +28,9 @@ from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.pass_rule import PassRule, Ruling, judge
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.format import PASS_HAT_K, rerun_words, share
+from alk.report.format import rerun_command as command
 from alk.report.safe_text import DASH, cut, inline, plural
-from alk.report.terminal import PASS_HAT_K, share
-from alk.rerun import command
-from alk.rerun import words as rerun_words
 from alk.result import RunDocument, ScenarioResult
 from alk.stats import pass_hat_k_at
 

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from alk.records import Verdict
+from alk.report.format import share
 from alk.report.safe_text import DASH, printable
-from alk.report.terminal import share
 from alk.result import RunDocument, ScenarioResult
 
 _VERDICT_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow",

@@ -19,14 +19,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from alk.adaptive import NOTE as ADAPTIVE_NOTE
 from alk.causes import CATALOGUE, Cause
 from alk.estimate import Estimate
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
 from alk.pass_rule import judge
 from alk.records import Outcome, RepeatResult, Verdict
+from alk.report.format import ADAPTIVE_NOTE, PASS_HAT_K, rerun_command, share
 from alk.report.safe_text import DASH, hanging, inline, one_line, plural, printable, style_of
-from alk.rerun import command as rerun_command
 from alk.result import CutShort, RunDocument, ScenarioResult
 from alk.stats import (
     Consistency,
@@ -50,8 +49,6 @@ THIN_LISTED = 5
 # The widest verdict as the table shows it ("flaky?"): passed/scored starts past it.
 VERDICT_CHARS = len("flaky") + len(THIN_MARK)
 VOID_STYLE = "bold magenta"
-# The k of the pass^k shown when the reader names none (`alk run --k`).
-PASS_HAT_K = 5
 # The lane's second row: its pass rate with the interval of scenarios taken as a sample of tasks.
 CLUSTERED = "  clustered"
 DETAIL_CHARS = 240
@@ -784,13 +781,6 @@ def _void_rate(rate: Estimate | None) -> Text:
         return Text(DASH, style="dim")
     shown = share(rate.value)
     return Text(shown, style="dim") if rate.value == 0 else Text(shown, style=VOID_STYLE)
-
-
-def share(value: float) -> str:
-    """A share as a whole percent: never "0%" for some, nor "100%" for not all, so that a
-    reader sees that some were void, or that k repeats in a row may fail."""
-    percent = 100 * value
-    return ("<1%" if 0 < percent < 1 else ">99%" if 99 < percent < 100 else f"{percent:.0f}%")
 
 
 def _passed_of_scored(stats: ScenarioStats | LaneStats) -> str:
