@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
 from alk import rerun as reruns
-from alk.adaptive import Adaptive, Sampling
+from alk.adaptive import Sampling
 from alk.engine import Engine
 from alk.errors import (
     LaneError,
@@ -53,7 +53,16 @@ from alk.layout import (
 )
 from alk.pass_rule import PassRule, judge
 from alk.plan import build_plan
-from alk.records import Execution, ExitCode, Lane, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.records import (
+    Adaptive,
+    Execution,
+    ExitCode,
+    Lane,
+    Plan,
+    Preflight,
+    RepeatResult,
+    RepeatSpec,
+)
 from alk.redaction import Redactor
 from alk.repeat import Runner
 from alk.report import outputs

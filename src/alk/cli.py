@@ -517,9 +517,9 @@ def check_worker(
 
 
 def _parse_repeats(value: Optional[str], max_repeats: Optional[int],
-                   ci_width: Optional[float]):  # -> (int | None, alk.adaptive.Adaptive | None)
+                   ci_width: Optional[float]):  # -> (int | None, alk.records.Adaptive | None)
     """--repeats N, or auto with its options."""
-    from alk.adaptive import Adaptive
+    from alk.records import Adaptive
 
     if value == "auto":
         options = {"max_repeats": max_repeats, "ci_width": ci_width}

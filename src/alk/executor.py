@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from alk.adaptive import Adaptive, Sampling
+from alk.adaptive import Sampling
 from alk.attribution import attribute, void
 from alk.causes import Cause
 from alk.engine import Engine
 from alk.engine.threads import ThreadEngine
-from alk.records import Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.records import Adaptive, Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.repeat import DETAIL_CHARS, Runner, RunVoid
 

@@ -27,10 +27,9 @@ from typing import Any, Mapping
 import msgspec
 
 from alk import __version__
-from alk.adaptive import Adaptive
 from alk.errors import ResumeError
 from alk.pass_rule import PassRule
-from alk.records import Plan, Preflight, RepeatResult
+from alk.records import Adaptive, Plan, Preflight, RepeatResult
 from alk.result import Resumption
 
 SCHEMA = "alk.journal/1"
@@ -50,7 +49,7 @@ class Settings:
     timeout_s: float | None  # the --timeout given, None for the lane's own
     limits: Mapping[str, int]  # the --limit overrides given
     started_at: str
-    # An adaptive run's options (alk.adaptive.Adaptive as a dict); None: a fixed number of repeats
+    # An adaptive run's options (alk.records.Adaptive as a dict); None: a fixed number of repeats
     adaptive: Mapping[str, Any] | None = None
     # The rule that sets its exit code (alk.pass_rule.PassRule as a dict); None: the default
     rule: Mapping[str, Any] | None = None

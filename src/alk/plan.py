@@ -17,11 +17,10 @@ import math
 import secrets
 from typing import Callable, Mapping, Sequence
 
-from alk.adaptive import Adaptive
 from alk.errors import UsageError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import Lane, Plan, RepeatSpec, Scenario
+from alk.records import Adaptive, Lane, Plan, RepeatSpec, Scenario
 
 _UNPREDICTABLE = secrets.SystemRandom()
 

@@ -21,22 +21,26 @@ from typing import Any, Mapping, Sequence
 import msgspec
 
 from alk import __version__
-from alk.adaptive import Adaptive, StopReason
-from alk.errors import AlkError, TranscriptError
+from alk.errors import AlkError, ResultFormatError
 from alk.layout import REPORTS_DIR, RESULT_NAME, run_transcripts
 from alk.pass_rule import PassRule, judge
-from alk.records import Execution, ExitCode, Plan, Preflight, RepeatResult, Scenario, Verdict
+from alk.records import (
+    Adaptive,
+    Execution,
+    ExitCode,
+    Plan,
+    Preflight,
+    RepeatResult,
+    Scenario,
+    StopReason,
+    Verdict,
+)
 from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
 
 SCHEMA = "alk.result/2"
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or
 # `interrupted` (Ctrl-C, a signal, a full disk; `alk run --resume` goes on with it).
 STATUSES = ("running", "complete", "interrupted")
-
-
-class ResultFormatError(TranscriptError):
-    """A result document that is not one this alk can read: another schema, or a field of the
-    wrong type. The message names the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +141,7 @@ class ScenarioResult:
     stats: ScenarioStats
     repeats: tuple[RepeatResult, ...]  # in repeat order
     model: ModelTotals | None = None
-    # An adaptive run: which rule stopped its sampling (alk.adaptive.StopReason), None while it
+    # An adaptive run: which rule stopped its sampling (alk.records.StopReason), None while it
     # goes on, and in a run of a fixed number of repeats.
     stopped: str | None = None
 

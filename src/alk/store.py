@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from alk.errors import RunNotFoundError, TranscriptError
+from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
 from alk.files import write_atomically
 from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, result_path
 from alk.redaction import Redactor
-from alk.result import ResultFormatError, RunDocument, from_json, to_json
+from alk.result import RunDocument, from_json, to_json
 
 
 def write_document(path: Path, document: RunDocument, redactor: Redactor) -> RunDocument:

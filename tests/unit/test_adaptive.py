@@ -10,11 +10,11 @@ import math
 
 import pytest
 
-from alk.adaptive import Adaptive, Sampling, StopReason, stop_reason
+from alk.adaptive import Sampling, stop_reason
 from alk.errors import UsageError
 from alk.executor import execute
 from alk.plan import build_plan, repeat_seed
-from alk.records import Observation, Outcome
+from alk.records import Adaptive, Observation, Outcome, StopReason
 from alk.redaction import Redactor
 
 from scripted import PASSING, ScriptedRunner, ready

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from alk.errors import CassetteError
 from alk.gateway import wire
-from alk.gateway.cassette import (Cassette, CassetteError, CassetteWriter, Entry,
-                                  first_difference, normalize)
+from alk.gateway.cassette import Cassette, CassetteWriter, Entry, first_difference, normalize
 from alk.redaction import MASK, Redactor
 
 

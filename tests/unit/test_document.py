@@ -19,7 +19,7 @@ import pytest
 from alk import __version__
 from alk.api import read_run, run_lane
 from alk.causes import Cause
-from alk.errors import RunNotFoundError, TranscriptError
+from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
 from alk.layout import result_path
 from alk.plan import build_plan
 from alk.records import (
@@ -40,7 +40,6 @@ from alk.result import (
     Identity,
     LaneInfo,
     Paths,
-    ResultFormatError,
     RunDocument,
     build_document,
     exit_code,

@@ -10,13 +10,12 @@ from typing import Any, Callable
 
 import pytest
 
-from alk.adaptive import Adaptive
 from alk.causes import Cause
 from alk.errors import UsageError
 from alk.layout import new_run_id
 from alk.plan import build_plan, repeat_seed
 from alk.preflight import check_ready
-from alk.records import Lane, Plan, Preflight
+from alk.records import Adaptive, Lane, Plan, Preflight
 
 MakeLane = Callable[..., Lane]
 

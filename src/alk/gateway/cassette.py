@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from alk import untrusted_json
+from alk.errors import CassetteError
 from alk.redaction import ELLIPSIS, Redactor
 
 from .wire import API
@@ -208,10 +209,6 @@ class Entry:
                            "events": list(self.events), "fault": self.fault,
                            "scenario": self.scenario, "repeat": self.repeat,
                            "attempt": self.attempt}, sort_keys=True)
-
-
-class CassetteError(Exception):
-    """A cassette alk cannot replay; the message names the file, the line and what to do."""
 
 
 _FIX = "fix the line, or record the cassette again"
