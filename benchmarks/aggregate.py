@@ -6,7 +6,7 @@ every time and some are flaky, 2% of repeats are void, each scenario has a few t
 and event paths, and durations, CPU and memory vary. alk's side is what the result record's
 builder does with them: group the repeats by scenario, `summarize_scenarios` (every scenario
 at once, so that the consistency metrics compare what scenarios share once), then
-`summarize_lane`; the time spent in alk.consistency's functions is shown apart. Beside it, a
+`summarize_lane`; the time spent in alk.stats.consistency's functions is shown apart. Beside it, a
 plain Python loop over the same rows that counts the passes and the scored repeats of each
 scenario: the least any aggregation costs. Then the size of the statistics as result.json
 holds them (`msgspec.json.encode` of every scenario's and the lane's statistics) per repeat,
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import msgspec
 
-from alk import stats
 from alk.records import Outcome, RepeatResult
-from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
+from alk.stats import summary as stats
+from alk.stats.summary import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 TOTAL = 100_000
@@ -96,7 +96,7 @@ def aggregate(rows: list[RepeatResult], requested: int
 
 
 class Stopwatch:
-    """Time spent in alk.consistency's functions, as alk.stats calls them."""
+    """Time spent in alk.stats.consistency's functions, as alk.stats.summary calls them."""
 
     def __init__(self) -> None:
         self.seconds = 0.0

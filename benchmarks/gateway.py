@@ -38,7 +38,7 @@ from aiohttp import web
 from alk import api
 from alk.gateway import wire
 from alk.lane import load_lane
-from alk.result import RunDocument
+from alk.result.document import RunDocument
 from alk.runner.isolation import Network, detect
 
 ROOT = Path(__file__).resolve().parents[1]

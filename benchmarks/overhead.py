@@ -58,18 +58,18 @@ from typing import Callable
 
 from alk import api
 from alk.cleanup import remove_tree
+from alk.execute.repeat import SAFE_ENV_NAMES
 from alk.layout import run_transcripts
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import prlimit_prefix
 from alk.records import Lane, Limits, Observation
-from alk.repeat import SAFE_ENV_NAMES
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
 from alk.runner.request import Gate, RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import command_line, init_program
-from alk.transcript import TranscriptWriter, read_transcript
+from alk.transcript.writer import TranscriptWriter, read_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "workers" / "well_behaved.py"

@@ -111,7 +111,7 @@ def main() -> int:
         from alk.redaction import Redactor
         from alk.report import html, junit, markdown
         from alk.report.outputs import write_reports
-        from alk.store import write_document
+        from alk.result.store import write_document
 
         [document] = api.read_runs(run_id, folder)
         documents = [document]

@@ -23,7 +23,7 @@ a lane's "{python}" is alk's own interpreter); workers get alk's strongest isola
 3. Resume: the 1,000-repeat run copied and made to look killed before its last repeat finished
    (its journal's last `repeat` record and its `end` record dropped), then `alk run --resume`
    timed against a fresh `alk run` of the same lane with one repeat of one scenario (both run
-   one repeat), and `alk.journal.read_journal` alone. Then where a resume's time goes, from
+   one repeat), and `alk.result.journal.read_journal` alone. Then where a resume's time goes, from
    `api.resume_run` in this process, and how many of the finished repeats' transcripts it
    opened (an audit hook sees every open; target: none).
 
@@ -51,12 +51,12 @@ from pathlib import Path
 
 from alk import api
 from alk.cleanup import remove_tree
-from alk.journal import read_journal
+from alk.execute.repeat import SAFE_ENV_NAMES, _install_sdk
 from alk.layout import JOURNAL_NAME, RESULT_NAME, journal_path, repeat_transcript, run_transcripts
 from alk.records import ExitCode, Lane
-from alk.repeat import SAFE_ENV_NAMES, _install_sdk
-from alk.result import RunDocument, from_json
-from alk.transcript import read_transcript
+from alk.result.document import RunDocument, from_json
+from alk.result.journal import read_journal
+from alk.transcript.writer import read_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = (1, 2, 8)

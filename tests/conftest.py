@@ -149,7 +149,7 @@ def result_documents_follow_their_schema(request, tmp_path):
     left under the test's folder once the test is over. Set up before the test's own
     fixtures, so that it looks at the folder after their monkeypatches are undone."""
     from alk import api
-    from alk.result import to_json
+    from alk.result.document import to_json
 
     problems: list[str] = []
     write = api.write_document

@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from alk import __version__
 from alk import rerun as reruns
-from alk.adaptive import Sampling
-from alk.engine import Engine
 from alk.errors import (
     LaneError,
     ResumeError,
@@ -34,10 +32,11 @@ from alk.errors import (
     TranscriptError,
     UsageError,
 )
-from alk.executor import execute
+from alk.execute.adaptive import Sampling
+from alk.execute.engine import Engine
+from alk.execute.executor import execute
+from alk.execute.repeat import Runner
 from alk.files import write_atomically
-from alk.journal import Journal, JournalWriter, plan_settings, read_journal
-from alk.journal import Settings as JournalSettings
 from alk.lane import lane_paths, load_lane
 from alk.layout import (
     GROUP_NAME,
@@ -51,7 +50,6 @@ from alk.layout import (
     repeat_transcript,
     result_path,
 )
-from alk.pass_rule import PassRule, judge
 from alk.plan import build_plan
 from alk.records import (
     Adaptive,
@@ -64,18 +62,14 @@ from alk.records import (
     RepeatSpec,
 )
 from alk.redaction import Redactor
-from alk.repeat import Runner
 from alk.report import outputs
 from alk.report.outputs import Written
-from alk.result import (
-    CutShort,
-    RerunOf,
-    Resumption,
-    RunDocument,
-    build_document,
-    exit_code,
-    to_json,
-)
+from alk.result.document import CutShort, RerunOf, Resumption, RunDocument, build_document, to_json
+from alk.result.journal import Journal, JournalWriter, plan_settings, read_journal
+from alk.result.journal import Settings as JournalSettings
+from alk.result.rule import PassRule
+from alk.result.store import latest_run_id, read_document, write_document
+from alk.result.verdict import exit_code, judge
 from alk.runner.isolation import Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.procfs import own_peak_rss_mb
@@ -83,8 +77,7 @@ from alk.runner.sandbox import worker_uid
 from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
-from alk.store import latest_run_id, read_document, write_document
-from alk.transcript import TranscriptPage, read_page, read_transcript
+from alk.transcript.writer import TranscriptPage, read_page, read_transcript
 
 if TYPE_CHECKING:
     from alk.compare import Comparison
@@ -140,9 +133,9 @@ def run_lane(lane: Lane, *, repeats: int | None = None, scenarios: Sequence[str]
              on_repeat: Callable[[RepeatResult], None] | None = None) -> RunResult:
     """Runs a lane: `jobs` repeats at once (each its own worker process), on `engine` when
     given (a Dask cluster, say), else in this process's threads. The run is journaled as it
-    goes (`alk.journal`): `resume_run` continues it if it is killed. With `adaptive`, each
-    scenario runs until its verdict is settled (`alk.adaptive`), at most its `max_repeats`.
-    `rule` sets the exit code (`alk.pass_rule`), never what is measured."""
+    goes (`alk.result.journal`): `resume_run` continues it if it is killed. With `adaptive`, each
+    scenario runs until its verdict is settled (`alk.execute.adaptive`), at most its `max_repeats`.
+    `rule` sets the exit code (`alk.result.rule`), never what is measured."""
     environ = os.environ if environ is None else environ
     plan = build_plan(lane, run_id or new_run_id(), repeats=repeats, scenario_ids=scenarios,
                       seed=seed, timeout_s=timeout_s, limits=limits, adaptive=adaptive)

@@ -20,7 +20,7 @@ import typer
 from alk.errors import AlkError, UsageError
 
 if TYPE_CHECKING:
-    from alk.transcript import TranscriptPage
+    from alk.transcript.writer import TranscriptPage
 
 app = typer.Typer(
     name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -138,11 +138,11 @@ def run(
     from rich.console import Console
 
     from alk import api
+    from alk.execute.repeat import cores
     from alk.lane import lane_warnings
-    from alk.pass_rule import PassRule
     from alk.records import ExitCode
-    from alk.repeat import cores
     from alk.report import progress
+    from alk.result.rule import PassRule
 
     try:
         engine = _engine(executor, scheduler)
@@ -190,7 +190,7 @@ def run(
     raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)
 
 
-def _engine(executor: str, scheduler: Optional[str]):  # -> alk.engine.Engine | None
+def _engine(executor: str, scheduler: Optional[str]):  # -> alk.execute.engine.Engine | None
     """The engine --executor names (None: this machine's threads)."""
     if executor == "local":
         if scheduler:
@@ -201,7 +201,7 @@ def _engine(executor: str, scheduler: Optional[str]):  # -> alk.engine.Engine | 
     if not scheduler:
         raise UsageError("--executor dask needs --scheduler tcp://HOST:PORT, the address of a "
                          "running Dask scheduler")
-    from alk.engine.dask import DaskEngine
+    from alk.execute.dask import DaskEngine
 
     return DaskEngine(scheduler)
 

@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from alk.consistency import js_distance
 from alk.errors import UsageError
 from alk.estimate import Estimate, wilson_bounds
 from alk.records import RepeatResult
-from alk.result import RunDocument, ScenarioResult
+from alk.result.document import RunDocument, ScenarioResult
+from alk.stats.consistency import js_distance
 
 ALPHA = 0.05
 MARGIN = 0.1  # the equivalence margin δ, in pass rate (0.1 = ten points)
@@ -393,7 +393,7 @@ def _overall(changes: Sequence[Change]) -> Change:
 
 
 def _signatures(repeats: Sequence[RepeatResult]) -> Counter[str]:
-    """Repeats by tool trajectory, keyed as alk.stats keys them (the digest of every step)."""
+    """Repeats by tool trajectory, keyed as alk.stats.summary keys them (the digest of every step)."""
     return Counter(r.trajectory_hash or "\n".join(r.trajectory) for r in repeats)
 
 

@@ -15,8 +15,8 @@ from alk.causes import CATALOGUE, Cause
 from alk.errors import TranscriptError
 from alk.layout import probe_transcript
 from alk.records import Outcome, RepeatResult
-from alk.result import RunDocument
-from alk.transcript import HARNESS, iter_transcript
+from alk.result.document import RunDocument
+from alk.transcript.writer import HARNESS, iter_transcript
 
 _STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
                 "importing the framework, and the SDK sends print() and fd 1 to stderr from then "

@@ -193,7 +193,7 @@ class Lane:
 # Plan
 
 
-# Adaptive repeats (`alk run --repeats auto`, alk.adaptive): the options, and why a scenario
+# Adaptive repeats (`alk run --repeats auto`, alk.execute.adaptive): the options, and why a scenario
 # stopped.
 MAX_REPEATS = 100
 CI_WIDTH = 0.2
@@ -424,7 +424,7 @@ class Execution:
     interrupted: bool = False
     workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None
     jobs: int | None = None  # repeats run at once on this machine (None: elsewhere, or unknown)
-    # An adaptive run (alk.adaptive): scenario -> why its sampling stopped, one of the codes of
+    # An adaptive run (alk.execute.adaptive): scenario -> why its sampling stopped, one of the codes of
     # alk.records.StopReason ("flaky", "ci_width", "max_repeats", "interrupted"); a scenario
     # still sampling has none yet. Empty for a run of a fixed number of repeats.
     stopped: dict[str, str] = field(default_factory=dict)

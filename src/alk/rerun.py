@@ -16,7 +16,7 @@ from typing import Mapping
 from alk.errors import RerunError
 from alk.plan import build_plan, repeat_seed
 from alk.records import Lane, Plan, RepeatResult, RepeatSpec
-from alk.result import CutShort, RerunOf, RunDocument
+from alk.result.document import CutShort, RerunOf, RunDocument
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,12 @@ import pytest
 from alk import api
 from alk.errors import UsageError
 from alk.plan import repeat_seed
-from alk.result import from_json
+from alk.result.document import from_json
 
 distributed = pytest.importorskip("distributed")
 
-from alk.engine import dask as dask_engine  # noqa: E402 - only with distributed
-from alk.engine.dask import DaskEngine, _delivered  # noqa: E402
+from alk.execute import dask as dask_engine  # noqa: E402 - only with distributed
+from alk.execute.dask import DaskEngine, _delivered  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent

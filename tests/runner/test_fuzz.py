@@ -42,11 +42,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import alk
-from alk import expectation
-from alk.attribution import attribute
+from alk.attribution import expectation
+from alk.attribution.outcome import attribute
+from alk.attribution.preflight import MAX_IDENTITY_CHARS, check_ready
 from alk.causes import CATALOGUE, Cause
 from alk.cleanup import remove_tree
-from alk.preflight import MAX_IDENTITY_CHARS, check_ready
 from alk.records import (
     Attribution,
     Expectations,
@@ -74,7 +74,7 @@ from alk.runner.protocol import (
 from alk.runner.request import LINE_LIMIT_BYTES, RunRequest
 from alk.runner.sandbox import visible_paths
 from alk.runner.stderr import TAIL_CHARS, StderrSink
-from alk.transcript import TranscriptWriter, read_transcript
+from alk.transcript.writer import TranscriptWriter, read_transcript
 
 SRC = Path(alk.__file__).resolve().parent.parent
 WORKERS = Path(__file__).resolve().parents[1] / "workers"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import alk
-from alk.attribution import attribute
+from alk.attribution.outcome import attribute
 from alk.causes import Cause
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
@@ -25,7 +25,7 @@ from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
 from alk.runner.request import RunRequest
-from alk.transcript import TranscriptWriter, read_transcript
+from alk.transcript.writer import TranscriptWriter, read_transcript
 
 SRC = Path(alk.__file__).resolve().parent.parent
 ACTS = Path(__file__).resolve().parents[1] / "workers" / "acts.py"

@@ -10,7 +10,8 @@ from typing import Any
 
 from alk import api
 from alk.records import Expectations, Lane, Observation, Scenario
-from alk.result import Resumption, RunDocument, from_json, to_json
+from alk.result.document import Resumption, RunDocument, from_json, to_json
+
 from scripted import ScenarioRunner
 
 RUN = "20261129-120000-ab12c3"

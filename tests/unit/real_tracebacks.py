@@ -1,4 +1,4 @@
-"""Real Python tracebacks for the tests of alk.tracebacks and alk.attribution: a tiny framework
+"""Real Python tracebacks for the tests of alk.attribution.tracebacks and alk.attribution.outcome: a tiny framework
 package (`fw`) and a worker script that makes it fail in each shape a traceback takes, run as
 child processes of the interpreter running the tests. Nothing here is typed by hand: the text
 is what Python printed.

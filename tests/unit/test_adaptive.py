@@ -1,4 +1,4 @@
-"""Adaptive repeats (`alk.adaptive`): the stopping rule with hand-worked Wilson widths, and runs
+"""Adaptive repeats (`alk.execute.adaptive`): the stopping rule with hand-worked Wilson widths, and runs
 through the real executor with a scripted runner: each scenario stops where the rule says, the
 same at any -j, and a resumed run continues as an uninterrupted one would."""
 
@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from alk.adaptive import Sampling, stop_reason
 from alk.errors import UsageError
-from alk.executor import execute
+from alk.execute.adaptive import Sampling, stop_reason
+from alk.execute.executor import execute
 from alk.plan import build_plan, repeat_seed
 from alk.records import Adaptive, Observation, Outcome, StopReason
 from alk.redaction import Redactor
@@ -298,7 +298,7 @@ def test_the_engine_is_asked_for_one_round_at_a_time(plan, tmp_path):
         name = "local"
 
         def __init__(self):
-            from alk.engine.threads import ThreadEngine
+            from alk.execute.threads import ThreadEngine
             self.inner = ThreadEngine(ByRepeat(), 2)
 
         def open(self, *args):

@@ -1,4 +1,4 @@
-"""alk.attribution and alk.expectation: one outcome and one cause per repeat, from records built
+"""alk.attribution.outcome and alk.attribution.expectation: one outcome and one cause per repeat, from records built
 by hand; and the harness's own checks of a result and of the workspace files."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any, Iterator, Mapping
 
 import pytest
 
-from alk import expectation
-from alk.attribution import attribute, void
+from alk.attribution import expectation
+from alk.attribution.expectation import check, is_subset
+from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
-from alk.expectation import check, is_subset
 from alk.records import (
     Check,
     Expectations,
@@ -25,6 +25,7 @@ from alk.records import (
     Violation,
 )
 from alk.redaction import Redactor
+
 from real_tracebacks import Programs, Ran
 
 RESULT = {"output": "hello", "stop_reason": "accepted", "end_state": {"phase": "stopped"}}

@@ -1,4 +1,4 @@
-"""alk.attribution's rules for what alk's gateway saw of the model: a provider that failed
+"""alk.attribution.outcome's rules for what alk's gateway saw of the model: a provider that failed
 behind the proxy, a request a cassette did not hold, a fault that fired with no recovery after
 it, and the `model_calls` check. Observations are built by hand, as in test_attribution."""
 
@@ -8,9 +8,9 @@ import dataclasses
 from typing import Any
 
 import pytest
+from test_attribution import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 from alk.records import Check, ModelSeen, Observation, Outcome
-from test_attribution import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 # Failures of each kind, and how attribute names them without the gateway.
 WRONG_OUTPUT = (Check("output_equals", False, "x", "hello"),)

@@ -9,15 +9,16 @@ import json
 from typing import Any, Iterator
 
 import pytest
+from test_divergence import repeat, scenario_of
 
-import documents
-from alk.pass_rule import PassRule
 from alk.records import ModelSeen, Outcome
 from alk.report import charts
 from alk.report.charts import Chart, plotly_js, run_charts
-from alk.result import ModelTotals, RunDocument
-from alk.stats import summarize_lane
-from test_divergence import repeat, scenario_of
+from alk.result.document import ModelTotals, RunDocument
+from alk.result.rule import PassRule
+from alk.stats.summary import summarize_lane
+
+import documents
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 TEMPLATE = "%{x}<b>"

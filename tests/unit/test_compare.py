@@ -19,7 +19,6 @@ from scipy.stats import fisher_exact as scipy_fisher
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-import documents
 from alk import compare
 from alk.compare import (
     Change,
@@ -32,7 +31,9 @@ from alk.compare import (
 )
 from alk.errors import UsageError
 from alk.estimate import Estimate
-from alk.result import RunDocument
+from alk.result.document import RunDocument
+
+import documents
 
 # ---------------------------------------------------------------------------------------------
 # The statistics, over plain numbers

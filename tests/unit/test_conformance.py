@@ -20,7 +20,7 @@ from alk.records import (
     RepeatResult,
     Scenario,
 )
-from alk.result import RunDocument, build_document
+from alk.result.document import RunDocument, build_document
 
 RUN = "20261130-120000-ab12"
 

@@ -1,4 +1,4 @@
-"""alk.consistency against independent computations: scipy's Jensen-Shannon distance, a naive
+"""alk.stats.consistency against independent computations: scipy's Jensen-Shannon distance, a naive
 recursive Levenshtein, the plain O(n^2) mean over every pair of repeats, numpy's coefficient of
 variation, statsmodels' Wilson interval, and values worked by hand."""
 
@@ -16,8 +16,9 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
 
-from alk import consistency
-from alk.consistency import (
+from alk.estimate import Estimate
+from alk.stats import consistency
+from alk.stats.consistency import (
     MAX_RESAMPLE,
     fault_robustness,
     js_distance,
@@ -34,7 +35,6 @@ from alk.consistency import (
     tool_use_consistency,
     usable_resources,
 )
-from alk.estimate import Estimate
 
 STEPS = ("lookup:ok", "lookup:error", "refund:ok", "notify:ok", "a:b:ok")
 

@@ -1,4 +1,4 @@
-"""alk.divergence: the prefix tree of a scenario's trajectories, its shared prefix and caps, and
+"""alk.stats.divergence: the prefix tree of a scenario's trajectories, its shared prefix and caps, and
 the two repeats shown side by side, on trajectories made by hand."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import hashlib
 import random
 from typing import Iterator
 
-from alk import divergence
-from alk.divergence import END, MORE, OTHER, Node, diverging_pair, shared_prefix, tree
 from alk.records import Outcome, RepeatResult
-from alk.result import ScenarioResult
-from alk.stats import summarize_scenario
+from alk.result.document import ScenarioResult
+from alk.stats import divergence
+from alk.stats.divergence import END, MORE, OTHER, Node, diverging_pair, shared_prefix, tree
+from alk.stats.summary import summarize_scenario
 
 
 def repeat(number: int, trajectory: tuple[str, ...], passed: bool = True, *,

@@ -34,7 +34,7 @@ from alk.records import (
     WireFault,
 )
 from alk.redaction import MASK, Redactor
-from alk.result import (
+from alk.result.document import (
     SCHEMA,
     Gate,
     Identity,
@@ -42,12 +42,12 @@ from alk.result import (
     Paths,
     RunDocument,
     build_document,
-    exit_code,
     from_json,
     to_json,
 )
+from alk.result.store import latest_run_id, read_document, write_document
+from alk.result.verdict import exit_code
 from alk.runner import procfs
-from alk.store import latest_run_id, read_document, write_document
 
 from scripted import PASSING, SECRET, ScenarioRunner, ready
 

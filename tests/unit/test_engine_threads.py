@@ -1,4 +1,4 @@
-"""alk.engine.threads: repeats at once in threads of alk (`-j N`), with scripted runners whose
+"""alk.execute.threads: repeats at once in threads of alk (`-j N`), with scripted runners whose
 repeats wait on each other (barriers, events, the run's stop) rather than on the clock. Up to N
 repeats are in flight, a lane's max_parallel caps them, the callbacks come in the calling thread
 only, Ctrl-C ends every running repeat and keeps what finished, and a run's result does not
@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from alk import repeat as repeat_module
 from alk.api import run_lane
-from alk.engine import threads
-from alk.engine.threads import ThreadEngine, parallelism
-from alk.journal import read_journal
+from alk.execute import repeat as repeat_module
+from alk.execute import threads
+from alk.execute.threads import ThreadEngine, parallelism
 from alk.lane import load_lane
 from alk.layout import journal_path
 from alk.plan import build_plan
 from alk.records import Expectations, Scenario
-from alk.result import RunDocument, to_json
+from alk.result.document import RunDocument, to_json
+from alk.result.journal import read_journal
 from alk.runner.stop import Stopped
 
 from scripted import PASSING, ScriptedRunner

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from alk import executor, repeat
 from alk.causes import Cause
 from alk.cleanup import remove_tree
-from alk.executor import execute
+from alk.execute import repeat
+from alk.execute.executor import execute
 from alk.plan import build_plan
 from alk.records import (
     Expectations,
@@ -30,8 +30,9 @@ from alk.records import (
 from alk.redaction import Redactor
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Network
 from alk.runner.sandbox import worker_uid
-from alk.transcript import TranscriptWriter
+from alk.transcript.writer import TranscriptWriter
 from alk.worker import PROTOCOL_VERSION
+
 from scripted import PASSING, SECRET, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
@@ -179,7 +180,7 @@ def test_the_probes_workspace_is_removed_at_once(plan, tmp_path):
 
 
 def test_sandbox_sees_the_program_its_venv_and_the_lane_never_all_of_tmp(plan, tmp_path):
-    from alk.repeat import LaneContext as _Context
+    from alk.execute.repeat import LaneContext as _Context
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -672,8 +673,8 @@ def test_a_lane_that_cannot_run_where_the_probe_ran_voids_the_run_for_that_reaso
     # On a cluster the probe runs on a worker, which may lack what the lane needs.
     import contextlib
 
-    from alk.attribution import void
-    from alk.repeat import RunVoid
+    from alk.attribution.outcome import void
+    from alk.execute.repeat import RunVoid
 
     class Lane:
         workspaces = jobs = None
@@ -711,7 +712,7 @@ def test_one_start_slot_lets_one_worker_start_at_a_time(slots):
 
 
 def test_a_void_run_says_why_as_its_message():
-    from alk.attribution import void
+    from alk.attribution.outcome import void
 
     reason = void(Cause.ENV_MISSING, "required_env TOKEN not set")
     assert str(repeat.RunVoid(reason)) == "required_env TOKEN not set"

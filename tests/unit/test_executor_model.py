@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from alk.causes import Cause
-from alk.executor import execute
+from alk.execute.executor import execute
 from alk.plan import build_plan
 from alk.records import (
     Expectations,
@@ -25,7 +25,8 @@ from alk.records import (
     WireFault,
 )
 from alk.redaction import Redactor
-from alk.result import ModelTotals, build_document
+from alk.result.document import ModelTotals, build_document
+
 from scripted import PASSING, ScriptedRunner
 
 pytestmark = pytest.mark.usefixtures("private_temp")

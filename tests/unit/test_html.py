@@ -24,7 +24,7 @@ from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
 from alk.report import excerpts, html
 from alk.report.format import rerun_command
-from alk.result import RunDocument
+from alk.result.document import RunDocument
 
 import documents
 from scripted import ScenarioRunner

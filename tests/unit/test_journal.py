@@ -1,4 +1,4 @@
-"""alk.journal: what a killed run is rebuilt from. Every record reads back as it was written, a
+"""alk.result.journal: what a killed run is rebuilt from. Every record reads back as it was written, a
 line a kill cut short is dropped, anything else unreadable is refused by file and line, and one
 alk at a time holds a run."""
 
@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from alk import journal as journal_module
 from alk import layout
 from alk.errors import ResumeError
-from alk.journal import (
+from alk.plan import build_plan
+from alk.records import Outcome, Preflight, RepeatResult
+from alk.result import journal as journal_module
+from alk.result.document import Resumption
+from alk.result.journal import (
     SCHEMA,
     JournalWriter,
     Settings,
@@ -25,9 +28,6 @@ from alk.journal import (
     result_from_json,
     result_to_json,
 )
-from alk.plan import build_plan
-from alk.records import Outcome, Preflight, RepeatResult
-from alk.result import Resumption
 
 # Every field set, none to its default: a field the journal dropped or turned into another type
 # (a list for a tuple, a string for an enum) would not compare equal.
@@ -186,7 +186,7 @@ def test_creating_a_journal_that_exists_fails_and_leaves_it_as_it_was(tmp_path):
 HOLD = """
 import sys
 from pathlib import Path
-from alk.journal import JournalWriter
+from alk.result.journal import JournalWriter
 writer = JournalWriter(Path(sys.argv[1]))
 print("locked", flush=True)
 sys.stdin.read()

@@ -24,7 +24,6 @@ import pytest
 import xmlschema
 
 from alk import api
-from alk.pass_rule import PassRule
 from alk.records import Outcome, RepeatResult
 from alk.report.format import rerun_command as command
 from alk.report.junit import (
@@ -36,7 +35,8 @@ from alk.report.junit import (
     _text,
     run_junit,
 )
-from alk.result import RerunOf, RunDocument
+from alk.result.document import RerunOf, RunDocument
+from alk.result.rule import PassRule
 
 import documents
 from documents import CRASHED, NEVER_READY, RUN, WRONG, flaky, made, observation, passing

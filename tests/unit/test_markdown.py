@@ -16,12 +16,12 @@ from cmarkgfm.cmark import Options
 from markdown_it import MarkdownIt
 from test_junit import CHANGED, UNCHANGED, rerun, ruled, three_lanes
 
-from alk.pass_rule import PassRule
 from alk.records import Outcome
 from alk.report.format import rerun_command as command
 from alk.report.markdown import MAX_CHARS, REPEATS_PER_CAUSE, run_markdown
-from alk.result import RunDocument
-from alk.stats import pass_hat_k_at
+from alk.result.document import RunDocument
+from alk.result.rule import PassRule
+from alk.stats.summary import pass_hat_k_at
 
 import documents
 from documents import NEVER_READY, RUN, flaky, made, observation, passing

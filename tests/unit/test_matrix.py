@@ -14,7 +14,8 @@ from rich.console import Console
 from alk.api import run_lane
 from alk.records import Expectations, Scenario
 from alk.report.matrix import lane_matrix
-from alk.result import RunDocument
+from alk.result.document import RunDocument
+
 from scripted import PASSING, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")

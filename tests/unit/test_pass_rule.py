@@ -1,4 +1,4 @@
-"""The rule that sets a run's exit code (`alk.pass_rule`), on documents alk itself made: the
+"""The rule that sets a run's exit code (`alk.result.rule`), on documents alk itself made: the
 default, a threshold on the pass rate, one on its Wilson lower bound, and voids that never
 pass a rule."""
 
@@ -10,11 +10,12 @@ import math
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-import documents
 from alk.errors import UsageError
-from alk.pass_rule import PassRule, judge
 from alk.records import ExitCode
-from alk.result import exit_code
+from alk.result.rule import PassRule
+from alk.result.verdict import exit_code, judge
+
+import documents
 
 
 def ruled(document, rule: PassRule):

@@ -1,4 +1,4 @@
-"""alk.plan and alk.preflight: the order and seeds of repeats, option errors, and the version gate
+"""alk.plan and alk.attribution.preflight: the order and seeds of repeats, option errors, and the version gate
 on a worker's framework_ready."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any, Callable
 
 import pytest
 
+from alk.attribution.preflight import check_ready
 from alk.causes import Cause
 from alk.errors import UsageError
 from alk.layout import new_run_id
 from alk.plan import build_plan, repeat_seed
-from alk.preflight import check_ready
 from alk.records import Adaptive, Lane, Plan, Preflight
 
 MakeLane = Callable[..., Lane]

@@ -26,7 +26,7 @@ from alk.causes import CATALOGUE
 from alk.gateway.script import FAULT_KINDS
 from alk.layout import result_path
 from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict, WireFault
-from alk.result import SCHEMA, STATUSES, RunDocument, to_json
+from alk.result.document import SCHEMA, STATUSES, RunDocument, to_json
 from alk.runner.isolation import Containment, Filesystem, Network
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,7 +138,7 @@ def check_field(schema: dict[str, Any], node: dict[str, Any], hint: Any, where: 
 
 def test_every_object_is_its_record_field_for_field(schema: dict[str, Any]) -> None:
     found = list(walk(schema, schema, RunDocument, "$"))
-    assert found == [], ("docs/result.schema.json does not match alk.result.RunDocument:\n"
+    assert found == [], ("docs/result.schema.json does not match alk.result.document.RunDocument:\n"
                          + "\n".join(found))
 
 
@@ -163,7 +163,7 @@ def test_the_field_check_names_what_does_not_match(schema: dict[str, Any]) -> No
     extra = copy.deepcopy(schema)
     extra["$defs"]["icc"]["properties"]["interval"] = {"type": "number"}
     assert list(walk(extra, extra, RunDocument, "$")) == [
-        "$.aggregate.icc (alk.stats.Icc): properties ['interval'] are not fields of the "
+        "$.aggregate.icc (alk.stats.summary.Icc): properties ['interval'] are not fields of the "
         "record: remove them"]
     strict = copy.deepcopy(schema)
     strict["$defs"]["repeat"]["properties"]["exit_code"] = {"type": "integer"}

@@ -15,9 +15,9 @@ import pytest
 
 from alk import api
 from alk.errors import LaneError, ResumeError, UsageError
-from alk.journal import read_journal
 from alk.layout import journal_path, result_path
-from alk.result import RunDocument, to_json
+from alk.result.document import RunDocument, to_json
+from alk.result.journal import read_journal
 
 from scripted import PASSING, ScriptedRunner, ready
 from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
@@ -351,7 +351,7 @@ def test_a_journal_that_cannot_be_written_stops_the_run_to_be_resumed(root, monk
     import errno
 
     from alk.errors import RunWriteError
-    from alk.journal import JournalWriter
+    from alk.result.journal import JournalWriter
 
     write_lane(root)
     repeat = JournalWriter.repeat

@@ -11,7 +11,7 @@ from alk import api
 from alk.errors import RunNotFoundError
 from alk.lane import worker_digest
 from alk.layout import GROUP_NAME
-from alk.pass_rule import PassRule
+from alk.result.rule import PassRule
 
 from documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
 from scripted import ScenarioRunner

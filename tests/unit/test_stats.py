@@ -1,4 +1,4 @@
-"""alk.stats checked against independent computations: statsmodels, scipy, brute force, by hand."""
+"""alk.stats.summary checked against independent computations: statsmodels, scipy, brute force, by hand."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Z_95, Estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.stats import (
+from alk.stats.summary import (
     Counts,
     DurationStats,
     EventPaths,
@@ -174,7 +174,7 @@ def test_pass_k_rejects_bad_arguments(n: int, c: int, k: int) -> None:
 
 
 def anova_icc(groups: list[list[float]]) -> tuple[float, float, float, float]:
-    """Textbook one-way ANOVA (sums of squares), computed independently of alk.stats."""
+    """Textbook one-way ANOVA (sums of squares), computed independently of alk.stats.summary."""
     a = len(groups)
     sizes = np.array([len(g) for g in groups], dtype=float)
     big_n = sizes.sum()

@@ -1,7 +1,7 @@
-"""The consistency metrics in a scenario's and a lane's statistics: that alk.stats hands
-alk.consistency the right repeats and values, checked on the points against computations of
+"""The consistency metrics in a scenario's and a lane's statistics: that alk.stats.summary hands
+alk.stats.consistency the right repeats and values, checked on the points against computations of
 their own (scipy's Jensen-Shannon distance, a plain Levenshtein, numpy's coefficient of
-variation, fault robustness by hand). alk.consistency's own tests check its intervals."""
+variation, fault robustness by hand). alk.stats.consistency's own tests check its intervals."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from alk.records import Outcome, RepeatResult
-from alk.stats import (
+from alk.stats.summary import (
     FaultRobustness,
     summarize_lane,
     summarize_scenario,
@@ -109,7 +109,7 @@ def test_a_trajectory_not_kept_is_left_out_and_one_of_no_step_is_not() -> None:
     assert none.trajectory_hash == NO_STEPS
     assert summarize_scenario("s", [*kept, none], 3).consistency.steps.value == pytest.approx(
         step_similarity([A, A, ()]))
-    # Two attempts with no step: the digest of their two digests joined (alk.repeat).
+    # Two attempts with no step: the digest of their two digests joined (alk.execute.repeat).
     twice = dataclasses.replace(none, attempts=2, trajectory_hash=hashlib.sha256(
         (NO_STEPS * 2).encode()).hexdigest())
     assert summarize_scenario("s", [*kept, twice], 3).consistency.steps.value == pytest.approx(

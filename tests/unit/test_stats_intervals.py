@@ -1,4 +1,4 @@
-"""The intervals of alk.stats and alk.estimate against independent computations: the F quantile
+"""The intervals of alk.stats.summary and alk.estimate against independent computations: the F quantile
 against scipy, Wilson against statsmodels, the ICC's interval against McGraw & Wong written out
 with scipy, Kish's design effect and the repeats needed to see a failure by hand."""
 
@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from scipy.stats import f as f_dist
 from statsmodels.stats.proportion import proportion_confint
+from test_stats import reps
 
 from alk.estimate import Estimate, f_quantile, wilson_bounds, wilson_estimate
 from alk.records import RepeatResult
-from alk.stats import (
+from alk.stats.summary import (
     FEW_SCENARIOS,
     RepeatsNeeded,
     icc1,
@@ -22,7 +23,6 @@ from alk.stats import (
     summarize_lane,
     summarize_scenario,
 )
-from test_stats import reps
 
 
 def repeats(scenario: str, passed: int, failed: int = 0, void: int = 0) -> list[RepeatResult]:

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
+from test_stats import reps
 
 from alk.estimate import Z_95
-from alk.stats import (
+from alk.stats.summary import (
     K_EVERY,
     LaneStats,
     ScenarioStats,
@@ -27,7 +28,6 @@ from alk.stats import (
     summarize_lane,
     summarize_scenario,
 )
-from test_stats import reps
 
 TINY = 1e-300  # below it a float has lost digits to underflow; there only the absolute error counts
 
@@ -182,7 +182,7 @@ def lane_interval(pairs: list[tuple[int, int]], k: int) -> tuple[float, float, f
 @pytest.mark.parametrize("n,k,p", [(20, 5, 0.9), (20, 20, 0.97), (7, 3, 0.5), (50, 1, 0.2),
                                    (50, 30, 0.99), (12, 12, 0.0), (12, 4, 1.0)])
 def test_the_variance_of_pass_k_is_the_binomials(n: int, k: int, p: float) -> None:
-    from alk.stats import _variance
+    from alk.stats.summary import _variance
 
     assert _variance(n, k, p) == pytest.approx(variance_by_enumeration(n, k, p), rel=1e-9,
                                                abs=1e-15)

@@ -6,11 +6,14 @@ import dataclasses
 import io
 import re
 from datetime import datetime, timezone
+from math import comb
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console, Group, RenderableType
+from scipy.stats import f as f_dist
+from statsmodels.stats.proportion import proportion_confint
 
 from alk.conformance import Finding, Level
 from alk.plan import build_plan
@@ -39,14 +42,11 @@ from alk.report.transcript_view import (
     page_summary,
     repeat_facts,
     repeat_header,
-    transcript_hash,
     transcript_events,
+    transcript_hash,
 )
-from alk.result import CutShort, RunDocument, build_document
-from alk.transcript import TranscriptPage
-from math import comb
-from scipy.stats import f as f_dist
-from statsmodels.stats.proportion import proportion_confint
+from alk.result.document import CutShort, RunDocument, build_document
+from alk.transcript.writer import TranscriptPage
 
 RUN = "20261129-120000-ab12"
 STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)

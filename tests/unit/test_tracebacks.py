@@ -1,4 +1,4 @@
-"""alk.tracebacks: the exception that ended a process, read from tracebacks that real Python
+"""alk.attribution.tracebacks: the exception that ended a process, read from tracebacks that real Python
 child processes printed, in every shape CPython prints them (tests/unit/real_tracebacks.py);
 and whatever else the text is, it never raises."""
 
@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alk import tracebacks
+from alk.attribution import tracebacks
+from alk.attribution.tracebacks import CHAINED, HEADER, MAX_GROUP_DEPTH, Raised, last
 from alk.redaction import Redactor
-from alk.tracebacks import CHAINED, HEADER, MAX_GROUP_DEPTH, Raised, last
+
 from real_tracebacks import Programs
 
 GENERATED = "Error while generating output:\nscripted model exhausted after 1 turns"

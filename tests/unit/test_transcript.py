@@ -1,4 +1,4 @@
-"""alk.transcript and alk.redaction: what is written, bounded, hashed and read back, and that no
+"""alk.transcript.writer and alk.redaction: what is written, bounded, hashed and read back, and that no
 declared secret (or a piece of one) reaches the file."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from alk.errors import TranscriptError
 from alk.redaction import MASK, MIN_SECRET_CHARS, Redactor
-from alk.transcript import EXCERPT_CHARS, TranscriptWriter, read_transcript
+from alk.transcript.writer import EXCERPT_CHARS, TranscriptWriter, read_transcript
 
 
 def writer(path: Path, cap: int = 1024 * 1024, secrets: Iterable[str] = (),

@@ -10,7 +10,7 @@ import pytest
 
 from alk.errors import TranscriptError
 from alk.redaction import Redactor
-from alk.transcript import READ_LINE_BYTES, TranscriptWriter, iter_transcript, read_page
+from alk.transcript.writer import READ_LINE_BYTES, TranscriptWriter, iter_transcript, read_page
 
 
 def line(seq: int, channel: str = "stderr", payload: dict | None = None,

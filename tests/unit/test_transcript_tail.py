@@ -10,7 +10,7 @@ import pytest
 
 from alk.redaction import Redactor
 from alk.runner.stderr import StderrSink
-from alk.transcript import HELD_OBJECT_BYTES, TranscriptWriter
+from alk.transcript.writer import HELD_OBJECT_BYTES, TranscriptWriter
 
 CAP = 64 * 1024
 

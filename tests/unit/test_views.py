@@ -14,10 +14,11 @@ from typing import Callable
 
 import pytest
 from rich.console import Group, RenderableType
+from test_terminal import RUN, render, repeat
 
+from alk.api import RunEntry
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
-from alk.api import RunEntry
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
 from alk.report.matrix import lane_matrix
 from alk.report.terminal import rerun_summary, run_report
@@ -29,11 +30,11 @@ from alk.report.transcript_view import (
     transcript_events,
     transcript_hash,
 )
-from alk.result import RerunOf, RunDocument
-from alk.transcript import TranscriptPage
+from alk.result.document import RerunOf, RunDocument
+from alk.transcript.writer import TranscriptPage
+
 import documents
 from snapshot import check_snapshot
-from test_terminal import RUN, render, repeat
 
 WIDTHS = (80, 120)
 

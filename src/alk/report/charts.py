@@ -19,7 +19,7 @@ the page and of a fixed height, so that it prints as it shows.
 Bounded for a run of 10,000 scenarios of 100,000 repeats: the per-scenario charts show the
 MAX_ROWS scenarios that need attention first (below the rule, then by pass rate), the pass^k
 chart MAX_CURVES of them, divergence the first MAX_DIVERGENCE scenarios that diverge (each a
-tree of at most `alk.divergence.MAX_NODES` nodes), and a duration box of more than MAX_POINTS
+tree of at most `alk.stats.divergence.MAX_NODES` nodes), and a duration box of more than MAX_POINTS
 repeats is drawn from its quartiles rather than from every point.
 """
 
@@ -32,12 +32,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-from alk import divergence
 from alk.records import Outcome, Verdict
 from alk.report.safe_text import cut, inline
+from alk.stats import divergence
 
 if TYPE_CHECKING:
-    from alk.result import RunDocument, ScenarioResult
+    from alk.result.document import RunDocument, ScenarioResult
 
 MAX_ROWS = 40
 MAX_CURVES = 10
@@ -403,7 +403,7 @@ def _durations(go: Any, rows: Sequence[_Row], hidden: int) -> Chart | None:
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    # "inclusive" is numpy's default (linear) percentile, as alk.stats computes its p50 and p95.
+    # "inclusive" is numpy's default (linear) percentile, as alk.stats.summary computes its p50 and p95.
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return q1, median, q3
 

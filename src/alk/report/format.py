@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Callable
 
-from alk.result import RerunOf
+from alk.result.document import RerunOf
 
 # The k of the pass^k shown when the reader names none (`alk run --k`).
 PASS_HAT_K = 5

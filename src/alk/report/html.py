@@ -29,12 +29,12 @@ from alk.causes import CATALOGUE
 from alk.compare import Change, Comparison, RunSide, Side
 from alk.estimate import Estimate
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
-from alk.pass_rule import judge
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.excerpts import as_json, excerpts
 from alk.report.format import rerun_command, rerun_words, share
 from alk.report.safe_text import DASH, cut, inline, plural, printable
-from alk.result import RerunOf, RunDocument, ScenarioResult
+from alk.result.document import RerunOf, RunDocument, ScenarioResult
+from alk.result.verdict import judge
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.
 ATTENTION_ITEMS = 25
@@ -249,7 +249,7 @@ def _chart(chart: Any) -> dict[str, Any]:  # alk.report.charts.Chart
 def _divergences(documents: Sequence[RunDocument]) -> list[dict[str, Any]]:
     """Two repeats side by side at their first difference, for each scenario whose repeats
     took different paths."""
-    from alk.divergence import diverging_pair
+    from alk.stats.divergence import diverging_pair
 
     found = []
     for lane, document in enumerate(documents):

@@ -3,7 +3,7 @@ report, Jenkins, GitHub's test-report actions).
 
 `<testsuites>` holds a `<testsuite>` per lane and a `<testcase>` per scenario (classname the
 lane, so that each lane × scenario of a run of several is a case of its own), its time the sum
-of its repeats' durations. The case's verdict is the run's rule's (`alk.pass_rule`):
+of its repeats' durations. The case's verdict is the run's rule's (`alk.result.rule`):
 
 - the rule holds and no repeat failed: a plain passing case;
 - the rule holds though some repeats failed (flaky, under a threshold): passing, with a
@@ -34,12 +34,12 @@ from typing import Sequence
 from xml.etree.ElementTree import Element, ElementTree, SubElement, indent
 
 from alk.layout import HTML_NAME
-from alk.pass_rule import PassRule
 from alk.records import RepeatResult
 from alk.report.format import rerun_command as command
 from alk.report.format import rerun_words
 from alk.report.safe_text import cut, inline, plural, printable
-from alk.result import RerunOf, RunDocument, ScenarioResult
+from alk.result.document import RerunOf, RunDocument, ScenarioResult
+from alk.result.rule import PassRule
 
 TEXT_CHARS = 4096  # a detail or a system-out: a few KiB, however much the worker wrote
 MESSAGE_CHARS = 500  # an attribute: one line a CI's table shows

@@ -26,13 +26,14 @@ from urllib.parse import quote
 
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
-from alk.pass_rule import PassRule, Ruling, judge
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.format import PASS_HAT_K, rerun_words, share
 from alk.report.format import rerun_command as command
 from alk.report.safe_text import DASH, cut, inline, plural
-from alk.result import RunDocument, ScenarioResult
-from alk.stats import pass_hat_k_at
+from alk.result.document import RunDocument, ScenarioResult
+from alk.result.rule import PassRule
+from alk.result.verdict import Ruling, judge
+from alk.stats.summary import pass_hat_k_at
 
 # Under GitHub's 65,536, with room for a CI's own words around the report.
 MAX_CHARS = 60_000

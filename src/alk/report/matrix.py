@@ -17,7 +17,7 @@ from rich.text import Text
 from alk.records import Verdict
 from alk.report.format import share
 from alk.report.safe_text import DASH, printable
-from alk.result import RunDocument, ScenarioResult
+from alk.result.document import RunDocument, ScenarioResult
 
 _VERDICT_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "yellow",
                   Verdict.VOID: "magenta"}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from alk.files import write_atomically
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, report_folder
-from alk.result import RunDocument
+from alk.result.document import RunDocument
 
 if TYPE_CHECKING:
     from alk.compare import Comparison

@@ -1,4 +1,4 @@
-"""The run report: a run's typed record (`alk.result.RunDocument`) as rich renderables — the
+"""The run report: a run's typed record (`alk.result.document.RunDocument`) as rich renderables — the
 header, the scenario table, the void and ICC notes, how alike the repeats are (consistency) and
 what injected faults cost (fault robustness), why each scenario did not pass, and where the files
 are.
@@ -22,12 +22,12 @@ from rich.text import Text
 from alk.causes import CATALOGUE, Cause
 from alk.estimate import Estimate
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
-from alk.pass_rule import judge
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.report.format import ADAPTIVE_NOTE, PASS_HAT_K, rerun_command, share
 from alk.report.safe_text import DASH, hanging, inline, one_line, plural, printable, style_of
-from alk.result import CutShort, RunDocument, ScenarioResult
-from alk.stats import (
+from alk.result.document import CutShort, RunDocument, ScenarioResult
+from alk.result.verdict import judge
+from alk.stats.summary import (
     Consistency,
     Counts,
     DurationStats,
@@ -112,7 +112,7 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
 
 
 def _rule(doc: RunDocument) -> Text:
-    """The rule that set the exit code, and whether the run meets it (`alk.pass_rule`)."""
+    """The rule that set the exit code, and whether the run meets it (`alk.result.rule`)."""
     ruling = judge([doc])
     text = Text(doc.settings.rule.describe())
     if ruling.failing:
@@ -465,7 +465,7 @@ RESOURCES_NOTED = 0.6
 
 def _consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
                  ) -> list[tuple[str, RenderableType]]:
-    """How alike the repeats are (`alk.stats.Consistency`): the lane's figures, then each
+    """How alike the repeats are (`alk.stats.summary.Consistency`): the lane's figures, then each
     scenario that stands out (`_stands_out`), least consistent first, with its figures below 1
     only (a scenario whose repeats are all alike says nothing new), then what the figures
     compare. Nothing when the lane has no figure."""

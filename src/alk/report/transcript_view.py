@@ -13,8 +13,8 @@ from rich.text import Text
 
 from alk.records import RepeatResult
 from alk.report.safe_text import DASH, cut, json_text, one_line, printable, style_of
-from alk.result import CutShort
-from alk.transcript import TranscriptPage
+from alk.result.document import CutShort
+from alk.transcript.writer import TranscriptPage
 
 PAYLOAD_CHARS = 240
 FIELD_CHARS = 24

@@ -23,7 +23,7 @@ from alk.runner.protocol import (
     encode,
 )
 from alk.runner.request import Gate, RunRequest
-from alk.transcript import HARNESS
+from alk.transcript.writer import HARNESS
 
 # After a timeout: SIGINT first (a Python worker prints where it hung), then TERM, then KILL.
 INT_GRACE_S = 0.5

@@ -22,7 +22,7 @@ from alk.runner.lines import LineSplitter
 from alk.runner.spawn import Spawned
 from alk.runner.stderr import SPLIT_BYTES, StderrSink
 from alk.runner.stop import Stopped
-from alk.transcript import TranscriptWriter
+from alk.transcript.writer import TranscriptWriter
 
 READ_CHUNK_BYTES = 1024 * 1024
 # Reads of one stream in a row before the loop looks at the rest again (the exit, the clock,

@@ -21,7 +21,7 @@ from alk.runner.request import Gate, RunRequest
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import Spawned, start
 from alk.runner.stderr import StderrSink
-from alk.transcript import TranscriptWriter
+from alk.transcript.writer import TranscriptWriter
 
 __all__ = ["LocalRunner", "RunRequest", "Gate"]
 

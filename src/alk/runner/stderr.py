@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from alk.redaction import Redactor, decode_cut
 from alk.runner.lines import LineSplitter
-from alk.transcript import TranscriptWriter
+from alk.transcript.writer import TranscriptWriter
 
 # A Python 3.11+ traceback from framework code, chained or grouped, often runs past 4 KiB; a
 # tail cut before its start loses the exceptions that led to the last one.

@@ -1,6 +1,6 @@
 """The rule that turns a run into an exit code, for CI: by default every scored repeat must pass;
 with `--fail-under X`, each scenario's pass rate (or, with `--fail-under-lower`, the lower bound
-of its 95% Wilson interval) must be at least X.
+of its 95% Wilson interval) must be at least X. `alk.result.verdict` applies it to a run.
 
 Whatever the rule, a void never passes it: a scenario with no scored repeat, or any void
 repeat, makes a run that no scenario failed void (exit 3), so that a worker cannot turn a
@@ -10,13 +10,17 @@ failure into a green build by getting itself voided (docs/security.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol
 
 from alk.errors import UsageError
-from alk.records import ExitCode
+from alk.stats.summary import ScenarioStats
 
-if TYPE_CHECKING:
-    from alk.result import RunDocument, ScenarioResult
+
+class Judged(Protocol):
+    """What the rule reads of a scenario's result (`ScenarioResult`): its statistics."""
+
+    @property
+    def stats(self) -> ScenarioStats: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +60,7 @@ class PassRule:
             return ""
         return f"{'lower bound' if self.lower else 'rate'} ≥ {self.fail_under:.1%}"
 
-    def judged(self, scenario: ScenarioResult) -> float | None:
+    def judged(self, scenario: Judged) -> float | None:
         """The number the rule compares with its threshold: the pass rate, or its lower bound
         (None when nothing was scored)."""
         stats = scenario.stats
@@ -66,7 +70,7 @@ class PassRule:
             return stats.ci[0]
         return stats.pass_rate
 
-    def holds(self, scenario: ScenarioResult) -> bool | None:
+    def holds(self, scenario: Judged) -> bool | None:
         """Does the scenario meet the rule? None when it scored nothing: no rule holds then."""
         counts = scenario.stats.counts
         if counts.scored == 0:
@@ -75,39 +79,3 @@ class PassRule:
             return counts.passed == counts.scored
         value = self.judged(scenario)
         return value is not None and value >= self.fail_under
-
-
-@dataclass(frozen=True, slots=True)
-class Ruling:
-    """The rule applied to a run: its exit code, the scenarios below the rule, and those it
-    could not judge (nothing scored), each as (lane, scenario)."""
-
-    code: ExitCode
-    failing: tuple[tuple[str, str], ...]
-    unscored: tuple[tuple[str, str], ...]
-
-
-def judge(documents: Sequence[RunDocument], rule: PassRule | None = None) -> Ruling:
-    """FAIL when a scenario breaks the rule; else VOID when anything could not be scored (a
-    void repeat, an unscored scenario, a run that never got to its repeats); else PASS. `rule`:
-    each document's own when None."""
-    failing: list[tuple[str, str]] = []
-    unscored: list[tuple[str, str]] = []
-    void = not documents
-    for document in documents:
-        applied = rule or document.settings.rule
-        if not document.scenarios or document.aggregate.counts.void:
-            void = True
-        for scenario in document.scenarios:
-            held = applied.holds(scenario)
-            if held is None:
-                unscored.append((document.lane.name, scenario.id))
-            elif not held:
-                failing.append((document.lane.name, scenario.id))
-    if failing:
-        code = ExitCode.FAIL
-    elif void or unscored:
-        code = ExitCode.VOID
-    else:
-        code = ExitCode.PASS
-    return Ruling(code, tuple(failing), tuple(unscored))

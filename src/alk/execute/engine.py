@@ -47,4 +47,4 @@ class Engine(Protocol):
 
     def open(self, plan: Plan, out_dir: Path, redactor: Redactor, environ: Mapping[str, str],
              keep_workspaces: bool) -> AbstractContextManager[OpenLane]:
-        """Raises `alk.repeat.RunVoid` when the lane cannot run at all."""
+        """Raises `alk.execute.repeat.RunVoid` when the lane cannot run at all."""

@@ -1,7 +1,7 @@
 """Where runs are kept: reading and writing `reports/RUN_ID/result.json`.
 
 A result is written atomically (a reader never sees half a file) and redacted as a whole, and
-read back as the typed record (`alk.result`), so that `alk report RUN_ID` shows exactly what
+read back as the typed record (`alk.result.document`), so that `alk report RUN_ID` shows exactly what
 `alk run` showed.
 """
 
@@ -15,7 +15,7 @@ from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
 from alk.files import write_atomically
 from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, result_path
 from alk.redaction import Redactor
-from alk.result import RunDocument, from_json, to_json
+from alk.result.document import RunDocument, from_json, to_json
 
 
 def write_document(path: Path, document: RunDocument, redactor: Redactor) -> RunDocument:

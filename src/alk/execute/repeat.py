@@ -4,7 +4,7 @@ A repeat gets a fresh workspace and the scrubbed environment; the runner drives 
 in the same workspace when the scenario's kill_at fires); the harness checks the expectations,
 attributes the outcome and closes the transcript. `open_lane` sets up what every repeat shares
 (the SDK folder, the sandbox's paths, the model gateway) or says why the lane cannot run at all.
-Repeats may run at once in threads (`alk.engine`): what they share is read-only but for the
+Repeats may run at once in threads (`alk.execute.engine`): what they share is read-only but for the
 budget of kept steps, which a lock guards.
 """
 
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol
 
-from alk import expectation
-from alk.attribution import attribute, void
+from alk.attribution import expectation
+from alk.attribution.outcome import attribute, void
+from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.lane import PYTHON_PLACEHOLDER
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
-from alk.preflight import check_ready, same_identity
 from alk.records import (
     Attribution,
     Check,
@@ -51,7 +51,7 @@ from alk.runner.protocol import hello_message
 from alk.runner.request import Gate, RunRequest
 from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.runner.stop import Stop
-from alk.transcript import TranscriptWriter
+from alk.transcript.writer import TranscriptWriter
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
 SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -199,7 +199,7 @@ def _install_sdk(root: Path) -> Path:
     package = root / "sdk" / "alk"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""The alk worker SDK, as alk hands it to workers."""\n')
-    shutil.copyfile(Path(__file__).with_name("worker.py"), package / "worker.py")
+    shutil.copyfile(Path(__file__).parents[1] / "worker.py", package / "worker.py")
     compileall.compile_dir(package, quiet=1)
     for path in (*package.rglob("*"), package, package.parent):
         path.chmod(0o555 if path.is_dir() else 0o444)

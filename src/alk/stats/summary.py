@@ -2,7 +2,7 @@
 
 Pure functions and frozen records; nothing here reads files or starts processes. Numbers are kept
 at full precision: rounding is the renderer's business. The records are stored as they are in
-the result record (`alk.result`): their fields are what result.json holds.
+the result record (`alk.result.document`): their fields are what result.json holds.
 
 What each statistic means and how its interval is made:
 
@@ -16,7 +16,7 @@ What each statistic means and how its interval is made:
 - ICC(1) with its F-based interval, Kish's design effect and the effective n (`Icc`).
 - the repeats it takes to see a failure of the observed rate, or of the largest rate the
   repeats leave possible when none failed (`RepeatsNeeded`).
-- consistency (outcome, tool use, steps, resources) and fault robustness, as `alk.consistency`
+- consistency (outcome, tool use, steps, resources) and fault robustness, as `alk.stats.consistency`
   computes them (`Consistency`, `FaultRobustness`).
 """
 
@@ -29,7 +29,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from alk.consistency import (
+from alk.estimate import Z_95, Estimate, f_quantile, wilson_bounds, wilson_estimate
+from alk.estimate import wilson_interval as wilson_interval
+from alk.records import Outcome, RepeatResult, Verdict
+from alk.stats.consistency import (
     lane_mean,
     outcome_consistency,
     pooled_fault_robustness,
@@ -37,9 +40,6 @@ from alk.consistency import (
     sequence_consistencies,
     tool_use_consistencies,
 )
-from alk.estimate import Z_95, Estimate, f_quantile, wilson_bounds, wilson_estimate
-from alk.estimate import wilson_interval as wilson_interval
-from alk.records import Outcome, RepeatResult, Verdict
 
 __all__ = [
     "Z_95", "Consistency", "Counts", "DurationStats", "EventPaths", "FaultRobustness", "Icc",
@@ -330,7 +330,7 @@ class DurationStats:
 @dataclass(frozen=True, slots=True)
 class Consistency:
     """How much the repeats agree, as Rabanser, Kapoor et al. define it ("Towards a Science of
-    AI Agent Reliability", 2026), each with its interval (`alk.consistency` says how): outcome,
+    AI Agent Reliability", 2026), each with its interval (`alk.stats.consistency` says how): outcome,
     1 − 4p(1 − p); tool use, 1 − the mean Jensen–Shannon distance of two repeats' tool
     frequencies; steps, the mean normalized Levenshtein similarity of two repeats' steps;
     resources, exp(−mean coefficient of variation) of duration, CPU, peak memory and model
@@ -346,7 +346,7 @@ class Consistency:
 @dataclass(frozen=True, slots=True)
 class FaultRobustness:
     """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
-    with a seeded bootstrap interval (`alk.consistency.fault_robustness`). Not clamped to 1:
+    with a seeded bootstrap interval (`alk.stats.consistency.fault_robustness`). Not clamped to 1:
     above 1 is chance, "no harm measured". `high` is None when the repeats without faults
     passed too rarely to bound the ratio."""
 
@@ -643,7 +643,7 @@ def kept_steps(r: RepeatResult) -> tuple[str, ...] | None:
     trajectory that was not recorded must not count as one without tool calls."""
     if r.trajectory or not r.trajectory_hash:
         return r.trajectory
-    # The digest of several attempts is that of their digests joined (alk.repeat).
+    # The digest of several attempts is that of their digests joined (alk.execute.repeat).
     nothing = _NO_STEPS if r.attempts <= 1 else hashlib.sha256(
         (_NO_STEPS * r.attempts).encode()).hexdigest()
     return r.trajectory if r.trajectory_hash == nothing else None

@@ -3,7 +3,7 @@
 Frozen types for the run, its gate, each scenario (its statistics and its repeats) and the lane's
 aggregate; `build_document`, which makes one from a plan and its execution (pure: alk's own
 memory peak is passed in); and one `to_json` / `from_json` pair. Reading and writing the file
-is `alk.store`'s. Everything that shows a run (the terminal
+is `alk.result.store`'s. Everything that shows a run (the terminal
 report, `alk show`, `alk check-worker`, `alk compare`) reads these types, never the raw JSON.
 
 Conversion goes through msgspec, which checks every field's type on the way in and names the
@@ -23,11 +23,9 @@ import msgspec
 from alk import __version__
 from alk.errors import AlkError, ResultFormatError
 from alk.layout import REPORTS_DIR, RESULT_NAME, run_transcripts
-from alk.pass_rule import PassRule, judge
 from alk.records import (
     Adaptive,
     Execution,
-    ExitCode,
     Plan,
     Preflight,
     RepeatResult,
@@ -35,7 +33,8 @@ from alk.records import (
     StopReason,
     Verdict,
 )
-from alk.stats import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
+from alk.result.rule import PassRule
+from alk.stats.summary import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
 
 SCHEMA = "alk.result/2"
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or
@@ -305,11 +304,3 @@ def _model_totals(results: list[RepeatResult]) -> ModelTotals | None:
     return ModelTotals(repeats=len(seen), calls=sum(m["calls"] for m in seen),
                        retries=sum(m["retries"] for m in seen),
                        tokens=sum(m["prompt_tokens"] + m["completion_tokens"] for m in seen))
-
-
-def exit_code(document: RunDocument) -> ExitCode:
-    """The exit code by the run's own rule (`alk.pass_rule`): by default FAIL when a scenario
-    failed or was flaky; else VOID when anything could not be scored (a void repeat, a void
-    scenario, a void run), so that 19 void repeats beside one pass are never read as green;
-    else PASS."""
-    return judge([document]).code

@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from alk import __version__
-from alk.attribution import void
+from alk.attribution.outcome import void
 from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.errors import UsageError
+from alk.execute.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
 from alk.files import write_atomically
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
 from alk.runner.stop import Stop
 
 INSTALL_HINT = "pip install 'alk[dask]'"

@@ -14,7 +14,7 @@ import re
 import signal
 from typing import Any, Callable, Sequence
 
-from alk import tracebacks
+from alk.attribution import tracebacks
 from alk.causes import Cause, outcome_of
 from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation, Outcome

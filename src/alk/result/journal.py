@@ -28,9 +28,9 @@ import msgspec
 
 from alk import __version__
 from alk.errors import ResumeError
-from alk.pass_rule import PassRule
 from alk.records import Adaptive, Plan, Preflight, RepeatResult
-from alk.result import Resumption
+from alk.result.document import Resumption
+from alk.result.rule import PassRule
 
 SCHEMA = "alk.journal/1"
 
@@ -51,7 +51,7 @@ class Settings:
     started_at: str
     # An adaptive run's options (alk.records.Adaptive as a dict); None: a fixed number of repeats
     adaptive: Mapping[str, Any] | None = None
-    # The rule that sets its exit code (alk.pass_rule.PassRule as a dict); None: the default
+    # The rule that sets its exit code (alk.result.rule.PassRule as a dict); None: the default
     rule: Mapping[str, Any] | None = None
     # `alk rerun`: "RUN_ID SCENARIO REPEAT" of the repeat it runs again; None for a run
     rerun_of: str | None = None

@@ -140,7 +140,7 @@ class TranscriptWriter:
             self._write(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
         for piece in tail:
             self._write(piece)
-        # Durable before the repeat's journal record says it is finished (alk.journal).
+        # Durable before the repeat's journal record says it is finished (alk.result.journal).
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()

@@ -1,8 +1,8 @@
 """Walks a plan: the preflight probe, then every repeat not yet done, on an engine.
 
-The engine (`alk.engine`) is where repeats run: threads of this process (`-j N`) or a Dask
+The engine (`alk.execute.engine`) is where repeats run: threads of this process (`-j N`) or a Dask
 cluster. This module decides what runs and in what order of events, keeps what comes back, and
-says why a run is void; nothing here prints. An adaptive run (`alk.adaptive`) runs its repeats
+says why a run is void; nothing here prints. An adaptive run (`alk.execute.adaptive`) runs its repeats
 round by round, each round one batch on the engine, until every scenario is settled.
 """
 
@@ -13,14 +13,14 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from alk.adaptive import Sampling
-from alk.attribution import attribute, void
+from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
-from alk.engine import Engine
-from alk.engine.threads import ThreadEngine
+from alk.execute.adaptive import Sampling
+from alk.execute.engine import Engine
+from alk.execute.repeat import DETAIL_CHARS, Runner, RunVoid
+from alk.execute.threads import ThreadEngine
 from alk.records import Adaptive, Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.repeat import DETAIL_CHARS, Runner, RunVoid
 
 __all__ = ["execute", "Runner"]
 

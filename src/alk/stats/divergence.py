@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Sequence
 
 # The statistics' own test of a kept trajectory, so that the report and the consistency metrics
 # never disagree on which repeats have one.
-from alk.stats import kept_steps
+from alk.stats.summary import kept_steps
 
 if TYPE_CHECKING:
     from alk.records import RepeatResult
-    from alk.result import ScenarioResult
+    from alk.result.document import ScenarioResult
 
 MAX_DEPTH = 40
 MAX_BRANCHES = 8

@@ -48,7 +48,7 @@ distinct trajectories, pairs and table cells (see `_budget`, `_kept` and `_pair_
 `*_consistencies` forms take a lane's scenarios at once, computing what they share once.
 
 Pure functions: nothing here reads files or starts processes. numpy is imported inside the
-functions, as in `alk.stats`, so that `import alk` stays fast.
+functions, as in `alk.stats.summary`, so that `import alk` stays fast.
 """
 
 from __future__ import annotations
