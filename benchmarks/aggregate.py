@@ -38,7 +38,8 @@ import msgspec
 
 from alk.records import Outcome, RepeatResult
 from alk.stats import summary as stats
-from alk.stats.summary import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
+from alk.stats.records import LaneStats, ScenarioStats
+from alk.stats.summary import summarize_lane, summarize_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 TOTAL = 100_000

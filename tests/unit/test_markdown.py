@@ -21,7 +21,7 @@ from alk.report.format import rerun_command as command
 from alk.report.markdown import MAX_CHARS, REPEATS_PER_CAUSE, run_markdown
 from alk.result.document import RunDocument
 from alk.result.rule import PassRule
-from alk.stats.summary import pass_hat_k_at
+from alk.stats.pass_k import pass_hat_k_at
 
 import documents
 from documents import NEVER_READY, RUN, flaky, made, observation, passing

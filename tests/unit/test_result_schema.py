@@ -163,7 +163,7 @@ def test_the_field_check_names_what_does_not_match(schema: dict[str, Any]) -> No
     extra = copy.deepcopy(schema)
     extra["$defs"]["icc"]["properties"]["interval"] = {"type": "number"}
     assert list(walk(extra, extra, RunDocument, "$")) == [
-        "$.aggregate.icc (alk.stats.summary.Icc): properties ['interval'] are not fields of the "
+        "$.aggregate.icc (alk.stats.records.Icc): properties ['interval'] are not fields of the "
         "record: remove them"]
     strict = copy.deepcopy(schema)
     strict["$defs"]["repeat"]["properties"]["exit_code"] = {"type": "integer"}

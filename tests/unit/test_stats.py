@@ -17,7 +17,9 @@ from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Z_95, Estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.stats.summary import (
+from alk.stats.icc import icc1
+from alk.stats.pass_k import pass_at_k, pass_hat_k, pass_hat_k_at
+from alk.stats.records import (
     Counts,
     DurationStats,
     EventPaths,
@@ -26,13 +28,8 @@ from alk.stats.summary import (
     ScenarioStats,
     Tally,
     TrajectoryStats,
-    icc1,
-    pass_at_k,
-    pass_hat_k,
-    pass_hat_k_at,
-    summarize_lane,
-    summarize_scenario,
 )
+from alk.stats.summary import summarize_lane, summarize_scenario
 
 _DEFAULT_CAUSE = {
     Outcome.PASS: "passed",

@@ -18,12 +18,8 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from alk.records import Outcome, RepeatResult
-from alk.stats.summary import (
-    FaultRobustness,
-    summarize_lane,
-    summarize_scenario,
-    summarize_scenarios,
-)
+from alk.stats.records import FaultRobustness
+from alk.stats.summary import summarize_lane, summarize_scenario, summarize_scenarios
 
 NO_STEPS = hashlib.sha256().hexdigest()
 

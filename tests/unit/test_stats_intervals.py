@@ -15,14 +15,9 @@ from test_stats import reps
 
 from alk.estimate import Estimate, f_quantile, wilson_bounds, wilson_estimate
 from alk.records import RepeatResult
-from alk.stats.summary import (
-    FEW_SCENARIOS,
-    RepeatsNeeded,
-    icc1,
-    repeats_to_see,
-    summarize_lane,
-    summarize_scenario,
-)
+from alk.stats.icc import FEW_SCENARIOS, icc1
+from alk.stats.records import RepeatsNeeded
+from alk.stats.summary import repeats_to_see, summarize_lane, summarize_scenario
 
 
 def repeats(scenario: str, passed: int, failed: int = 0, void: int = 0) -> list[RepeatResult]:

@@ -16,18 +16,9 @@ from statsmodels.stats.proportion import proportion_confint
 from test_stats import reps
 
 from alk.estimate import Z_95
-from alk.stats.summary import (
-    K_EVERY,
-    LaneStats,
-    ScenarioStats,
-    Tally,
-    k_grid,
-    pass_at_k,
-    pass_hat_k,
-    pass_hat_k_at,
-    summarize_lane,
-    summarize_scenario,
-)
+from alk.stats.pass_k import K_EVERY, k_grid, pass_at_k, pass_hat_k, pass_hat_k_at
+from alk.stats.records import LaneStats, ScenarioStats, Tally
+from alk.stats.summary import summarize_lane, summarize_scenario
 
 TINY = 1e-300  # below it a float has lost digits to underflow; there only the absolute error counts
 
@@ -182,7 +173,7 @@ def lane_interval(pairs: list[tuple[int, int]], k: int) -> tuple[float, float, f
 @pytest.mark.parametrize("n,k,p", [(20, 5, 0.9), (20, 20, 0.97), (7, 3, 0.5), (50, 1, 0.2),
                                    (50, 30, 0.99), (12, 12, 0.0), (12, 4, 1.0)])
 def test_the_variance_of_pass_k_is_the_binomials(n: int, k: int, p: float) -> None:
-    from alk.stats.summary import _variance
+    from alk.stats.pass_k import _variance
 
     assert _variance(n, k, p) == pytest.approx(variance_by_enumeration(n, k, p), rel=1e-9,
                                                abs=1e-15)

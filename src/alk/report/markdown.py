@@ -33,7 +33,7 @@ from alk.report.safe_text import DASH, cut, inline, plural
 from alk.result.document import RunDocument, ScenarioResult
 from alk.result.rule import PassRule
 from alk.result.verdict import Ruling, judge
-from alk.stats.summary import pass_hat_k_at
+from alk.stats.pass_k import pass_hat_k_at
 
 # Under GitHub's 65,536, with room for a CI's own words around the report.
 MAX_CHARS = 60_000

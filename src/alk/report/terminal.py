@@ -27,7 +27,8 @@ from alk.report.format import ADAPTIVE_NOTE, PASS_HAT_K, rerun_command, share
 from alk.report.safe_text import DASH, hanging, inline, one_line, plural, printable, style_of
 from alk.result.document import CutShort, RunDocument, ScenarioResult
 from alk.result.verdict import judge
-from alk.stats.summary import (
+from alk.stats.pass_k import pass_hat_k_at
+from alk.stats.records import (
     Consistency,
     Counts,
     DurationStats,
@@ -35,9 +36,8 @@ from alk.stats.summary import (
     Icc,
     LaneStats,
     ScenarioStats,
-    pass_hat_k_at,
-    repeats_to_see,
 )
+from alk.stats.summary import repeats_to_see
 
 # Failure layers in the order a reviewer should read them; a lane_infra repeat is void, not failed.
 _LAYERS = ((Outcome.FRAMEWORK_RUNTIME, "framework_runtime"), (Outcome.AGENT, "agent"),
@@ -465,7 +465,7 @@ RESOURCES_NOTED = 0.6
 
 def _consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
                  ) -> list[tuple[str, RenderableType]]:
-    """How alike the repeats are (`alk.stats.summary.Consistency`): the lane's figures, then each
+    """How alike the repeats are (`alk.stats.records.Consistency`): the lane's figures, then each
     scenario that stands out (`_stands_out`), least consistent first, with its figures below 1
     only (a scenario whose repeats are all alike says nothing new), then what the figures
     compare. Nothing when the lane has no figure."""

@@ -34,7 +34,8 @@ from alk.records import (
     Verdict,
 )
 from alk.result.rule import PassRule
-from alk.stats.summary import LaneStats, ScenarioStats, summarize_lane, summarize_scenarios
+from alk.stats.records import LaneStats, ScenarioStats
+from alk.stats.summary import summarize_lane, summarize_scenarios
 
 SCHEMA = "alk.result/2"
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from alk.errors import UsageError
-from alk.stats.summary import ScenarioStats
+from alk.stats.records import ScenarioStats
 
 
 class Judged(Protocol):

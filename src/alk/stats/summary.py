@@ -1,8 +1,8 @@
-"""Reliability statistics over repeat results: per scenario, and over a lane.
+"""Reliability statistics over repeat results: each scenario's, and the lane's, as the result
+record keeps them (`alk.stats.records`).
 
 Pure functions and frozen records; nothing here reads files or starts processes. Numbers are kept
-at full precision: rounding is the renderer's business. The records are stored as they are in
-the result record (`alk.result.document`): their fields are what result.json holds.
+at full precision: rounding is the renderer's business.
 
 What each statistic means and how its interval is made:
 
@@ -10,14 +10,12 @@ What each statistic means and how its interval is made:
   over every scored repeat (right for these scenarios only), and Wilson at the effective number
   of independent repeats (right when the scenarios are a sample of the tasks one cares about).
 - void rate: void/completed, with Wilson's interval, per scenario and pooled over the lane.
-- pass^k (τ-bench): the chance that k repeats in a row all pass, C(c,k)/C(n,k) per scenario and
-  the mean of those over the lane's scenarios; `pass_hat_k_at` gives it at any k with an
-  interval. pass@k (Chen et al.): the chance that at least one of k passes.
-- ICC(1) with its F-based interval, Kish's design effect and the effective n (`Icc`).
+- pass^k (τ-bench) and pass@k (Chen et al.), as `alk.stats.pass_k` computes them.
+- ICC(1) with its F-based interval, Kish's design effect and the effective n (`alk.stats.icc`).
 - the repeats it takes to see a failure of the observed rate, or of the largest rate the
   repeats leave possible when none failed (`RepeatsNeeded`).
-- consistency (outcome, tool use, steps, resources) and fault robustness, as `alk.stats.consistency`
-  computes them (`Consistency`, `FaultRobustness`).
+- consistency (outcome, tool use, steps, resources) and fault robustness, as
+  `alk.stats.consistency` computes them (`Consistency`, `FaultRobustness`).
 """
 
 from __future__ import annotations
@@ -26,11 +24,10 @@ import functools
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import fields
 
-from alk.estimate import Z_95, Estimate, f_quantile, wilson_bounds, wilson_estimate
-from alk.estimate import wilson_interval as wilson_interval
+from alk.estimate import Estimate, wilson_bounds, wilson_estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.stats.consistency import (
     lane_mean,
@@ -40,243 +37,23 @@ from alk.stats.consistency import (
     sequence_consistencies,
     tool_use_consistencies,
 )
-
-__all__ = [
-    "Z_95", "Consistency", "Counts", "DurationStats", "EventPaths", "FaultRobustness", "Icc",
-    "KCurve", "LaneStats", "RepeatsNeeded", "ScenarioStats", "Tally", "TrajectoryStats", "icc1",
-    "k_grid", "kept_steps", "pass_at_k", "pass_hat_k", "pass_hat_k_at", "repeats_to_see",
-    "summarize_lane", "summarize_scenario", "summarize_scenarios", "wilson_interval",
-]
+from alk.stats.icc import icc_of_tallies
+from alk.stats.pass_k import k_curve
+from alk.stats.records import (
+    Consistency,
+    Counts,
+    DurationStats,
+    EventPaths,
+    FaultRobustness,
+    KCurve,
+    LaneStats,
+    RepeatsNeeded,
+    ScenarioStats,
+    Tally,
+    TrajectoryStats,
+)
 
 _SIGNATURES_SHOWN = 5
-# The curve keeps every k up to K_EVERY, then K_PER_DECADE values of k a decade, then n:
-# proportionate for 100,000 repeats (about 70 points), and whole for small runs.
-K_EVERY = 32
-K_PER_DECADE = 10
-# Below this many scenarios the ICC's interval is wide, whatever the repeats.
-FEW_SCENARIOS = 5
-
-
-# -- pass^k and pass@k ---------------------------------------------------------------------------
-
-
-def _check_nck(n: int, c: int, k: int) -> None:
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-
-
-def k_grid(n: int) -> tuple[int, ...]:
-    """The k at which a curve is kept: 1..32, then round(10^(j/10)) (ten a decade: 40, 50,
-    63, 79, 100, 126, ...), then n itself."""
-    ks = list(range(1, min(n, K_EVERY) + 1))
-    j = math.ceil(K_PER_DECADE * math.log10(K_EVERY + 1))
-    while (k := round(10 ** (j / K_PER_DECADE))) < n:
-        if k > ks[-1]:
-            ks.append(k)
-        j += 1
-    if n > K_EVERY:
-        ks.append(n)
-    return tuple(ks)
-
-
-def _hat_series(n: int, c: int, ks: Iterable[int]) -> list[float]:
-    """C(c,k)/C(n,k) at each k of `ks` (ascending), as the running product of (c−i)/(n−i):
-    O(max k) floats, relative error under k·2⁻⁵³ (1e-11 at k = 100,000)."""
-    if c == n:  # every subset passes: 100,000 multiplications by 1 say nothing new
-        return [1.0 for _ in ks]
-    out = []
-    value, k = 1.0, 0
-    for target in ks:
-        while k < target and value > 0.0:  # past k = c (or an underflow) it stays 0
-            value *= (c - k) / (n - k)
-            k += 1
-        out.append(value)
-    return out
-
-
-def _at_series(n: int, c: int, ks: Iterable[int]) -> list[float]:
-    """1 − C(n−c,k)/C(n,k) at each k of `ks` (ascending): 1 − exp(Σ ln(1 − c/(n−i))), summed
-    with log1p and taken with expm1, so that a small pass@k keeps its digits."""
-    out = []
-    total, k = 0.0, 0
-    for target in ks:
-        if target > n - c:  # every k-subset holds a pass
-            out.append(1.0)
-            continue
-        while k < target and total > -50.0:  # below −50, 1 − e^total is 1.0 in floats
-            total += math.log1p(-c / (n - k))
-            k += 1
-        out.append(0.0 - math.expm1(total))  # 0.0 − …: never −0.0, which JSON shows as "-0.0"
-    return out
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased chance that k trials all pass: C(c,k)/C(n,k)."""
-    _check_nck(n, c, k)
-    return _hat_series(n, c, (k,))[0]
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased chance that at least one of k trials passes: 1 - C(n-c,k)/C(n,k)."""
-    _check_nck(n, c, k)
-    return _at_series(n, c, (k,))[0]
-
-
-@dataclass(frozen=True, slots=True)
-class KCurve:
-    """pass^k and pass@k at the k of `k_grid(n)`: every k up to 32, ten a decade beyond, and n
-    (for a lane, n is the smallest scored count of its scenarios)."""
-
-    k: tuple[int, ...]
-    pass_hat_k: tuple[float, ...]
-    pass_at_k: tuple[float, ...]
-
-
-def _curve(tallies: Sequence[Tally]) -> KCurve:
-    """The scenarios' mean pass^k and pass@k, k up to the smallest scored count."""
-    if not tallies:
-        return KCurve((), (), ())
-    ks = k_grid(min(t.scored for t in tallies))
-    m = sum(t.scenarios for t in tallies)
-    hat = [[t.scenarios * v for v in _hat_series(t.scored, t.passed, ks)] for t in tallies]
-    at = [[t.scenarios * v for v in _at_series(t.scored, t.passed, ks)] for t in tallies]
-    return KCurve(ks, tuple(math.fsum(col) / m for col in zip(*hat)),
-                  tuple(math.fsum(col) / m for col in zip(*at)))
-
-
-# -- ICC(1), its interval, and the design effect -------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Icc:
-    """One-way random effects ICC(1) (Shrout & Fleiss) across scenarios, with k0 for unequal
-    repeat counts, its 95% interval from the F distribution (McGraw & Wong 1996, with k0 in
-    place of k, an approximation when counts differ; for pass/fail outcomes the F interval is
-    itself approximate, more so near rates of 0 or 1), and Kish's design effect for the pooled
-    rate, 1 + (m̃ − 1)·ICC with m̃ = Σnᵢ²/N (`cluster_size`), floored at 1.
-
-    `reason` says why there is no value; `note` what to bear in mind about the value there is
-    (no interval, a wide one, a design effect taken at its worst)."""
-
-    value: float | None
-    ci: tuple[float, float] | None
-    k0: float | None
-    cluster_size: float | None
-    groups: int
-    observations: int
-    msb: float | None
-    msw: float | None
-    design_effect: float | None
-    effective_n: float | None
-    reason: str | None
-    note: str | None
-
-
-def icc1(groups: Sequence[Sequence[float]]) -> Icc:
-    """ICC(1) over groups of observations (one group per scenario); sizes may differ."""
-    rows = []
-    for group in groups:
-        if not group:
-            raise ValueError("every group needs at least one observation")
-        mean = math.fsum(group) / len(group)
-        rows.append((len(group), mean, math.fsum((x - mean) ** 2 for x in group), 1))
-    return _icc(rows)
-
-
-def _icc_of_tallies(tallies: Sequence[Tally]) -> Icc:
-    # A 0/1 group of n with c ones: mean c/n, squares about it c(n−c)/n.
-    return _icc([(t.scored, t.passed / t.scored, t.passed * (t.scored - t.passed) / t.scored,
-                  t.scenarios) for t in tallies])
-
-
-def _icc(rows: Sequence[tuple[int, float, float, int]]) -> Icc:
-    """ICC(1) from (size, mean, sum of squares about the mean, how many such groups)."""
-    a = sum(j for *_, j in rows)
-    big_n = sum(j * n for n, *_, j in rows)
-    # Each mean square is reported whenever its own degrees of freedom allow it.
-    k0 = msb = msw = cluster = None
-    if a >= 2:
-        squares = sum(j * n * n for n, *_, j in rows)
-        grand = math.fsum(j * n * mean for n, mean, _, j in rows) / big_n
-        k0 = (big_n - squares / big_n) / (a - 1)
-        cluster = squares / big_n
-        msb = math.fsum(j * n * (mean - grand) ** 2 for n, mean, _, j in rows) / (a - 1)
-    if big_n - a >= 1:
-        msw = math.fsum(j * ss for *_, ss, j in rows) / (big_n - a)
-
-    def undefined(reason: str, design: float | None = None) -> Icc:
-        note = None
-        if design is not None and design > 1.0:
-            note = "design effect at its worst case, ICC = 1: each scenario counts once"
-        effective = None if design is None else big_n / design
-        return Icc(None, None, k0, cluster, a, big_n, msb, msw, design, effective, reason, note)
-
-    if a < 2:
-        return undefined("needs at least 2 scenarios with scored repeats")
-    assert k0 is not None and msb is not None and cluster is not None
-    if msw is None:
-        # One repeat a scenario: m̃ = 1, so the design effect is 1 whatever the ICC.
-        return undefined("needs more than one repeat in some scenario", 1.0)
-    denom = msb + (k0 - 1.0) * msw
-    if denom == 0.0:
-        # Nothing varied: how alike a scenario's repeats are is unknown, so the pooled rate's
-        # interval takes the worst case.
-        return undefined("no variance: every scored repeat had the same outcome", cluster)
-    value = (msb - msw) / denom
-    ci, note = None, None
-    if msw == 0.0:
-        note = ("every scenario passed all or none of its repeats: ICC is 1, and its "
-                "F interval needs some variation within a scenario")
-    else:
-        low, high = _icc_interval(msb / msw, a - 1, big_n - a, k0)
-        ci = (min(low, value), max(high, value))
-        if a < FEW_SCENARIOS:
-            note = f"only {a} scenarios: the interval is wide"
-    # Negative ICC (a scenario's repeats less alike than chance) is sampling noise here, and
-    # must never make N repeats count as more than N independent ones.
-    design = max(1.0, 1.0 + (cluster - 1.0) * value)
-    return Icc(value, ci, k0, cluster, a, big_n, msb, msw, design, big_n / design, None, note)
-
-
-def _icc_interval(f0: float, d1: int, d2: int, k: float) -> tuple[float, float]:
-    """McGraw & Wong's 95% interval of ICC(1) from F0 = MSB/MSW."""
-    f_low = f0 / f_quantile(0.975, d1, d2)
-    f_high = f0 * f_quantile(0.975, d2, d1)
-    return (f_low - 1.0) / (f_low + k - 1.0), (f_high - 1.0) / (f_high + k - 1.0)
-
-
-# -- per scenario --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    requested: int
-    completed: int
-    void: int
-    scored: int
-    passed: int
-
-
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """How many scenarios scored `scored` repeats and passed `passed` of them: the lane keeps
-    its scenarios' counts this way, all its pass^k and ICC need, at any k."""
-
-    scored: int
-    passed: int
-    scenarios: int
-
-
-@dataclass(frozen=True, slots=True)
-class RepeatsNeeded:
-    """How many repeats show at least one failure of rate `failure_rate` with 95% confidence:
-    ⌈ln 0.05 / ln(1 − rate)⌉. The rate is the observed failure rate when some scored repeat
-    failed (`observed`), else the Wilson 95% upper bound of the failure rate after none did: the
-    largest rate the repeats leave possible."""
-
-    failure_rate: float
-    observed: bool
-    repeats: int
 
 
 def repeats_to_see(failure_rate: float, confidence: float = 0.95) -> int:
@@ -299,84 +76,6 @@ def _repeats_needed(scored: int, passed: int) -> RepeatsNeeded | None:
     else:
         rate = 1.0 - wilson_interval(passed, scored)[0]
     return RepeatsNeeded(rate, failed > 0, repeats_to_see(rate))
-
-
-@dataclass(frozen=True, slots=True)
-class TrajectoryStats:
-    distinct: int
-    entropy_bits: float
-    first_divergence: int | None
-    signatures: tuple[tuple[tuple[str, ...], int], ...]  # (steps, count), most common first
-
-
-@dataclass(frozen=True, slots=True)
-class EventPaths:
-    """How many different normalized event paths the scored repeats took, and where the first
-    difference is: with a scripted model, more than one is the framework's nondeterminism."""
-
-    distinct: int
-    first_difference: int | None  # 1-based event number
-    events_there: tuple[str, ...]  # what the differing repeats did at that event
-
-
-@dataclass(frozen=True, slots=True)
-class DurationStats:
-    p50: float | None
-    p95: float | None
-    mean: float | None
-    max: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Consistency:
-    """How much the repeats agree, as Rabanser, Kapoor et al. define it ("Towards a Science of
-    AI Agent Reliability", 2026), each with its interval (`alk.stats.consistency` says how): outcome,
-    1 − 4p(1 − p); tool use, 1 − the mean Jensen–Shannon distance of two repeats' tool
-    frequencies; steps, the mean normalized Levenshtein similarity of two repeats' steps;
-    resources, exp(−mean coefficient of variation) of duration, CPU, peak memory and model
-    calls. Over scored repeats; None where too few had what a metric needs. A lane's are the
-    means over its scenarios, their intervals resampling scenarios."""
-
-    outcome: Estimate | None
-    tool_use: Estimate | None
-    steps: Estimate | None
-    resources: Estimate | None
-
-
-@dataclass(frozen=True, slots=True)
-class FaultRobustness:
-    """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
-    with a seeded bootstrap interval (`alk.stats.consistency.fault_robustness`). Not clamped to 1:
-    above 1 is chance, "no harm measured". `high` is None when the repeats without faults
-    passed too rarely to bound the ratio."""
-
-    value: float
-    low: float
-    high: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class ScenarioStats:
-    id: str
-    verdict: Verdict
-    counts: Counts
-    pass_rate: float | None
-    ci: tuple[float, float] | None  # Wilson
-    void_rate: Estimate | None  # void/completed, Wilson
-    curve: KCurve
-    repeats_needed: RepeatsNeeded | None
-    faulted: bool  # the lane injects faults into it: it counts on fault robustness's faulted side
-    consistency: Consistency
-    layers: tuple[tuple[str, int], ...]
-    causes: tuple[tuple[str, int], ...]
-    trajectories: TrajectoryStats
-    durations: DurationStats
-    paths: EventPaths
-
-    @property
-    def scores(self) -> tuple[int, ...]:
-        """0/1 per scored repeat: its counts say all it needs."""
-        return (1,) * self.counts.passed + (0,) * (self.counts.scored - self.counts.passed)
 
 
 def _layers(counter: Mapping[Outcome, int]) -> tuple[tuple[str, int], ...]:
@@ -523,7 +222,7 @@ _wilson = functools.lru_cache(maxsize=4096)(wilson_estimate)
 def _of_counts(n: int, c: int) -> tuple[Estimate | None, KCurve, RepeatsNeeded | None]:
     """What a scenario's scored and passed counts alone decide; 10,000 scenarios of 10 repeats
     have at most 66 different pairs of them, so each is worked out once."""
-    return _wilson(c, n), _curve([Tally(n, c, 1)] if n else []), _repeats_needed(n, c)
+    return _wilson(c, n), k_curve([Tally(n, c, 1)] if n else []), _repeats_needed(n, c)
 
 
 def _event_paths(repeats: Sequence[RepeatResult]) -> EventPaths:
@@ -542,34 +241,6 @@ def _event_paths(repeats: Sequence[RepeatResult]) -> EventPaths:
     return EventPaths(distinct, None, ())  # they differ past the steps kept
 
 
-# -- over a lane ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LaneStats:
-    """The lane's pooled counts and rates, its mean pass^k curve and its ICC.
-
-    Two intervals around the pooled pass rate: `ci`, Wilson over every scored repeat, says how
-    well these scenarios' own rate is known; `clustered_rate`, Wilson at the ICC's effective n
-    (None with fewer than 2 scored scenarios), says how well the rate of tasks like them is
-    known, the scenarios being a sample of those. The second is the one to read when the
-    scenarios stand for a wider set of tasks."""
-
-    counts: Counts
-    pass_rate: float | None
-    ci: tuple[float, float] | None
-    clustered_rate: Estimate | None
-    void_rate: Estimate | None
-    curve: KCurve
-    tallies: tuple[Tally, ...]  # the scenarios with scored repeats, by (scored, passed)
-    consistency: Consistency
-    fault_robustness: FaultRobustness | None  # None without scenarios both with and without
-    layers: tuple[tuple[str, int], ...]
-    causes: tuple[tuple[str, int], ...]
-    verdicts: tuple[tuple[str, int], ...]
-    icc: Icc
-
-
 def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> LaneStats:
     """Pooled counts and rates, the mean of the scenarios' pass^k / pass@k (τ-bench) and of
     their consistency, fault robustness, and the ICC across scenarios. `seed`: the bootstraps'
@@ -586,7 +257,7 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
             causes[cause] += count
     verdicts = Counter(s.verdict.value for s in scenarios)
     rate = wilson_estimate(counts.passed, counts.scored)
-    icc = _icc_of_tallies(tallies)
+    icc = icc_of_tallies(tallies)
     clustered = None
     if rate is not None and icc.effective_n is not None:
         clustered = Estimate.covering(rate.value, *wilson_bounds(rate.value, icc.effective_n))
@@ -596,7 +267,7 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
         ci=None if rate is None else (rate.low, rate.high),
         clustered_rate=clustered,
         void_rate=wilson_estimate(counts.void, counts.completed),
-        curve=_curve(tallies),
+        curve=k_curve(tallies),
         tallies=tallies,
         consistency=Consistency(*(lane_mean([getattr(s.consistency, f.name) for s in scenarios],
                                             seed=seed) for f in fields(Consistency))),
@@ -675,60 +346,3 @@ def _consistencies(tallied: Sequence[tuple[dict[Outcome, int], dict[str, int],
     steps = sequence_consistencies(trajectories, seed=seed)
     return [Consistency(*values) for values in zip(
         outcome, tool_use, steps, resource_consistencies(resources, seed=seed))]
-
-
-# -- pass^k at a chosen k ------------------------------------------------------------------------
-
-
-def pass_hat_k_at(stats: ScenarioStats | LaneStats, k: int) -> Estimate | None:
-    """pass^k at any k, with a 95% interval; None when k exceeds the scored repeats (of any of
-    the lane's scenarios: the lane's is the mean over all of them, as τ-bench's).
-
-    A scenario's point is the unbiased C(c,k)/C(n,k) and its interval the rate's Wilson
-    interval raised to the k: p^k rises with p, so it holds p^k as often as Wilson holds p.
-    The lane's point is the mean of its scenarios' points, and its interval that mean ± 1.96
-    standard errors, each scenario's variance (exact, `_variance`) taken at the largest it has
-    over the rates in the scenario's Wilson interval: conservative, never zero at 20/20, and
-    valid for the mean over these scenarios. A lane of one scenario gets that scenario's
-    interval. An interval is widened, where needed, to hold its point."""
-    if k < 1:
-        raise ValueError(f"pass^k needs k >= 1, got {k}")
-    if isinstance(stats, ScenarioStats):
-        tallies = (Tally(stats.counts.scored, stats.counts.passed, 1),)
-        tallies = tallies if stats.counts.scored else ()
-    else:
-        tallies = stats.tallies
-    if not tallies or k > min(t.scored for t in tallies):
-        return None
-    m = sum(t.scenarios for t in tallies)
-    value = math.fsum(t.scenarios * pass_hat_k(t.scored, t.passed, k) for t in tallies) / m
-    if m == 1:
-        low, high = wilson_interval(tallies[0].passed, tallies[0].scored)
-        return Estimate.covering(value, low**k, high**k)
-    variance = math.fsum(t.scenarios * _largest_variance(t, k) for t in tallies) / (m * m)
-    half = Z_95 * math.sqrt(variance)
-    return Estimate.covering(value, max(0.0, value - half), min(1.0, value + half))
-
-
-_VARIANCE_GRID = 16  # intervals the Wilson interval is cut into to look for the largest variance
-
-
-def _largest_variance(tally: Tally, k: int) -> float:
-    low, high = wilson_interval(tally.passed, tally.scored)
-    return max(_variance(tally.scored, k, low + (high - low) * i / _VARIANCE_GRID)
-               for i in range(_VARIANCE_GRID + 1))
-
-
-def _log_comb(n: int, k: int) -> float:
-    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-
-
-def _variance(n: int, k: int, p: float) -> float:
-    """Variance of C(c,k)/C(n,k) over c ~ Binomial(n, p). That estimate is the chance that a
-    random k-subset of the repeats all passed, so its square is the chance that two independent
-    ones did: two k-subsets share j repeats with hypergeometric chance h(j), and then 2k − j
-    repeats must pass, so E[U²] = Σ h(j)·p^(2k−j), and the variance is that less p^(2k)."""
-    total = _log_comb(n, k)
-    second = math.fsum(math.exp(_log_comb(k, j) + _log_comb(n - k, k - j) - total)
-                       * p ** (2 * k - j) for j in range(max(0, 2 * k - n), k + 1))
-    return max(0.0, second - p ** (2 * k))
