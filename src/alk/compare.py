@@ -42,7 +42,7 @@ from alk.errors import UsageError
 from alk.estimate import Estimate, wilson_bounds
 from alk.records import RepeatResult
 from alk.result.document import RunDocument, ScenarioResult
-from alk.stats.consistency import js_distance
+from alk.stats.distances import js_distance
 
 ALPHA = 0.05
 MARGIN = 0.1  # the equivalence margin δ, in pass rate (0.1 = ten points)

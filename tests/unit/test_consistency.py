@@ -17,23 +17,24 @@ from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Estimate
-from alk.stats import consistency
+from alk.stats import distances as distances_module
+from alk.stats import trajectories as trajectories_module
+from alk.stats.bootstrap import MAX_RESAMPLE
 from alk.stats.consistency import (
-    MAX_RESAMPLE,
-    fault_robustness,
-    js_distance,
     lane_mean,
-    levenshtein,
     outcome_consistency,
-    pooled_fault_robustness,
     resource_consistencies,
     resource_consistency,
+    usable_resources,
+)
+from alk.stats.distances import js_distance, levenshtein
+from alk.stats.robustness import fault_robustness, pooled_fault_robustness
+from alk.stats.trajectories import (
     sequence_consistencies,
     sequence_consistency,
     step_tools,
     tool_use_consistencies,
     tool_use_consistency,
-    usable_resources,
 )
 
 STEPS = ("lookup:ok", "lookup:error", "refund:ok", "notify:ok", "a:b:ok")
@@ -158,7 +159,7 @@ def test_levenshtein_matches_a_naive_recursion() -> None:
     # All at once, as a scenario's pairs are computed: pairs of every size in one batch.
     items = [sequence for pair in pairs for sequence in pair]
     index = np.arange(0, len(items), 2)
-    similarities = consistency._similarities(items, index, index + 1)
+    similarities = distances_module.similarities(items, index, index + 1)
     for (a, b), s in zip(pairs, similarities):
         expected = 1.0 if not a and not b else 1 - naive_levenshtein(a, b) / max(len(a), len(b))
         assert s == pytest.approx(expected, abs=1e-12)
@@ -247,7 +248,7 @@ def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> Non
     # Past MAX_DISTINCT distinct sequences, the most common are compared and a seeded sample
     # of the rest weighted by the inverse of its chance: over seeds, the estimates average to
     # the mean over every pair.
-    monkeypatch.setattr(consistency, "MAX_DISTINCT", 20)
+    monkeypatch.setattr(trajectories_module, "MAX_DISTINCT", 20)
     rnd = random.Random(6)
     shapes = [tuple(rnd.choice(STEPS) for _ in range(rnd.randint(1, 4))) for _ in range(40)]
     trajectories = [rnd.choice(shapes) for _ in range(150)]
@@ -263,7 +264,7 @@ def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> Non
 def test_a_lane_shares_its_budget_of_pairs(monkeypatch) -> None:
     # LANE_PAIRS over 8 scenarios: each may compare sqrt(2·800/8) = 14 distinct sequences, so
     # a scenario of 30 is sampled in the batch (unbiased over seeds), and exact alone.
-    monkeypatch.setattr(consistency, "LANE_PAIRS", 800)
+    monkeypatch.setattr(trajectories_module, "LANE_PAIRS", 800)
     rnd = random.Random(12)
     shapes = [tuple(rnd.choice(STEPS) for _ in range(rnd.randint(1, 4))) for _ in range(30)]
     lane = [[rnd.choice(shapes) for _ in range(100)] for _ in range(8)]
@@ -278,8 +279,8 @@ def test_sampled_trajectories_keep_the_bootstrap_centred(monkeypatch) -> None:
     # The repeats of trajectories left out of the comparison are drawn as one count; their
     # pairs with the same trajectory (similarity 1) are added at their expected number. Here
     # 4 of 8 equally common sequences are left out: 4·50·49 of 400·399 ordered pairs, 6%.
-    monkeypatch.setattr(consistency, "MAX_DISTINCT", 4)
-    monkeypatch.setattr(consistency, "MIN_DISTINCT", 4)
+    monkeypatch.setattr(trajectories_module, "MAX_DISTINCT", 4)
+    monkeypatch.setattr(trajectories_module, "MIN_DISTINCT", 4)
     rnd = random.Random(9)
     shapes = sorted({tuple(rnd.choice(STEPS) for _ in range(3)) for _ in range(40)})[:8]
     trajectories = [shape for shape in shapes for _ in range(50)]
@@ -290,7 +291,7 @@ def test_sampled_trajectories_keep_the_bootstrap_centred(monkeypatch) -> None:
 
 def test_long_sequences_compare_a_weighted_share_of_their_pairs(monkeypatch) -> None:
     # Past MAX_PAIR_CELLS of table, a seeded share q of the pairs, each weighing 1/q.
-    monkeypatch.setattr(consistency, "MAX_PAIR_CELLS", 60)
+    monkeypatch.setattr(distances_module, "MAX_PAIR_CELLS", 60)
     rnd = random.Random(7)
     shapes = [tuple(rnd.choice(STEPS) for _ in range(rnd.randint(3, 6))) for _ in range(6)]
     trajectories = [rnd.choice(shapes) for _ in range(20)]

@@ -128,7 +128,7 @@ class Consistency:
 @dataclass(frozen=True, slots=True)
 class FaultRobustness:
     """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
-    with a seeded bootstrap interval (`alk.stats.consistency.fault_robustness`). Not clamped to 1:
+    with a seeded bootstrap interval (`alk.stats.robustness.fault_robustness`). Not clamped to 1:
     above 1 is chance, "no harm measured". `high` is None when the repeats without faults
     passed too rarely to bound the ratio."""
 

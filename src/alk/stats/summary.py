@@ -29,14 +29,7 @@ from dataclasses import fields
 
 from alk.estimate import Estimate, wilson_bounds, wilson_estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.stats.consistency import (
-    lane_mean,
-    outcome_consistency,
-    pooled_fault_robustness,
-    resource_consistencies,
-    sequence_consistencies,
-    tool_use_consistencies,
-)
+from alk.stats.consistency import lane_mean, outcome_consistency, resource_consistencies
 from alk.stats.icc import icc_of_tallies
 from alk.stats.pass_k import k_curve
 from alk.stats.records import (
@@ -52,6 +45,8 @@ from alk.stats.records import (
     Tally,
     TrajectoryStats,
 )
+from alk.stats.robustness import pooled_fault_robustness
+from alk.stats.trajectories import sequence_consistencies, tool_use_consistencies
 
 _SIGNATURES_SHOWN = 5
 
