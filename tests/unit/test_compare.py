@@ -20,18 +20,18 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from alk import compare
-from alk.compare import (
-    Change,
-    compare_runs,
+from alk.compare import Change, compare_runs
+from alk.errors import UsageError
+from alk.estimate import Estimate
+from alk.result.document import RunDocument
+from alk.stats import two_runs
+from alk.stats.two_runs import (
     fisher_exact,
     holm,
     median_difference,
     newcombe_interval,
     repeats_to_settle,
 )
-from alk.errors import UsageError
-from alk.estimate import Estimate
-from alk.result.document import RunDocument
 
 import documents
 
@@ -93,7 +93,7 @@ def test_fisher_exact_of_big_tables_is_scipys(table: tuple[int, int, int, int]) 
 def test_fishers_float_path_agrees_on_small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     # The log-space path, forced on tables the exact one handles; in the last two, terms that
     # are equal come out of lgamma a few ulps apart, and only the tolerance counts them both.
-    monkeypatch.setattr(compare, "FISHER_EXACT_TOTAL", 0)
+    monkeypatch.setattr(two_runs, "FISHER_EXACT_TOTAL", 0)
     for table in [(20, 20, 12, 20), (10, 20, 10, 20), (3, 7, 5, 9), (0, 5, 5, 5), (1, 1, 0, 1),
                   (0, 20, 12, 20), (3, 20, 6, 20)]:
         exact = scipy_fisher([[table[0], table[1] - table[0]],
@@ -127,7 +127,7 @@ def test_bootstrap_medians_of_odd_samples_follow_the_exact_law() -> None:
     # at least (n + 1)/2 of its n draws fall among the j smallest: Binomial(n, j/n) >= k.
     values = np.array([0.3, 0.5, 0.8, 1.1, 1.7, 2.0, 4.2])
     n, k = len(values), 4
-    medians = compare._resampled_medians(values, np.random.default_rng(11), 200_000)
+    medians = two_runs._resampled_medians(values, np.random.default_rng(11), 200_000)
     for j in range(1, n + 1):
         exact = binom.sf(k - 1, n, j / n)
         assert (medians <= values[j - 1]).mean() == pytest.approx(exact, abs=0.005)
@@ -136,7 +136,7 @@ def test_bootstrap_medians_of_odd_samples_follow_the_exact_law() -> None:
 def test_bootstrap_medians_of_even_samples_match_resampling() -> None:
     values = np.array([0.3, 0.3, 0.9, 1.2, 5.0, 5.1])
     rng = np.random.default_rng(5)
-    medians = compare._resampled_medians(values, rng, 200_000)
+    medians = two_runs._resampled_medians(values, rng, 200_000)
     brute = np.median(values[rng.integers(0, len(values), size=(200_000, len(values)))], axis=1)
     for value in np.union1d(medians, brute):
         assert (medians == value).mean() == pytest.approx((brute == value).mean(), abs=0.005)
@@ -167,7 +167,7 @@ def test_repeats_to_settle_is_the_fewest_that_fit(rates: tuple[float, float]) ->
     assert n is not None
 
     def fits(m: int) -> bool:
-        interval = compare._newcombe(rates[0], m, rates[1], m)
+        interval = two_runs._newcombe(rates[0], m, rates[1], m)
         return -0.1 <= interval.low and interval.high <= 0.1
 
     assert fits(n) and not fits(n - 1)
