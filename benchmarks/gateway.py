@@ -37,7 +37,7 @@ from aiohttp import web
 
 from alk import api
 from alk.gateway import wire
-from alk.lane import load_lane
+from alk.lane.load import load_lane
 from alk.result.document import RunDocument
 from alk.runner.isolation import Network, detect
 

@@ -37,7 +37,8 @@ from alk.execute.engine import Engine
 from alk.execute.executor import execute
 from alk.execute.repeat import Runner
 from alk.files import write_atomically
-from alk.lane import lane_paths, load_lane
+from alk.lane.find import lane_paths
+from alk.lane.load import load_lane
 from alk.layout import (
     GROUP_NAME,
     LANES_DIR,

@@ -139,7 +139,7 @@ def run(
 
     from alk import api
     from alk.execute.repeat import cores
-    from alk.lane import lane_warnings
+    from alk.lane.load import lane_warnings
     from alk.records import ExitCode
     from alk.report import progress
     from alk.result.rule import PassRule
@@ -498,7 +498,7 @@ def check_worker(
     from rich.console import Console
 
     from alk import api, conformance
-    from alk.lane import lane_warnings
+    from alk.lane.load import lane_warnings
     from alk.records import ExitCode
     from alk.report import listings
 

@@ -154,6 +154,10 @@ class Scenario:
         return any("choices" in turn for turn in self.script)
 
 
+# The interpreter alk runs under, where a lane's command names it (`command = ["{python}", ...]`).
+PYTHON_PLACEHOLDER = "{python}"
+
+
 @dataclass(frozen=True, slots=True)
 class Lane:
     """A validated lane file. `root` is the folder relative command paths are resolved from."""
@@ -179,7 +183,7 @@ class Lane:
     # resource between processes (a port, a cache, a rate-limited account). None: no cap.
     max_parallel: int | None = None
     sha256: str = ""  # of the lane file's bytes as loaded ("" for a lane built in code)
-    worker_sha256: str = ""  # of the files its command names (alk.lane.worker_digest)
+    worker_sha256: str = ""  # of the files its command names (alk.lane.load.worker_digest)
 
     @property
     def secret_names(self) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from alk.api import run_lane
 from alk.execute import repeat as repeat_module
 from alk.execute import threads
 from alk.execute.threads import ThreadEngine, parallelism
-from alk.lane import load_lane
+from alk.lane.load import load_lane
 from alk.layout import journal_path
 from alk.plan import build_plan
 from alk.records import Expectations, Scenario

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from alk.errors import LaneError
-from alk.lane import find_lane, lane_paths, lane_warnings, load_lane
+from alk.lane.find import find_lane, lane_paths
+from alk.lane.load import lane_warnings, load_lane
 from alk.records import Expectations, FileExpectation
 
 WHERE = "lanes/demo.toml"

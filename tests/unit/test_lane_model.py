@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from alk.gateway.script import FAULT_KINDS
-from alk.lane import load_lane
+from alk.lane.load import load_lane
 from alk.records import ModelSetup, Scenario, WireFault
+
 from test_lane import WHERE, lane_error, lane_toml, root, scenario, write  # noqa: F401
 
 SCRIPT_MODEL = '[model]\nmode = "script"'

@@ -9,7 +9,7 @@ import pytest
 
 from alk import api
 from alk.errors import RunNotFoundError
-from alk.lane import worker_digest
+from alk.lane.load import worker_digest
 from alk.layout import GROUP_NAME
 from alk.result.rule import PassRule
 

@@ -31,9 +31,9 @@ from alk.attribution.outcome import attribute, void
 from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
 from alk.cleanup import remove_tree
-from alk.lane import PYTHON_PLACEHOLDER
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 from alk.records import (
+    PYTHON_PLACEHOLDER,
     Attribution,
     Check,
     Lane,

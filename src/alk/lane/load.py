@@ -1,0 +1,265 @@
+"""Reads a lane file (TOML) and returns a validated `Lane`, or raises `LaneError`: the lane's own
+fields, its `[model]` and `[limits]` here, its scenarios in `alk.lane.scenario`.
+
+Every message names the file, the field, what was expected and what was found, so that a lane
+author can fix it without reading this code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from alk.errors import LaneError
+from alk.lane.find import find_lane, lane_root
+from alk.lane.scenario import parse_scenario
+from alk.lane.table import ENV_NAME, NAME, Table, choice
+from alk.layout import LANES_DIR
+from alk.limits import NAMES as LIMIT_NAMES
+from alk.limits import with_overrides
+from alk.records import (
+    PYTHON_PLACEHOLDER,
+    Lane,
+    Limits,
+    ModelSetup,
+)
+
+DEFAULT_TRANSCRIPT_CAP_MB = 64
+NETWORKS = ("none", "host")
+FILESYSTEMS = ("sandbox", "workspace")
+
+# Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
+HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PATH", "LANG", "LC_ALL", "TZ"})
+HARNESS_ENV_PREFIX = "ALK_"
+
+_LANE_FIELDS = {
+    "name", "description", "framework", "version", "command", "required_env", "timeout_s",
+    "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
+    "model", "max_parallel",
+}
+_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record"}
+MODEL_MODES = ("script", "replay", "proxy")
+# What each mode needs, and what it may have besides.
+_MODE_FIELDS = {"script": (set(), set()), "replay": ({"cassette"}, set()),
+                "proxy": ({"upstream", "key_env"}, {"record"})}
+
+
+# The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
+WORKER_FILES = 200
+
+
+def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> Lane:
+    path = name_or_path if isinstance(name_or_path, Path) else find_lane(name_or_path, lanes_dir)
+    where = display(path)
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise LaneError(f"{where}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise LaneError(f"{where}: is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LaneError(f"{where}: is not valid TOML: {exc}") from None
+    # The digest of the bytes parsed: a resumed run checks it ran the same lane.
+    lane = _parse_lane(data, path, where)
+    return dataclasses.replace(lane, sha256=hashlib.sha256(raw).hexdigest(),
+                               worker_sha256=worker_digest(lane.command))
+
+
+def worker_digest(command: Sequence[str]) -> str:
+    """The sha256 of the worker's code as alk can see it: each file its command names (its
+    script, say) and the Python files beside it (the modules a worker imports from its own
+    folder, such as a shared tools module), in order. What `alk rerun` compares to tell a
+    reproduction from a check of a changed worker. An interpreter found on PATH and installed
+    packages are not among them: the preflight reports the framework's version, which is
+    what a run depends on. At most WORKER_FILES files are read."""
+    named = [Path(arg) for arg in command if os.path.isabs(arg) and os.path.isfile(arg)]
+    files: dict[Path, None] = dict.fromkeys(named)
+    for folder in dict.fromkeys(path.parent for path in named):
+        try:
+            files.update(dict.fromkeys(sorted(folder.glob("*.py"))))
+        except OSError:
+            continue
+    digest = hashlib.sha256()
+    for path in list(files)[:WORKER_FILES]:
+        # Its name, not its folder: a checkout moved or cloned elsewhere is the same worker.
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+def lane_warnings(lane: Lane) -> list[str]:
+    """What a lane file holds that alk accepts but its author likely did not mean."""
+    where = display(lane.path)
+    warnings = []
+    if lane.name != lane.path.stem:
+        warnings.append(f"{where}: name '{lane.name}' differs from the file's name "
+                        f"'{lane.path.stem}': results say '{lane.name}', `--lane "
+                        f"{lane.path.stem}` finds it; rename one so they agree")
+    return warnings
+
+
+def reflow(text: str) -> str:
+    """A multi-line TOML string as paragraphs: its lines were broken to fit the file, not the
+    terminal, so each paragraph (blank-line separated) becomes one line that a view wraps."""
+    paragraphs = (" ".join(line.strip() for line in block.splitlines() if line.strip())
+                  for block in re.split(r"\n\s*\n", text.strip()))
+    return "\n".join(p for p in paragraphs if p)
+
+
+def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
+    top = Table(data, where, "", _LANE_FIELDS)
+    name = top.text("name", default=path.stem)
+    if not NAME.match(name):
+        top.fail("name", f"must be letters, digits, '.', '_' or '-', got {name!r}")
+    framework = top.text("framework", required=True)
+    requirement = top.text("version", required=True)
+    try:
+        SpecifierSet(requirement)
+    except InvalidSpecifier:
+        top.fail("version", f"must be a PEP 440 specifier such as '>=1.0,<2', got {requirement!r}")
+
+    root = lane_root(path)
+    command = top.get("command", list, required=True)
+    if not command or not all(isinstance(arg, str) and arg for arg in command):
+        top.fail("command", "must be a non-empty list of non-empty strings (argv, no shell)")
+
+    required_env = top.get("required_env", list, default=[])
+    for index, env_name in enumerate(required_env):
+        label = f"required_env[{index}]"
+        if not isinstance(env_name, str) or not ENV_NAME.match(env_name):
+            top.fail(label, f"must be an environment variable name, got {env_name!r}")
+        if env_name in HARNESS_ENV_NAMES or env_name.startswith(HARNESS_ENV_PREFIX):
+            top.fail(label, f"'{env_name}' belongs to the harness and never crosses to a worker;"
+                            " remove it")
+    repeats = top.get("repeats", int, default=20)
+    if repeats < 1:
+        top.fail("repeats", f"must be at least 1, got {repeats}")
+
+    max_parallel = top.get("max_parallel", int)
+    if max_parallel is not None and max_parallel < 1:
+        top.fail("max_parallel", f"must be at least 1 (repeats at once), got {max_parallel}; "
+                                 "leave it out to let --jobs decide")
+
+    model = _parse_model(top.get("model", dict), where, root)
+    raw_scenarios = top.get("scenarios", list, required=True)
+    if not raw_scenarios:
+        top.fail("scenarios", "must hold at least one [[scenarios]] table")
+    scenarios = tuple(parse_scenario(raw, where, i, model) for i, raw in enumerate(raw_scenarios))
+    seen: set[str] = set()
+    for index, scenario in enumerate(scenarios):
+        if scenario.id in seen:
+            raise LaneError(f"{where}: scenarios[{index}].id '{scenario.id}' is a duplicate;"
+                            " scenario ids must be unique")
+        seen.add(scenario.id)
+
+    return Lane(
+        name=name,
+        description=reflow(top.text("description", default="")),
+        framework=framework,
+        requirement=requirement,
+        command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command),
+                                   install=top.text("install", default=""))
+                      for i, arg in enumerate(command)),
+        required_env=tuple(required_env),
+        timeout_s=top.positive("timeout_s", default=30),
+        repeats=repeats,
+        scenarios=scenarios,
+        path=path,
+        root=root,
+        transcript_cap_bytes=int(top.positive("transcript_cap_mb", DEFAULT_TRANSCRIPT_CAP_MB)
+                                 * 1024 * 1024),
+        limits=with_overrides(Limits(), _parse_limits(top.get("limits", dict, default={}), where)),
+        network=choice(top, "network", NETWORKS),
+        filesystem=choice(top, "filesystem", FILESYSTEMS),
+        install=top.text("install", default=""),
+        model=model,
+        max_parallel=max_parallel,
+    )
+
+
+def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSetup | None:
+    """The lane's `[model]`: the gateway's mode and what that mode needs."""
+    if raw is None:
+        return None
+    table = Table(raw, where, "model", _MODEL_FIELDS)
+    mode = choice(table, "mode", MODEL_MODES)
+    if mode is None:
+        table.fail("mode", f"is required: one of {', '.join(map(repr, MODEL_MODES))}")
+    needed, optional = _MODE_FIELDS[mode]
+    for key in sorted(needed):
+        table.text(key, required=True)
+    for key in sorted(set(raw) - needed - optional - {"mode", "name"}):
+        table.fail(key, f"has no use in mode {mode!r} (it needs "
+                        f"{', '.join(sorted(needed | optional)) or 'nothing more'})")
+    upstream = table.text("upstream")
+    if upstream is not None and not re.match(r"^https?://[^/\s]+", upstream):
+        table.fail("upstream", f"must be an http(s) URL such as 'https://api.example.com/v1', "
+                               f"got {upstream!r}")
+    key_env = table.text("key_env")
+    if key_env is not None and not ENV_NAME.match(key_env):
+        table.fail("key_env", f"must be an environment variable name, got {key_env!r}")
+    cassette = table.text("cassette")
+    if cassette is not None and not (root / cassette).is_file():
+        table.fail("cassette", f"names {cassette!r}, which is not a file under {root} (record "
+                               "one with mode = \"proxy\" and record = ...)")
+    record = table.text("record")
+    name = table.text("name", default="alk-script")
+    if not name.strip() or len(name) > 100:
+        table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")
+    return ModelSetup(mode=mode, name=name,
+                      cassette=root / cassette if cassette else None, upstream=upstream,
+                      key_env=key_env, record=root / record if record else None)
+
+
+def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:
+    table = Table(raw, where, "limits", set(LIMIT_NAMES))
+    values = {}
+    for name in raw:
+        value = table.get(name, int)
+        if value < 0:
+            table.fail(name, f"must be a whole number ≥ 0 (0 lifts the limit), got {value}")
+        values[name] = value
+    return values
+
+
+def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool,
+                 install: str = "") -> str:
+    """An argument naming an existing file under the lane root becomes absolute: the worker's
+    cwd is its own fresh workspace, where a relative path would find nothing. The program (the
+    script after `{python}`, or the command itself) must exist when it is a relative path: a
+    typo is better caught here than as 20 void repeats. Other arguments may be anything
+    (`openai/gpt-4o`, a URL)."""
+    if arg == PYTHON_PLACEHOLDER or arg.startswith("-") or os.path.isabs(arg):
+        return arg
+    candidate = root / arg
+    if candidate.exists():
+        return str(candidate) if ("/" in arg or "." in arg) else arg
+    if program and ("/" in arg or arg.endswith(".py")):
+        # A lane whose framework has an interpreter of its own names it here: not made yet.
+        hint = f"; to install it: {install}" if install else ""
+        raise LaneError(f"{where}: command[{index}] {arg!r} does not exist under {root} "
+                        "(relative paths resolve from the folder that holds the lane's lanes/ "
+                        f"folder, or from the lane file's own folder){hint}")
+    return arg
+
+
+def _program_index(command: list[str]) -> int:
+    return 1 if command[0] == PYTHON_PLACEHOLDER and len(command) > 1 else 0
+
+
+def display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
