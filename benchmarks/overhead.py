@@ -69,7 +69,8 @@ from alk.runner.request import Gate, RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import command_line, init_program
-from alk.transcript.writer import TranscriptWriter, read_transcript
+from alk.transcript.reader import read_transcript
+from alk.transcript.writer import TranscriptWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "workers" / "well_behaved.py"

@@ -56,7 +56,7 @@ from alk.layout import JOURNAL_NAME, RESULT_NAME, journal_path, repeat_transcrip
 from alk.records import ExitCode, Lane
 from alk.result.document import RunDocument, from_json
 from alk.result.journal import read_journal
-from alk.transcript.writer import read_transcript
+from alk.transcript.reader import read_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = (1, 2, 8)

@@ -78,7 +78,7 @@ from alk.runner.sandbox import worker_uid
 from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.seccomp import unavailable_reason as seccomp_unavailable
-from alk.transcript.writer import TranscriptPage, read_page, read_transcript
+from alk.transcript.reader import TranscriptPage, read_page, read_transcript
 
 if TYPE_CHECKING:
     from alk.compare import Comparison

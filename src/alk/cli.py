@@ -20,7 +20,7 @@ import typer
 from alk.errors import AlkError, UsageError
 
 if TYPE_CHECKING:
-    from alk.transcript.writer import TranscriptPage
+    from alk.transcript.reader import TranscriptPage
 
 app = typer.Typer(
     name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,

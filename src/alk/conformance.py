@@ -16,7 +16,8 @@ from alk.errors import TranscriptError
 from alk.layout import probe_transcript
 from alk.records import Outcome, RepeatResult
 from alk.result.document import RunDocument
-from alk.transcript.writer import HARNESS, iter_transcript
+from alk.transcript.reader import iter_transcript
+from alk.transcript.writer import HARNESS
 
 _STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
                 "importing the framework, and the SDK sends print() and fd 1 to stderr from then "

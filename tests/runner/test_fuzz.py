@@ -74,7 +74,8 @@ from alk.runner.protocol import (
 from alk.runner.request import LINE_LIMIT_BYTES, RunRequest
 from alk.runner.sandbox import visible_paths
 from alk.runner.stderr import TAIL_CHARS, StderrSink
-from alk.transcript.writer import TranscriptWriter, read_transcript
+from alk.transcript.reader import read_transcript
+from alk.transcript.writer import TranscriptWriter
 
 SRC = Path(alk.__file__).resolve().parent.parent
 WORKERS = Path(__file__).resolve().parents[1] / "workers"

@@ -25,7 +25,8 @@ from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
 from alk.runner.request import RunRequest
-from alk.transcript.writer import TranscriptWriter, read_transcript
+from alk.transcript.reader import read_transcript
+from alk.transcript.writer import TranscriptWriter
 
 SRC = Path(alk.__file__).resolve().parent.parent
 ACTS = Path(__file__).resolve().parents[1] / "workers" / "acts.py"

@@ -46,7 +46,7 @@ from alk.report.transcript_view import (
     transcript_hash,
 )
 from alk.result.document import CutShort, RunDocument, build_document
-from alk.transcript.writer import TranscriptPage
+from alk.transcript.reader import TranscriptPage
 
 RUN = "20261129-120000-ab12"
 STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)

@@ -13,7 +13,8 @@ import pytest
 
 from alk.errors import TranscriptError
 from alk.redaction import MASK, MIN_SECRET_CHARS, Redactor
-from alk.transcript.writer import EXCERPT_CHARS, TranscriptWriter, read_transcript
+from alk.transcript.reader import read_transcript
+from alk.transcript.writer import EXCERPT_CHARS, TranscriptWriter
 
 
 def writer(path: Path, cap: int = 1024 * 1024, secrets: Iterable[str] = (),

@@ -10,7 +10,8 @@ import pytest
 
 from alk.errors import TranscriptError
 from alk.redaction import Redactor
-from alk.transcript.writer import READ_LINE_BYTES, TranscriptWriter, iter_transcript, read_page
+from alk.transcript.reader import READ_LINE_BYTES, iter_transcript, read_page
+from alk.transcript.writer import TranscriptWriter
 
 
 def line(seq: int, channel: str = "stderr", payload: dict | None = None,

@@ -31,7 +31,7 @@ from alk.report.transcript_view import (
     transcript_hash,
 )
 from alk.result.document import RerunOf, RunDocument
-from alk.transcript.writer import TranscriptPage
+from alk.transcript.reader import TranscriptPage
 
 import documents
 from snapshot import check_snapshot

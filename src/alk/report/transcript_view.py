@@ -14,7 +14,7 @@ from rich.text import Text
 from alk.records import RepeatResult
 from alk.report.safe_text import DASH, cut, json_text, one_line, printable, style_of
 from alk.result.document import CutShort
-from alk.transcript.writer import TranscriptPage
+from alk.transcript.reader import TranscriptPage
 
 PAYLOAD_CHARS = 240
 FIELD_CHARS = 24

@@ -1,3 +1,3 @@
 """Transcripts: every repeat's events, one JSON object a line, redacted, bounded and hashed as
-they are written, and read back in pages of bounded memory.
+they are written (`writer`), and read back in pages of bounded memory (`reader`).
 """
