@@ -35,7 +35,6 @@ from alk.errors import (
 from alk.execute.adaptive import Sampling
 from alk.execute.engine import Engine
 from alk.execute.executor import execute
-from alk.execute.repeat import Runner
 from alk.files import write_atomically
 from alk.lane.find import lane_paths
 from alk.lane.load import load_lane
@@ -74,6 +73,7 @@ from alk.result.verdict import exit_code, judge
 from alk.runner.isolation import Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.procfs import own_peak_rss_mb
+from alk.runner.request import Runner
 from alk.runner.sandbox import worker_uid
 from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program

@@ -138,7 +138,7 @@ def run(
     from rich.console import Console
 
     from alk import api
-    from alk.execute.repeat import cores
+    from alk.execute.slots import cores
     from alk.lane.load import lane_warnings
     from alk.records import ExitCode
     from alk.report import progress

@@ -17,12 +17,13 @@ from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
 from alk.execute.adaptive import Sampling
 from alk.execute.engine import Engine
-from alk.execute.repeat import DETAIL_CHARS, Runner, RunVoid
+from alk.execute.repeat import DETAIL_CHARS, RunVoid
 from alk.execute.threads import ThreadEngine
 from alk.records import Adaptive, Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
+from alk.runner.request import Runner
 
-__all__ = ["execute", "Runner"]
+__all__ = ["execute"]
 
 
 def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | None = None,

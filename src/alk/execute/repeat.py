@@ -1,36 +1,36 @@
 """One repeat of a lane, start to verdict, and what a lane's repeats share: `LaneContext`.
 
 A repeat gets a fresh workspace and the scrubbed environment; the runner drives its worker (again
-in the same workspace when the scenario's kill_at fires); the harness checks the expectations,
-attributes the outcome and closes the transcript. `open_lane` sets up what every repeat shares
-(the SDK folder, the sandbox's paths, the model gateway) or says why the lane cannot run at all.
-Repeats may run at once in threads (`alk.execute.engine`): what they share is read-only but for the
-budget of kept steps, which a lock guards.
+in the same workspace when the scenario's kill_at fires, the attempts then combined by
+`alk.execute.attempts`); the harness checks the expectations, attributes the outcome and closes
+the transcript. `open_lane` sets up what every repeat shares (the SDK folder, the sandbox's
+paths, the model gateway, the start slots of `alk.execute.slots`) or says why the lane cannot
+run at all. Repeats may run at once in threads (`alk.execute.engine`): what they share is
+read-only but for the budget of kept steps, which a lock guards.
 """
 
 from __future__ import annotations
 
 import compileall
-import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Mapping
 
 from alk.attribution import expectation
 from alk.attribution.outcome import attribute, void
 from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
 from alk.cleanup import remove_tree
+from alk.execute.attempts import combine_attempts
+from alk.execute.slots import StartSlots, cores
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
 from alk.records import (
     PYTHON_PLACEHOLDER,
@@ -43,12 +43,11 @@ from alk.records import (
     Preflight,
     RepeatResult,
     RepeatSpec,
-    Scenario,
 )
 from alk.redaction import Redactor
-from alk.runner.isolation import Filesystem, Isolation, Network
+from alk.runner.isolation import Filesystem, Network
 from alk.runner.protocol import hello_message
-from alk.runner.request import Gate, RunRequest
+from alk.runner.request import Gate, Runner, RunRequest
 from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.runner.stop import Stop
 from alk.transcript.writer import TranscriptWriter
@@ -62,70 +61,6 @@ CLAIM_CHARS = 1000
 # paths (in characters); past it, a repeat keeps their digests only. Per repeat, the protocol
 # bounds them too: a worker cannot make a long run's memory grow with what it names.
 STEPS_BUDGET_CHARS = 4 * 1024 * 1024
-
-
-class Runner(Protocol):
-    @property
-    def isolation(self) -> Isolation:
-        ...
-
-    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
-        ...
-
-
-# How long a repeat waits for a start slot before it starts anyway: a worker that never gets
-# ready holds its slot until it ends, and must not hold the others back longer than this.
-START_WAIT_S = 2.0
-
-
-class StartSlots:
-    """At most `slots` workers between their spawn and their `framework_ready` at once.
-
-    Repeats of the same length started together stay in step: with -j 8 on two cores, eight
-    interpreters would import their framework at the same moment every round, each slowed by
-    the others. Letting as many start as there are cores spreads the rounds apart (the
-    benchmark's -j 8 went from 6.3-6.6 to 6.8-7.0 times -j 1 on a worker that waits 0.5 s).
-    The wait comes before the spawn, so it counts in no repeat's duration or timeout."""
-
-    def __init__(self, slots: int) -> None:
-        self._slots = threading.BoundedSemaphore(max(1, slots))
-
-    @contextlib.contextmanager
-    def slot(self, stop: Stop | None = None) -> Iterator[Callable[[Gate], Gate]]:
-        """Waits for a slot (at most START_WAIT_S, less if the run stops); yields a function
-        that makes a gate give the slot back when the worker reports ready. Given back at the
-        end in any case."""
-        deadline = time.monotonic() + START_WAIT_S
-        held = False
-        while not held and time.monotonic() < deadline and not (stop and stop.is_set()):
-            held = self._slots.acquire(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
-        lock = threading.Lock()
-
-        def give_back() -> None:
-            nonlocal held
-            with lock:
-                if held:
-                    held = False
-                    self._slots.release()
-
-        def ready(gate: Gate) -> Gate:
-            def on_ready(payload: Mapping[str, Any]) -> Preflight:
-                give_back()
-                return gate(payload)
-            return on_ready
-
-        try:
-            yield ready
-        finally:
-            give_back()
-
-
-def cores() -> int:
-    """The number of cores alk may use (its CPU affinity, where the OS says)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class RunVoid(Exception):
@@ -340,7 +275,7 @@ class LaneContext:
                     or attempt >= scenario.max_attempts):
                 break
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
-        return _combined(seen, scenario)
+        return combine_attempts(seen, scenario)
 
     def model_request(self, request: RunRequest, start: dict, session: Any) -> RunRequest:
         """The request with the gateway's session: its variables and the start message's
@@ -450,46 +385,6 @@ def _claim(claim: Any, redactor: Redactor) -> Any:
     return claim if len(text) <= CLAIM_CHARS else redactor.cut(text, CLAIM_CHARS)
 
 
-def _combined(attempts: list[Observation], scenario: Scenario) -> Observation:
-    """The last attempt's ending, with what all of them did: tool calls, steps, faults."""
-    last = attempts[-1]
-    tool_calls: dict[str, int] = {}
-    for obs in attempts:
-        for name, count in obs.tool_calls.items():
-            tool_calls[name] = tool_calls.get(name, 0) + count
-    # Only the faults the scenario declared: a worker that reports others cannot make its
-    # failure the framework's handling of a fault (fault_unrecovered).
-    declared = {(fault.point, fault.occurrence) for fault in scenario.faults}
-    fired = frozenset().union(*(obs.faults_fired for obs in attempts)) & declared
-    missing = tuple(f"{fault.point}#{fault.occurrence}" for fault in scenario.faults
-                    if (fault.point, fault.occurrence) not in fired)
-    model = _combined_model([obs.model for obs in attempts if obs.model is not None])
-    if model is not None:
-        on_wire = set(model.faults_fired)
-        missing += tuple(f.label for f in scenario.wire_faults if f.label not in on_wire)
-    return dataclasses.replace(
-        last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing, model=model,
-        trajectory=tuple(step for obs in attempts for step in obs.trajectory),
-        uncounted_tool_calls=sum(obs.uncounted_tool_calls for obs in attempts),
-        # The scripted turns of a killed attempt are lost with it: the last attempt is judged.
-        model_turns=last.model_turns,
-        violation_count=sum(obs.violation_count for obs in attempts),
-        violations=tuple(v for obs in attempts for v in obs.violations)[:20],
-        duration_s=sum(obs.duration_s for obs in attempts),  # the repeat's wall clock
-        # A killed attempt's CPU time is lost with its wrapper; the last one is measured whole.
-        cpu_s=last.cpu_s,
-        peak_rss_mb=max((obs.peak_rss_mb or 0 for obs in attempts), default=0) or None,
-        peak_tmpfs_mb=max((obs.peak_tmpfs_mb or 0 for obs in attempts), default=0) or None,
-        kill_fired=any(obs.kill_fired for obs in attempts), attempts=len(attempts),
-        # Every attempt's framework and version: a resumed one may report another.
-        identities=tuple((obs.preflight.framework, obs.preflight.version)
-                         for obs in attempts if obs.preflight is not None),
-        trajectory_hash=_joined_hash([obs.trajectory_hash for obs in attempts]),
-        path=tuple(step for obs in attempts for step in obs.path),
-        path_hash=_joined_hash([obs.path_hash for obs in attempts]),
-        kill_missing=scenario.kill_at is not None and not any(o.kill_fired for o in attempts))
-
-
 def _model_summary(seen: ModelSeen | None) -> dict[str, Any] | None:
     """What a result document keeps of the gateway's view of a repeat."""
     if seen is None:
@@ -497,26 +392,6 @@ def _model_summary(seen: ModelSeen | None) -> dict[str, Any] | None:
     return {"calls": seen.calls, "turns": seen.turns, "retries": seen.retries,
             "prompt_tokens": seen.prompt_tokens, "completion_tokens": seen.completion_tokens,
             "faults": list(seen.faults_fired[:20])}
-
-
-def _combined_model(seen: list[ModelSeen]) -> ModelSeen | None:
-    """The gateway's view of every attempt: calls, retries, tokens and faults add up; the last
-    attempt's turns, recovery and exhausted script are what is judged. (Its steps are each
-    attempt's trajectory already, which `_combined` joins.)"""
-    if not seen:
-        return None
-    last = seen[-1]
-    return dataclasses.replace(
-        last, calls=sum(s.calls for s in seen), retries=sum(s.retries for s in seen),
-        prompt_tokens=sum(s.prompt_tokens for s in seen),
-        completion_tokens=sum(s.completion_tokens for s in seen),
-        faults_fired=tuple(f for s in seen for f in s.faults_fired),
-        provider_error=next((s.provider_error for s in seen if s.provider_error), None),
-        unmatched=next((s.unmatched for s in seen if s.unmatched), None))
-
-
-def _joined_hash(hashes: list[str]) -> str:
-    return hashes[0] if len(hashes) == 1 else hashlib.sha256("".join(hashes).encode()).hexdigest()
 
 
 def _close_quietly(log: TranscriptWriter | None, kind: str, payload: dict) -> str:

@@ -17,10 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from alk.execute.repeat import LaneContext, Runner, open_lane
+from alk.execute.repeat import LaneContext, open_lane
 from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
 from alk.runner.pids_cgroup import counts_the_user
+from alk.runner.request import Runner
 from alk.runner.stop import Stop
 
 

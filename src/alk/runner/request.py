@@ -1,14 +1,18 @@
-"""What the runner is asked to do: one worker process (`RunRequest`), and the gate that judges
-the framework and version it reports (`Gate`)."""
+"""What the runner is asked to do: one worker process (`RunRequest`), the gate that judges the
+framework and version it reports (`Gate`), and the seam every runner fits (`Runner`: the
+sandboxed `alk.runner.process.LocalRunner`, or a test's scripted one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from alk.records import KillAt, Limits, ModelSeen, Preflight
+from alk.records import KillAt, Limits, ModelSeen, Observation, Preflight
 from alk.redaction import Redactor
-from alk.runner.isolation import Filesystem, Network
+from alk.runner.isolation import Filesystem, Isolation, Network
+
+if TYPE_CHECKING:
+    from alk.transcript.writer import TranscriptWriter
 
 LINE_LIMIT_BYTES = 1024 * 1024
 
@@ -63,3 +67,14 @@ class RunRequest:
 
 # Judges a worker's framework_ready payload.
 Gate = Callable[[Mapping[str, Any]], Preflight]
+
+
+class Runner(Protocol):
+    """Runs one worker process to its end: what the executor is given, and tests fake."""
+
+    @property
+    def isolation(self) -> Isolation:
+        ...
+
+    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+        ...
