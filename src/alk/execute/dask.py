@@ -15,38 +15,42 @@ missing, isolation it cannot give, another alk) voids the run, as this machine w
 
 On Ctrl-C no repeat starts any more, every worker's running repeats are stopped (their `Stop`,
 as the local engine's threads are), what had finished is handed over, and the interrupt goes on.
-`distributed` is imported only here, and only when a `DaskEngine` is made.
+What runs on the Dask workers is in `alk.execute.dask_tasks`. `distributed` is imported only
+when a `DaskEngine` is made.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
-import os
 import queue
 import secrets
-import tempfile
 import threading
 import time
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from alk import __version__
 from alk.attribution.outcome import void
 from alk.causes import Cause
-from alk.cleanup import remove_tree
 from alk.errors import UsageError
-from alk.execute.repeat import DETAIL_CHARS, LaneContext, RunVoid, open_lane
+from alk.execute.dask_tasks import (
+    DaskRun,
+    close_run,
+    import_distributed,
+    probe_task,
+    repeat_task,
+    start_topic,
+    stop_run,
+    transcript_of,
+)
+from alk.execute.repeat import DETAIL_CHARS, RunVoid
 from alk.files import write_atomically
-from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
-from alk.records import Attribution, Observation, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.layout import probe_transcript, repeat_transcript
+from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.runner.stop import Stop
 
-INSTALL_HINT = "pip install 'alk[dask]'"
 # How long a scheduler may take to answer before `--scheduler` is said to be wrong.
 CONNECT_TIMEOUT_S = 5
 # Repeats handed to the scheduler at once: this many per thread of the cluster (one running,
@@ -59,15 +63,6 @@ WINDOW_REFRESH_S = 5.0
 _FINISHED = object()  # the feeder's last message: every task it submitted has ended
 
 
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise UsageError("--executor dask needs Dask distributed, which is not installed: "
-                         f"{INSTALL_HINT}") from None
-    return distributed
-
-
 class DaskEngine:
     """Runs a lane's repeats on the Dask cluster whose scheduler is `scheduler`, or through
     `client`, a connected `distributed.Client` (which the caller keeps and closes)."""
@@ -75,7 +70,7 @@ class DaskEngine:
     name = "dask"
 
     def __init__(self, scheduler: str, *, client: Any = None) -> None:
-        distributed = _distributed()
+        distributed = import_distributed()
         self._owned = client is None
         if client is None:
             try:
@@ -110,7 +105,7 @@ class DaskEngine:
                              "alk on one machine; record it with --executor local, then "
                              "replay it on Dask")
         # `environ` is the coordinator's: what a Dask worker needs comes from its own.
-        run = _Run(token=f"{plan.run_id}-{secrets.token_hex(4)}",
+        run = DaskRun(token=f"{plan.run_id}-{secrets.token_hex(4)}",
                    plan=dataclasses.replace(plan, items=()),  # a task carries only its item
                    out_dir=str(out_dir.resolve()), keep_workspaces=keep_workspaces,
                    version=__version__)
@@ -122,23 +117,10 @@ class DaskEngine:
             lane.close()
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What every task of a run carries: the plan without its items, the coordinator's output
-    folder (hidden from sandboxed workers where a shared file system shows it), the coordinator's
-    alk version, and the token that names the run's cached lane on each worker."""
-
-    token: str
-    plan: Plan
-    out_dir: str
-    keep_workspaces: bool
-    version: str
-
-
 class DaskLane:
     """A lane opened on a Dask cluster; `start` runs the probe there."""
 
-    def __init__(self, client: Any, run: _Run, out_dir: Path) -> None:
+    def __init__(self, client: Any, run: DaskRun, out_dir: Path) -> None:
         self.client, self.run_spec, self.out_dir = client, run, out_dir
         self.jobs: int | None = None  # the cluster's workers' threads decide, not this machine
         self._probe: Observation | None = None
@@ -158,7 +140,7 @@ class DaskLane:
     def start(self) -> None:
         """Runs the preflight probe on the cluster. RunVoid when its worker cannot run the
         lane at all; any other failure is kept for `probe` to raise (a void probe)."""
-        future = self.client.submit(_probe_task, self.run_spec, pure=False,
+        future = self.client.submit(probe_task, self.run_spec, pure=False,
                                     key=f"alk-probe-{self.run_spec.token}")
         with self._lock:
             self._inflight["probe"] = future
@@ -202,7 +184,7 @@ class DaskLane:
         by_key = {(item.scenario.id, item.repeat): item for item in items}
         started = self._started
         ended: set[tuple[str, int]] = set()
-        self._topic = _start_topic(self.run_spec.token)
+        self._topic = start_topic(self.run_spec.token)
         self.client.subscribe_topic(self._topic,
                                     lambda event: messages.put(("start", tuple(event[1]))))
         feeder = threading.Thread(target=self._feed, args=(items, messages),
@@ -229,7 +211,7 @@ class DaskLane:
                 raise RunVoid(reply[1])
             if status == "finished" and reply[0] == "stopped":
                 if reply[1]:  # a repeat cut short keeps its transcript, as locally
-                    write_atomically(self.out_dir / _transcript_of(self.run_spec, item),
+                    write_atomically(self.out_dir / transcript_of(self.run_spec, item),
                                       reply[1])
                 return
             if self._stopping.is_set() and status != "finished":
@@ -280,7 +262,7 @@ class DaskLane:
     def _feed(self, items: Sequence[RepeatSpec], messages: queue.SimpleQueue) -> None:
         """Hands the scheduler a window of repeats and another as each ends; every task that
         ends goes to the calling thread, with its result already fetched."""
-        distributed = _distributed()
+        distributed = import_distributed()
         todo = iter(items)
         spec_of: dict[str, RepeatSpec] = {}
         cap = self.run_spec.plan.lane.max_parallel
@@ -301,7 +283,7 @@ class DaskLane:
                     if item is None:
                         return
                     future = self.client.submit(
-                        _repeat_task, self.run_spec, self._preflight, item, pure=False,
+                        repeat_task, self.run_spec, self._preflight, item, pure=False,
                         key=f"alk-repeat-{self.run_spec.token}-{item.scenario.id}-{item.repeat}")
                     with self._lock:
                         self._inflight[(item.scenario.id, item.repeat)] = future
@@ -325,7 +307,7 @@ class DaskLane:
         """No repeat starts from now on; the running ones end, on every worker."""
         self._stopping.set()
         try:
-            self.client.run(_stop_run, self.run_spec.token, on_error="ignore")
+            self.client.run(stop_run, self.run_spec.token, on_error="ignore")
         except Exception:  # noqa: BLE001 - a lost scheduler: its workers end their repeats
             pass
         with self._lock:
@@ -355,7 +337,7 @@ class DaskLane:
             except Exception:  # noqa: BLE001 - a closed client holds no subscription
                 pass
         try:
-            self.client.run(_close_run, self.run_spec.token, on_error="ignore")
+            self.client.run(close_run, self.run_spec.token, on_error="ignore")
         except Exception:  # noqa: BLE001 - the workers are gone, and their folders with them
             pass
 
@@ -371,14 +353,6 @@ class DaskTaskError(Exception):
 def _task_detail(exc: BaseException) -> str:
     return (f"the Dask task failed: {type(exc).__name__}: {exc} (every Dask worker needs alk "
             f"{__version__} and the lane's files at the same paths: docs/dask.md)")
-
-
-def _transcript_of(run: _Run, item: RepeatSpec) -> Path:
-    return repeat_transcript(run.plan.run_id, item.scenario.id, item.repeat)
-
-
-def _start_topic(token: str) -> str:
-    return f"alk-start-{token}"
 
 
 def _delivered(result: RepeatResult, data: bytes, out_dir: Path) -> RepeatResult:
@@ -409,173 +383,3 @@ def _void_result(run_id: str, item: RepeatSpec, detail: str) -> RepeatResult:
         timed_out=False, peak_rss_mb=None, cpu_s=None, containment=None, network=None,
         filesystem=None, attempts=1, path_hash="", violations=0, trajectory=(), claimed=None,
         transcript=str(repeat_transcript(run_id, item.scenario.id, item.repeat)), sha256="")
-
-
-# ---------------------------------------------------------------------------------------------
-# On a Dask worker
-
-
-@dataclass
-class _WorkerLane:
-    """A run's lane as one Dask worker process holds it, shared by the run's tasks there."""
-
-    context: LaneContext | None = None
-    void: Attribution | None = None
-    out_dir: Path | None = None  # where its transcripts are written before they are sent
-    stop: Stop | None = None
-    serial: bool = False
-    identified: bool = False
-    active: int = 0  # tasks of the run running here
-    lock: threading.Condition = field(default_factory=threading.Condition)
-
-    def identify(self, preflight: Preflight | None) -> None:
-        with self.lock:
-            if preflight is not None and not self.identified and self.context is not None:
-                self.context.identify(preflight)
-                self.identified = True
-
-    def close(self) -> None:
-        """Stops the run's repeats here and, once its tasks have ended (the Stop ends each
-        worker within its grace), closes the gateway and removes the folders."""
-        if self.stop is not None:
-            self.stop.set()
-        with self.lock:
-            self.lock.wait_for(lambda: self.active == 0, timeout=CLOSE_WAIT_S)
-        if self.context is not None:
-            self.context.close()
-        if self.out_dir is not None:
-            remove_tree(self.out_dir)
-        if self.stop is not None:
-            self.stop.close()
-
-
-_LANES: dict[str, _WorkerLane] = {}
-# Runs stopped or closed here: a task of theirs that still arrives opens nothing. (A token is a
-# few dozen bytes; a worker would have to outlive millions of runs for these to matter.)
-_ENDED: set[str] = set()
-_LANES_LOCK = threading.Lock()
-# With max_processes set and no pids cgroup, the limit is RLIMIT_NPROC, which counts every
-# process of the user: a worker process runs such a lane's repeats one at a time.
-_SERIAL = threading.Lock()
-_RUNNER: Any = None
-# How long closing a run's lane on a worker waits for its stopped repeats to end.
-CLOSE_WAIT_S = 60.0
-
-
-@contextmanager
-def _worker_lane(run: _Run) -> Iterator[_WorkerLane | None]:
-    """The run's lane on this worker, opened by its first task, in use while the task runs
-    (its closing waits for that); None once the run has ended here."""
-    with _LANES_LOCK:
-        if run.token in _ENDED:
-            lane = None
-        else:
-            lane = _LANES.get(run.token)
-            if lane is None:
-                lane = _LANES[run.token] = _open_worker_lane(run)
-            with lane.lock:
-                lane.active += 1
-    try:
-        yield lane
-    finally:
-        if lane is not None:
-            with lane.lock:
-                lane.active -= 1
-                lane.lock.notify_all()
-
-
-def _open_worker_lane(run: _Run) -> _WorkerLane:
-    global _RUNNER
-    from alk.runner.pids_cgroup import counts_the_user
-    from alk.runner.process import LocalRunner
-
-    where = f"on Dask worker {_distributed().get_worker().address}"
-    if run.version != __version__:
-        return _WorkerLane(void=void(Cause.HARNESS_ERROR, (
-            f"{where}: alk {__version__} runs there, alk {run.version} on the coordinator: "
-            "install the same alk on both; nothing was started")))
-    lane = run.plan.lane
-    redactor = Redactor(os.environ[name] for name in lane.secret_names if name in os.environ)
-    _RUNNER = _RUNNER or LocalRunner()
-    out_dir = Path(tempfile.mkdtemp(prefix="alk-dask-"))
-    stop = Stop()
-    try:
-        context = open_lane(run.plan, out_dir, redactor, runner=_RUNNER, environ=os.environ,
-                            keep_workspaces=run.keep_workspaces, stop=stop)
-    except RunVoid as exc:
-        remove_tree(out_dir)
-        stop.close()
-        verdict = exc.attribution
-        return _WorkerLane(void=dataclasses.replace(verdict, detail=f"{where}: {verdict.detail}"))
-    except BaseException:
-        remove_tree(out_dir)
-        stop.close()
-        raise
-    # The coordinator's transcripts and reports, where a shared file system shows them here.
-    coordinator = Path(run.out_dir)
-    context.hidden = (*context.hidden, *(os.path.realpath(coordinator / name)
-                                         for name in (TRANSCRIPTS_DIR, REPORTS_DIR)))
-    serial = counts_the_user(run.plan.limits)
-    return _WorkerLane(context=context, out_dir=out_dir, stop=stop, serial=serial)
-
-
-def _take(path: Path) -> bytes:
-    """A transcript's bytes, removed from the worker once read."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return b""
-    path.unlink(missing_ok=True)
-    return data
-
-
-def _probe_task(run: _Run) -> tuple:
-    with _worker_lane(run) as lane:
-        if lane is None:
-            return ("stopped", b"")
-        if lane.void is not None:
-            return ("void", lane.void)
-        assert lane.context is not None and lane.out_dir is not None
-        try:
-            observation = lane.context.probe()
-        except KeyboardInterrupt:  # the run's Stop
-            return ("stopped", b"")
-        return ("probe", observation, _take(lane.out_dir / probe_transcript(run.plan.run_id)))
-
-
-def _repeat_task(run: _Run, preflight: Preflight | None, item: RepeatSpec) -> tuple:
-    with _worker_lane(run) as lane:
-        if lane is None:
-            return ("stopped", b"")
-        if lane.void is not None:
-            return ("void", lane.void)
-        assert lane.context is not None and lane.out_dir is not None and lane.stop is not None
-        lane.identify(preflight)
-        with _SERIAL if lane.serial else nullcontext():
-            if lane.stop.is_set():
-                return ("stopped", b"")
-            _distributed().get_worker().log_event(_start_topic(run.token),
-                                                  [item.scenario.id, item.repeat])
-            try:
-                result = lane.context.repeat(item)
-            except KeyboardInterrupt:  # the run's Stop: its transcript says "interrupted"
-                return ("stopped", _take(lane.out_dir / _transcript_of(run, item)))
-        return ("result", result, _take(lane.out_dir / result.transcript))
-
-
-def _stop_run(token: str) -> None:
-    """Runs on every worker (`Client.run`): the run's repeats there end now, none starts."""
-    with _LANES_LOCK:
-        _ENDED.add(token)
-        lane = _LANES.get(token)
-    if lane is not None and lane.stop is not None:
-        lane.stop.set()
-
-
-async def _close_run(token: str) -> None:
-    """Runs on every worker (`Client.run`): closes the run's lane there, off the event loop."""
-    with _LANES_LOCK:
-        _ENDED.add(token)
-        lane = _LANES.pop(token, None)
-    if lane is not None:
-        await asyncio.get_running_loop().run_in_executor(None, lane.close)
