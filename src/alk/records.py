@@ -101,7 +101,7 @@ class Fault:
 @dataclass(frozen=True, slots=True)
 class WireFault:
     """A fault the gateway injects on the wire at the attempt's `call`-th model call
-    (`alk.gateway.faults` names the kinds)."""
+    (`alk.gateway.script.FAULT_KINDS` names the kinds; `alk.gateway.faults` injects them)."""
 
     call: int
     kind: str

@@ -13,9 +13,10 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from alk.gateway import server
+from alk.gateway import session as session_module
 from alk.gateway.script import EXHAUSTED_TEXT
-from alk.gateway.server import Gateway, Session
+from alk.gateway.server import Gateway
+from alk.gateway.session import Session
 from alk.records import ModelSetup, Scenario, WireFault
 from alk.redaction import Redactor
 
@@ -70,7 +71,7 @@ def test_a_closed_gateway_leaves_no_file_open() -> None:
 
     before = open_files()
     with Gateway(ModelSetup("script"), Redactor()) as serving:
-        session = serving.session(Scenario("s", "task", script=SCRIPT), 1, attempt=1)
+        session = Session(serving, Scenario("s", "task", script=SCRIPT), 1, attempt=1)
         assert Client(session).chat()[0] == 200
         session.release()
     assert open_files() == before
@@ -89,8 +90,8 @@ def connect(gateway: Gateway) -> Iterator[Callable[..., Client]]:
 
     def make(script: tuple = SCRIPT, wire_faults: tuple[WireFault, ...] = (),
              seed: int = 1) -> Client:
-        session = gateway.session(Scenario("s", "task", script=script, wire_faults=wire_faults),
-                                  seed, attempt=1)
+        session = Session(gateway, Scenario("s", "task", script=script, wire_faults=wire_faults),
+                          seed, attempt=1)
         sessions.append(session)
         return Client(session)
 
@@ -165,7 +166,7 @@ def test_both_apis_are_served_with_or_without_the_v1_prefix(connect) -> None:
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 def test_a_body_past_the_bound_is_refused_and_not_counted(connect, monkeypatch, chunked) -> None:
-    monkeypatch.setattr(server, "MAX_REQUEST_BYTES", 300)
+    monkeypatch.setattr(session_module, "MAX_REQUEST_BYTES", 300)
     client = connect()
     big = request_body("x" * 400)
     status, _, data = client.send("POST", CHAT, iter([big[:200], big[200:]]) if chunked
@@ -181,7 +182,7 @@ def test_a_body_past_the_bound_is_refused_and_not_counted(connect, monkeypatch, 
 def test_a_declared_length_past_the_bound_is_refused_before_its_body_comes(
         connect, monkeypatch) -> None:
     # Only the headers are sent: the gateway answers without waiting for (or holding) a body.
-    monkeypatch.setattr(server, "MAX_REQUEST_BYTES", 300)
+    monkeypatch.setattr(session_module, "MAX_REQUEST_BYTES", 300)
     client = connect()
     connection = http.client.HTTPConnection("127.0.0.1", client.port, timeout=CLIENT_TIMEOUT_S)
     try:
@@ -360,7 +361,7 @@ def test_a_stall_without_seconds_is_ended_by_close(connect) -> None:
 def test_past_the_concurrent_bound_a_request_is_refused_unread(connect, monkeypatch) -> None:
     """Every call stalls (a fault at each): with two allowed at once, the third is answered
     503 at once, unread and uncounted, while the two are held."""
-    monkeypatch.setattr(server, "MAX_CONCURRENT_CALLS", 2)
+    monkeypatch.setattr(session_module, "MAX_CONCURRENT_CALLS", 2)
     client = connect(wire_faults=(WireFault(1, "stall"), WireFault(2, "stall")))
     held: list[threading.Thread] = []
     for _ in range(2):

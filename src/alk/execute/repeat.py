@@ -263,7 +263,9 @@ class LaneContext:
                                           kill_at=scenario.kill_at if attempt == 1 else None)
             session = None
             if self.gateway is not None:
-                session = self.gateway.session(scenario, item.seed, attempt, item.repeat)
+                from alk.gateway.session import Session  # aiohttp, with the gateway alone
+
+                session = Session(self.gateway, scenario, item.seed, attempt, item.repeat)
                 request = self.model_request(request, start, session)
             try:
                 with self.starts.slot(self.stop) as ready:

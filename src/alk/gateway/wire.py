@@ -602,3 +602,11 @@ def usage_of_events(api: API, frames: list[bytes] | list[str] | tuple[str, ...]
         if usage is not None:
             return usage
     return None
+
+
+def read_answer(api: str, body: bytes, events: tuple[str, ...], stream: bool
+                ) -> tuple[Reply | None, Usage | None]:
+    """What a recorded or proxied answer said, and its tokens, streamed or not."""
+    if stream:
+        return reply_of_events(api, events), usage_of_events(api, events)
+    return reply_of_response(api, body), usage_of_response(api, body)

@@ -18,7 +18,7 @@ LINE_LIMIT_BYTES = 1024 * 1024
 
 
 class ModelLink(Protocol):
-    """The gateway's session for this worker (`alk.gateway.server.Session`), as the runner
+    """The gateway's session for this worker (`alk.gateway.session.Session`), as the runner
     uses it: serve a listener, hand over what it recorded, say how many turns it served."""
 
     @property

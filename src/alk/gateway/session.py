@@ -1,0 +1,336 @@
+"""One attempt's model: a `Session` answers the calls of one attempt of one repeat, from the
+scenario's script, a cassette (replay) or the provider (proxy, `alk.gateway.proxy`), injects
+the scenario's wire faults (`alk.gateway.faults`), and records every call as the harness's own
+evidence. The handler runs on the gateway's thread; the runner's loop reads `events` and
+`wake_fd` on its own, and writes what a session saw to the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import socket
+import time
+from typing import Any
+
+from aiohttp import web
+
+from alk.gateway import cassette as cassettes
+from alk.gateway import wire
+from alk.gateway.faults import inject
+from alk.gateway.http import SSE, json_response
+from alk.gateway.proxy import forward
+from alk.gateway.script import EXHAUSTED_TEXT, sampled_turn
+from alk.gateway.server import Gateway
+from alk.records import ModelSeen, Scenario, WireFault
+
+# A request body larger than this is refused (413): a worker cannot make alk hold more.
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+# Requests a session answers at once: each may hold up to MAX_REQUEST_BYTES in alk, so a worker
+# opening a thousand connections cannot make alk hold gigabytes. Past it: 503, not read.
+MAX_CONCURRENT_CALLS = 16
+# Calls recorded in a session's transcript events and steps; past them, only counted.
+MAX_RECORDED_CALLS = 1000
+# How long closing a session waits for a handler still running (a stall) before cancelling it.
+CLOSE_GRACE_S = 0.05
+_PATHS = {"chat/completions": "chat", "responses": "responses"}
+_SILENT = logging.getLogger("alk.gateway.http")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
+class Session:
+    """One attempt's model: its token, its listener, and everything it answered. The handler
+    runs on the gateway's thread; the runner's loop reads `events` and `wake_fd` on its own."""
+
+    def __init__(self, gateway: Gateway, scenario: Scenario, seed: int, attempt: int,
+                 repeat: int = 0) -> None:
+        self.gateway, self.scenario, self.seed = gateway, scenario, seed
+        self.attempt, self.repeat = attempt, repeat
+        self.key = "alk-" + secrets.token_urlsafe(24)
+        self.port: int | None = None
+        self.faults: dict[int, WireFault] = {f.call: f for f in scenario.wire_faults}
+        self._events: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._server: Any = None
+        self._web: web.Server | None = None
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        # What the session saw (written on the gateway's thread, read after close).
+        self.calls = 0
+        self.turns = 0
+        self.retries = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.fired: list[str] = []
+        self.fault_pending = False  # a fault fired and no call since was answered in full
+        self.exhausted: tuple[int, int] | None = None
+        self.provider_error: str | None = None
+        self.unmatched: str | None = None
+        self.steps: list[str] = []
+        self._last: tuple[str, bool] | None = None  # (the last call's body digest, it failed)
+
+    # -- alk's side ------------------------------------------------------------------------------
+
+    @property
+    def wake_fd(self) -> int:
+        """Readable when the gateway recorded something: the runner's loop waits on it too."""
+        return self._wake_read
+
+    def environment(self, base_url: str) -> dict[str, str]:
+        """The worker's variables: an unmodified OpenAI client finds the gateway through them
+        (OPENAI_API_BASE for older integrations)."""
+        return {"OPENAI_BASE_URL": base_url, "OPENAI_API_BASE": base_url,
+                "OPENAI_API_KEY": self.key}
+
+    def start_fields(self, base_url: str) -> dict[str, Any]:
+        """What the start message carries of the model."""
+        return {"base_url": base_url, "api_key": self.key, "mode": self.gateway.setup.mode,
+                "name": self.gateway.setup.name}
+
+    def listen_on_host(self) -> int:
+        """A listener on alk's own loopback (network "host"): its port."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self.serve(listener)
+        return self.port
+
+    def serve(self, listener: socket.socket) -> None:
+        """Serves a listening socket (made here, or in the worker's namespace and passed)."""
+        listener.setblocking(False)
+        self.gateway.call(self._start(listener))
+
+    def events(self) -> list[tuple[str, dict[str, Any]]]:
+        """What was recorded since the last look (the runner writes it to the transcript)."""
+        try:
+            while os.read(self._wake_read, 4096):
+                pass
+        except OSError:
+            pass
+        taken = []
+        while self._events:
+            taken.append(self._events.popleft())
+        return taken
+
+    def served_turns(self) -> int:
+        return self.turns
+
+    def close(self) -> ModelSeen:
+        """Stops serving (a stalled call is cancelled) and says what was seen."""
+        if not self._closed:
+            self._closed = True
+            try:
+                self.gateway.call(self._stop())
+            except Exception:  # noqa: BLE001 - a stuck loop must not hold the run
+                pass
+            os.close(self._wake_write)
+        return ModelSeen(
+            calls=self.calls, turns=self.turns, retries=self.retries,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            faults_fired=tuple(self.fired), recovered=not self.fault_pending,
+            exhausted=self.exhausted, provider_error=self.provider_error,
+            unmatched=self.unmatched, steps=tuple(self.steps))
+
+    def release(self) -> None:
+        """Closes the wake pipe's read end once the runner has drained it (once: a number
+        closed twice may by then name another file)."""
+        self.close()
+        if self._wake_read >= 0:
+            os.close(self._wake_read)
+            self._wake_read = -1
+
+    # -- the gateway's thread --------------------------------------------------------------------
+
+    async def _start(self, listener: socket.socket) -> None:
+        self._web = web.Server(self._handle, logger=_SILENT, access_log=None)
+        self._server = await asyncio.get_running_loop().create_server(self._web, sock=listener)
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._handlers):
+            task.cancel()
+        if self._web is not None:
+            await self._web.shutdown(CLOSE_GRACE_S)
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if len(self._handlers) >= MAX_CONCURRENT_CALLS:
+            return json_response(503, wire.error_body(503, f"alk's gateway answers at most "
+                                                      f"{MAX_CONCURRENT_CALLS} requests at once"))
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            return await self._answer(request)
+        finally:
+            if task is not None:
+                self._handlers.discard(task)
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
+        path = request.path.rstrip("/")
+        path = path[len("/v1"):] if path.startswith("/v1/") or path == "/v1" else path
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode("utf-8", "replace"),
+                                   f"Bearer {self.key}".encode()):
+            return json_response(401, wire.error_body(401, "alk's gateway: the API key is not this "
+                                                      "repeat's OPENAI_API_KEY"))
+        if request.method == "GET" and path == "/models":
+            return json_response(200, wire.models_body([self.gateway.setup.name], created=0))
+        api = _PATHS.get(path.lstrip("/"))
+        if request.method != "POST" or api is None:
+            return json_response(404, wire.error_body(404, "alk's gateway serves POST /v1/chat/"
+                                                      "completions and /v1/responses"))
+        body = await _read_bounded(request)
+        if body is None:
+            return json_response(413, wire.error_body(413, f"request body over {MAX_REQUEST_BYTES} "
+                                                      "bytes"))
+        self.calls += 1
+        call = self.calls
+        began = time.monotonic()
+        asked = wire.read_request(api, body)
+        if isinstance(asked, str):
+            self.record(call, api, None, 400, began, problem=asked)
+            return json_response(400, wire.error_body(400, asked))
+        if self.attempt > 1 and call == 1 and self.gateway.setup.mode == "script":
+            # A resumed attempt: a framework that kept its state sends the conversation so far,
+            # and the model answers where it stands; one that starts over gets the first turn.
+            self.turns = min(asked.answered, len(self.scenario.script))
+        digest = hashlib.sha256(body).hexdigest()
+        retry = self._last is not None and self._last == (digest, True)
+        if retry:
+            self.retries += 1
+        fault = self.faults.get(call)
+        if fault is not None:
+            self.fired.append(fault.label)
+            self.fault_pending = True
+            self._last = (digest, True)
+            return await inject(self, request, fault, asked, call, began, retry)
+        answer = await (forward(self, request, asked, body, call, began, retry)
+                        if self.gateway.setup.mode == "proxy" else
+                        self._served(request, asked, body, call, began, retry))
+        self._last = (digest, answer.status >= 400)
+        return answer
+
+    async def _served(self, request: web.BaseRequest, asked: wire.Asked, body: bytes,
+                      call: int, began: float, retry: bool) -> web.StreamResponse:
+        """Script and replay: the next turn, in the wire format the request asked for."""
+        if self.gateway.setup.mode == "replay":
+            return await self._replayed(request, asked, body, call, began, retry)
+        turn_index = self.turns
+        turn = sampled_turn(self.scenario.script, turn_index, self.seed)
+        if turn is None:
+            if self.exhausted is None:
+                self.exhausted = (turn_index + 1, len(self.scenario.script))
+            reply = wire.Reply(text=EXHAUSTED_TEXT)
+            shown_turn = None
+        else:
+            reply = wire.reply_from_turn(turn)
+            self.turns += 1
+            shown_turn = turn_index
+        self.fault_pending = False
+        return await self.reply(request, asked, reply, call, began, retry, turn=shown_turn)
+
+    async def _replayed(self, request: web.BaseRequest, asked: wire.Asked, body: bytes,
+                        call: int, began: float, retry: bool) -> web.StreamResponse:
+        recorded = self.gateway.replayed
+        normalized = cassettes.normalize(asked.api, body)
+        entry, why = (recorded.match(self.turns + 1, asked.api, normalized or {},
+                                     redactor=self.gateway.redactor,
+                                     key=(self.scenario.id, self.repeat, self.attempt))
+                      if recorded is not None else (None, "no cassette"))
+        if entry is None:
+            if self.unmatched is None:
+                self.unmatched = self.gateway.redactor.cut(why, 300)
+            self.record(call, asked.api, asked, 500, began, retry=retry, problem=why)
+            return json_response(500, wire.error_body(500, f"alk replay: {why}"))
+        self.turns += 1
+        self.fault_pending = entry.status >= 400
+        reply, usage = wire.read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
+        self.record(call, asked.api, asked, entry.status, began, retry=retry, reply=reply,
+                    usage=usage, turn=self.turns - 1)
+        if entry.stream:
+            response = web.StreamResponse(status=entry.status, headers=SSE)
+            await response.prepare(request)
+            for frame in entry.events:
+                await response.write(frame.encode())
+            await response.write_eof()
+            return response
+        return json_response(entry.status, entry.body.encode())
+
+    async def reply(self, request: web.BaseRequest, asked: wire.Asked, reply: wire.Reply,
+                    call: int, began: float, retry: bool, turn: int | None,
+                    fault: str | None = None) -> web.StreamResponse:
+        usage = wire.estimate_usage(asked, reply)
+        kwargs = dict(model=asked.model or self.gateway.setup.name, call=call, usage=usage,
+                      created=int(time.time()))
+        self.record(call, asked.api, asked, 200, began, retry=retry, reply=reply, usage=usage,
+                    turn=turn, fault=fault)
+        if not asked.stream:
+            return json_response(200, wire.response_body(asked.api, reply, **kwargs))
+        response = web.StreamResponse(status=200, headers=SSE)
+        await response.prepare(request)
+        for frame in wire.stream_events(asked.api, reply, **kwargs):
+            await response.write(frame)
+        await response.write_eof()
+        return response
+
+    def record(self, call: int, api: str, asked: wire.Asked | None, status: int | None,
+               began: float, *, retry: bool = False, reply: wire.Reply | None = None,
+               usage: wire.Usage | None = None, turn: int | None = None,
+               fault: str | None = None, problem: str | None = None) -> None:
+        """One call as the harness saw it: counted always, recorded while within bounds."""
+        if usage is not None:
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+        if call > MAX_RECORDED_CALLS:
+            return
+        tools = [c.name for c in reply.tool_calls] if reply is not None else []
+        redact = self.gateway.redactor
+        step = f"{status if status is not None else 'none'}:" + (
+            ",".join(redact.bounded(t, 64) for t in tools) if tools else
+            "text" if reply is not None and reply.text is not None else fault or "-")
+        self.steps.append(step)
+        payload: dict[str, Any] = {
+            "call": call, "api": api, "stream": asked.stream if asked else None,
+            "status": status, "ms": round((time.monotonic() - began) * 1000, 1),
+            "turn": turn, "retry": retry, "fault": fault,
+            "tool_calls": [redact.bounded(t, 64) for t in tools][:16],
+            "text_chars": len(reply.text) if reply is not None and reply.text else 0,
+            "tokens": ({"prompt": usage.prompt_tokens, "completion": usage.completion_tokens}
+                       if usage is not None else None),
+        }
+        if asked is not None:
+            payload["model"] = redact.bounded(asked.model, 100)
+        if problem:
+            payload["problem"] = redact.cut(problem, 300)
+        self._events.append(("call", payload))
+        if self._closed:
+            return  # the write end is closed, and its number may name another file by now
+        try:
+            os.write(self._wake_write, b"!")
+        except OSError:
+            pass  # the pipe is full: the loop has a wake-up pending already
+
+
+async def _read_bounded(request: web.BaseRequest) -> bytes | None:
+    """The body, or None past MAX_REQUEST_BYTES (a worker's flood stops at the bound)."""
+    if request.content_length is not None and request.content_length > MAX_REQUEST_BYTES:
+        return None
+    chunks, size = [], 0
+    while True:
+        chunk = await request.content.read(64 * 1024)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            return None
+        chunks.append(chunk)
