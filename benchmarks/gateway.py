@@ -36,7 +36,9 @@ from pathlib import Path
 from aiohttp import web
 
 from alk import api
-from alk.gateway import wire
+from alk.gateway.wire.bodies import response_body
+from alk.gateway.wire.reply import Reply, estimate_usage
+from alk.gateway.wire.request import read_request
 from alk.lane.load import load_lane
 from alk.result.document import RunDocument
 from alk.runner.isolation import Network, detect
@@ -101,10 +103,10 @@ class PlainServer:
 
     async def _answer(self, request: web.BaseRequest) -> web.Response:
         body = await request.read()
-        asked = wire.read_request("chat", body)
-        reply = wire.Reply(text="done")
-        return web.Response(body=wire.response_body(
-            "chat", reply, model="alk-script", call=1, usage=wire.estimate_usage(asked, reply),
+        asked = read_request("chat", body)
+        reply = Reply(text="done")
+        return web.Response(body=response_body(
+            "chat", reply, model="alk-script", call=1, usage=estimate_usage(asked, reply),
             created=1), content_type="application/json")
 
 

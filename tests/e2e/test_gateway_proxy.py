@@ -20,15 +20,17 @@ from alk.runner.isolation import Network, detect
 pytest.importorskip("openai")
 from aiohttp import web  # noqa: E402
 
-from alk.gateway import wire  # noqa: E402
+from alk.gateway.wire.bodies import error_body, response_body
+from alk.gateway.wire.reply import Reply, ToolCall, estimate_usage
+from alk.gateway.wire.request import read_request  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "workers" / "openai_client.py"
 UPSTREAM_KEY = "sk-alk-upstream-" + "Q7x2Lm9Pz4Rt8Vw1Ks6Hd3"
 KEY_PATTERN = r"sk-alk-upstream-[A-Za-z0-9]{20}"
-TURNS = [wire.Reply(tool_calls=(wire.ToolCall("lookup_order", '{"order":"742"}'),)),
-         wire.Reply(tool_calls=(wire.ToolCall("write_report", '{"order":"742"}'),)),
-         wire.Reply(text="Report for order 742 written")]
+TURNS = [Reply(tool_calls=(ToolCall("lookup_order", '{"order":"742"}'),)),
+         Reply(tool_calls=(ToolCall("write_report", '{"order":"742"}'),)),
+         Reply(text="Report for order 742 written")]
 
 needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
                                    reason="no network namespaces on this machine")
@@ -55,14 +57,14 @@ class FakeUpstream:
     async def _answer(self, request: web.BaseRequest) -> web.Response:
         self.authorizations.append(request.headers.get("Authorization", ""))
         if request.headers.get("Authorization") != f"Bearer {UPSTREAM_KEY}":
-            return web.Response(status=401, body=wire.error_body(401, "bad key"))
-        asked = wire.read_request("chat", await request.read())
+            return web.Response(status=401, body=error_body(401, "bad key"))
+        asked = read_request("chat", await request.read())
         assert not isinstance(asked, str), asked
         reply = TURNS[min(asked.tool_results, len(TURNS) - 1)]
-        usage = wire.estimate_usage(asked, reply)
-        return web.Response(body=wire.response_body("chat", reply, model=asked.model,
-                                                    call=asked.items, usage=usage,
-                                                    created=1), content_type="application/json")
+        usage = estimate_usage(asked, reply)
+        return web.Response(body=response_body("chat", reply, model=asked.model,
+                                               call=asked.items, usage=usage,
+                                               created=1), content_type="application/json")
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

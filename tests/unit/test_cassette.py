@@ -8,8 +8,10 @@ import json
 import pytest
 
 from alk.errors import CassetteError
-from alk.gateway import wire
 from alk.gateway.cassette import Cassette, CassetteWriter, Entry, first_difference, normalize
+from alk.gateway.wire.bodies import response_body, stream_events
+from alk.gateway.wire.reply import Reply, Usage
+from alk.gateway.wire.upstream import reply_of_response
 from alk.redaction import MASK, Redactor
 
 
@@ -173,13 +175,13 @@ def test_a_secret_in_a_difference_is_redacted_before_it_is_cut():
 
 
 def _entry(call: int, request: dict, api: str = "chat") -> Entry:
-    reply = wire.Reply(text=f"answer {call}")
-    usage = wire.Usage(3, 2)
+    reply = Reply(text=f"answer {call}")
+    usage = Usage(3, 2)
     return Entry(api=api, request=request, status=200,
-                 body=wire.response_body(api, reply, model="m", call=call, usage=usage,
-                                         created=0).decode(),
+                 body=response_body(api, reply, model="m", call=call, usage=usage,
+                                    created=0).decode(),
                  stream=True, fault=None,
-                 events=tuple(frame.decode() for frame in wire.stream_events(
+                 events=tuple(frame.decode() for frame in stream_events(
                      api, reply, model="m", call=call, usage=usage, created=0)))
 
 
@@ -201,7 +203,7 @@ def test_a_recorded_cassette_replays_in_order_and_refuses_a_different_request(tm
     assert len(cassette) == 2
     entry, why = cassette.match(1, "chat", normalize("chat", _chat_request("k9", "k8")))
     assert why == "" and entry == _entry(1, first)
-    assert wire.reply_of_response("chat", entry.body.encode()).text == "answer 1"
+    assert reply_of_response("chat", entry.body.encode()).text == "answer 1"
     assert cassette.match(2, "chat", second)[0] == _entry(2, second)
 
     entry, why = cassette.match(2, "chat", first)

@@ -10,8 +10,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alk.gateway import wire
-from alk.gateway.wire import Reply, ToolCall, Usage
+from alk.gateway.wire.bodies import (
+    error_body,
+    malformed_body,
+    malformed_stream,
+    models_body,
+    response_body,
+    stream_events,
+    truncated_body,
+    truncated_stream,
+)
+from alk.gateway.wire.reply import (
+    Reply,
+    ToolCall,
+    Usage,
+    broken_arguments,
+    estimate_usage,
+    reply_from_turn,
+)
+from alk.gateway.wire.request import MAX_TOOLS, MODEL_CHARS, TOOL_NAME_CHARS, Asked, read_request
+from alk.gateway.wire.upstream import (
+    reply_of_events,
+    reply_of_response,
+    usage_of_events,
+    usage_of_response,
+)
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")  # the openai client's own
@@ -28,13 +51,13 @@ def _respond(api, reply, *, stream, call=3, cut=False, status=200):
     """A transport handler serving `reply` as alk's gateway would."""
     def handler(request: httpx.Request) -> httpx.Response:
         if stream:
-            frames = wire.stream_events(api, reply, model="scripted", call=call, usage=USAGE,
-                                        created=1700000000)
-            body = wire.truncated_stream(frames) if cut else b"".join(frames)
+            frames = stream_events(api, reply, model="scripted", call=call, usage=USAGE,
+                                   created=1700000000)
+            body = truncated_stream(frames) if cut else b"".join(frames)
             return httpx.Response(status, headers={"content-type": "text/event-stream"},
                                   content=body)
-        body = wire.response_body(api, reply, model="scripted", call=call, usage=USAGE,
-                                  created=1700000000)
+        body = response_body(api, reply, model="scripted", call=call, usage=USAGE,
+                             created=1700000000)
         return httpx.Response(status, headers={"content-type": "application/json"},
                               content=body)
     return handler
@@ -159,7 +182,7 @@ def test_the_sdks_responses_stream_helper_ends_with_the_whole_response(reply):
 
 
 def test_a_responses_stream_frames_name_their_event_and_carry_the_same_type():
-    frames = wire.stream_events("responses", TEXT, model="m", call=1, usage=USAGE, created=0)
+    frames = stream_events("responses", TEXT, model="m", call=1, usage=USAGE, created=0)
     for frame in frames:
         event_line, data_line, *_ = frame.split(b"\n")
         assert frame.endswith(b"\n\n")
@@ -169,25 +192,25 @@ def test_a_responses_stream_frames_name_their_event_and_carry_the_same_type():
 
 def test_two_builds_of_one_reply_are_the_same_bytes():
     for api in ("chat", "responses"):
-        one = wire.stream_events(api, TWO_CALLS, model="m", call=7, usage=USAGE, created=1)
-        two = wire.stream_events(api, TWO_CALLS, model="m", call=7, usage=USAGE, created=1)
+        one = stream_events(api, TWO_CALLS, model="m", call=7, usage=USAGE, created=1)
+        two = stream_events(api, TWO_CALLS, model="m", call=7, usage=USAGE, created=1)
         assert one == two
-        assert wire.response_body(api, TEXT, model="m", call=7, usage=USAGE, created=1) == \
-            wire.response_body(api, TEXT, model="m", call=7, usage=USAGE, created=1)
+        assert response_body(api, TEXT, model="m", call=7, usage=USAGE, created=1) == \
+            response_body(api, TEXT, model="m", call=7, usage=USAGE, created=1)
 
 
 # --- faults ------------------------------------------------------------------------------------
 
 
 def test_a_truncated_stream_ends_mid_message_never_on_a_whole_frame():
-    frames = wire.stream_events("chat", TWO_CALLS, model="m", call=1, usage=USAGE, created=0)
-    cut = wire.truncated_stream(frames)
+    frames = stream_events("chat", TWO_CALLS, model="m", call=1, usage=USAGE, created=0)
+    cut = truncated_stream(frames)
     whole = len(frames) // 2
     assert cut.startswith(b"".join(frames[:whole]))
     rest = cut[len(b"".join(frames[:whole])):]
     assert rest and frames[whole].startswith(rest) and rest != frames[whole]
     assert not cut.endswith(b"\n\n")
-    assert wire.truncated_stream([]) == b""
+    assert truncated_stream([]) == b""
 
 
 def test_a_truncated_chat_stream_that_closes_cleanly_ends_without_finish_reason():
@@ -229,11 +252,11 @@ class _ClosedMidBody(httpx.SyncByteStream):
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_truncated_stream_on_a_closed_connection_raises_api_connection_error(api):
-    frames = wire.stream_events(api, TEXT, model="m", call=1, usage=USAGE, created=0)
+    frames = stream_events(api, TEXT, model="m", call=1, usage=USAGE, created=0)
 
     def handler(request):
         return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              stream=_ClosedMidBody(wire.truncated_stream(frames)))
+                              stream=_ClosedMidBody(truncated_stream(frames)))
 
     client = _client(handler)
     stream = (client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
@@ -245,9 +268,9 @@ def test_a_truncated_stream_on_a_closed_connection_raises_api_connection_error(a
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_malformed_or_cut_body_makes_the_client_raise_a_json_error(api):
     """The SDK does not wrap it: a 200 whose body is not JSON raises json.JSONDecodeError."""
-    for body in (wire.malformed_body(api, 4),
-                 wire.truncated_body(wire.response_body(api, TEXT, model="m", call=4,
-                                                        usage=USAGE, created=0))):
+    for body in (malformed_body(api, 4),
+                 truncated_body(response_body(api, TEXT, model="m", call=4,
+                                              usage=USAGE, created=0))):
         def handler(request, body=body):
             return httpx.Response(200, headers={"content-type": "application/json"},
                                   content=body)
@@ -258,7 +281,7 @@ def test_a_malformed_or_cut_body_makes_the_client_raise_a_json_error(api):
             else:
                 client.responses.create(model="m", input="go")
     # A whole object, not a cut one: only its one unquoted key breaks it.
-    malformed = wire.malformed_body(api, 4)
+    malformed = malformed_body(api, 4)
     assert malformed.startswith(b"{") and malformed.endswith(b"}")
     key = "choices" if api == "chat" else "output"
     assert key in json.loads(malformed.replace(f",{key}:".encode(), f',"{key}":'.encode(), 1))
@@ -271,7 +294,7 @@ def test_a_malformed_or_cut_body_makes_the_client_raise_a_json_error(api):
 def test_an_error_body_reaches_the_client_as_its_error_with_the_message(status, error, code):
     def handler(request):
         return httpx.Response(status, headers={"content-type": "application/json"},
-                              content=wire.error_body(status, "alk: no more turns"))
+                              content=error_body(status, "alk: no more turns"))
     with pytest.raises(error) as raised:
         _chat(handler)
     assert raised.value.status_code == status
@@ -282,7 +305,7 @@ def test_an_error_body_reaches_the_client_as_its_error_with_the_message(status, 
 
 
 def test_broken_arguments_are_not_json_and_reach_the_client_as_sent():
-    broken = wire.broken_arguments(TWO_CALLS)
+    broken = broken_arguments(TWO_CALLS)
     for call in broken.tool_calls:
         with pytest.raises(json.JSONDecodeError):
             json.loads(call.arguments)
@@ -290,13 +313,13 @@ def test_broken_arguments_are_not_json_and_reach_the_client_as_sent():
     assert [call.function.arguments for call in calls] == [
         call.arguments for call in broken.tool_calls]
     assert [call.function.name for call in calls] == ["read_file", "write_file"]
-    assert wire.broken_arguments(Reply(tool_calls=(ToolCall("t", "{}"),))).tool_calls[
+    assert broken_arguments(Reply(tool_calls=(ToolCall("t", "{}"),))).tool_calls[
         0].arguments == '{"'
 
 
 def test_the_models_list_parses():
     def handler(request):
-        return httpx.Response(200, content=wire.models_body(["scripted"], created=1))
+        return httpx.Response(200, content=models_body(["scripted"], created=1))
     assert [model.id for model in _client(handler).models.list()] == ["scripted"]
 
 
@@ -304,24 +327,24 @@ def test_the_models_list_parses():
 
 
 def test_a_script_turn_becomes_a_reply():
-    assert wire.reply_from_turn({"text": "done"}) == Reply(text="done")
-    assert wire.reply_from_turn({"tool": "write", "args": {"path": "é", "n": [1, 2]}}) == Reply(
+    assert reply_from_turn({"text": "done"}) == Reply(text="done")
+    assert reply_from_turn({"tool": "write", "args": {"path": "é", "n": [1, 2]}}) == Reply(
         tool_calls=(ToolCall("write", '{"path":"é","n":[1,2]}'),))
-    assert wire.reply_from_turn({"tool": "write"}).tool_calls[0].arguments == "{}"
-    assert wire.reply_from_turn({"tool": "write", "raw": '{"path": '}).tool_calls == (
+    assert reply_from_turn({"tool": "write"}).tool_calls[0].arguments == "{}"
+    assert reply_from_turn({"tool": "write", "raw": '{"path": '}).tool_calls == (
         ToolCall("write", '{"path": '),)
     for bad in ({}, {"tool": 3}, {"tool": "t", "raw": {}}, {"text": 1}):
         with pytest.raises(ValueError):
-            wire.reply_from_turn(bad)
+            reply_from_turn(bad)
 
 
 def test_usage_is_about_four_bytes_a_token_and_at_least_one():
-    asked = wire.read_request("chat", json.dumps({"model": "m", "messages": MESSAGES}).encode())
-    assert wire.estimate_usage(asked, Reply(text="x" * 40)) == Usage(asked.chars // 4, 10)
+    asked = read_request("chat", json.dumps({"model": "m", "messages": MESSAGES}).encode())
+    assert estimate_usage(asked, Reply(text="x" * 40)) == Usage(asked.chars // 4, 10)
     calls = Reply(tool_calls=(ToolCall("abcd", "e" * 12),))
-    assert wire.estimate_usage(asked, calls).completion_tokens == 4
-    tiny = wire.Asked("chat", "m", False, (), 1, 0, chars=2)
-    assert wire.estimate_usage(tiny, Reply(text="")) == Usage(1, 1)
+    assert estimate_usage(asked, calls).completion_tokens == 4
+    tiny = Asked("chat", "m", False, (), 1, 0, chars=2)
+    assert estimate_usage(tiny, Reply(text="")) == Usage(1, 1)
 
 
 # --- reading requests --------------------------------------------------------------------------
@@ -335,19 +358,19 @@ def test_a_chat_request_is_read_with_its_tools_and_tool_results():
         {"role": "tool", "tool_call_id": "c1", "content": "text"}],
         "tools": [{"type": "function", "function": {"name": "read", "parameters": {}}},
                   {"type": "function", "function": {"name": "write"}}]}).encode()
-    assert wire.read_request("chat", body) == wire.Asked(
+    assert read_request("chat", body) == Asked(
         "chat", "gpt-x", True, ("read", "write"), items=3, tool_results=1, chars=len(body),
         answered=1)
 
 
 def test_a_responses_request_is_read_from_a_string_or_items():
-    assert wire.read_request("responses", b'{"model":"m","input":"hi"}').items == 1
+    assert read_request("responses", b'{"model":"m","input":"hi"}').items == 1
     body = json.dumps({"model": "m", "input": [
         {"role": "user", "content": "go"},
         {"type": "function_call", "call_id": "c", "name": "read", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c", "output": "x"}],
         "tools": [{"type": "function", "name": "read"}, {"type": "web_search"}]}).encode()
-    asked = wire.read_request("responses", body)
+    asked = read_request("responses", body)
     assert (asked.items, asked.tool_results, asked.tools, asked.stream) == (3, 1, ("read",),
                                                                              False)
 
@@ -362,17 +385,17 @@ def test_a_responses_request_is_read_from_a_string_or_items():
     (b'{"model": "m", "messages": ' + b"[" * 5000 + b"]" * 5000 + b"}", "not JSON"),
 ])
 def test_a_bad_request_is_a_problem_not_an_exception(body, problem):
-    result = wire.read_request("chat", body)
+    result = read_request("chat", body)
     assert isinstance(result, str) and problem in result
 
 
 def test_what_a_request_shapes_is_bounded():
     body = json.dumps({"model": "m" * 10_000, "messages": [{}], "tools": [
         {"type": "function", "function": {"name": "n" * 500}}] * 1000}).encode()
-    asked = wire.read_request("chat", body)
-    assert len(asked.model) == wire.MODEL_CHARS
-    assert len(asked.tools) == wire.MAX_TOOLS
-    assert {len(name) for name in asked.tools} == {wire.TOOL_NAME_CHARS}
+    asked = read_request("chat", body)
+    assert len(asked.model) == MODEL_CHARS
+    assert len(asked.tools) == MAX_TOOLS
+    assert {len(name) for name in asked.tools} == {TOOL_NAME_CHARS}
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
@@ -386,10 +409,10 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
 @given(api=st.sampled_from(["chat", "responses"]),
        body=st.binary(max_size=200) | _json.map(lambda value: json.dumps(value).encode()))
 def test_read_request_never_raises_and_returns_an_asked_or_a_problem(api, body):
-    result = wire.read_request(api, body)
-    assert isinstance(result, (str, wire.Asked))
-    if isinstance(result, wire.Asked):
-        assert result.chars == len(body) and len(result.model) <= wire.MODEL_CHARS
+    result = read_request(api, body)
+    assert isinstance(result, (str, Asked))
+    if isinstance(result, Asked):
+        assert result.chars == len(body) and len(result.model) <= MODEL_CHARS
 
 
 # --- reading an upstream's body ----------------------------------------------------------------
@@ -399,13 +422,13 @@ def test_read_request_never_raises_and_returns_an_asked_or_a_problem(api, body):
 @pytest.mark.parametrize("reply", [TEXT, TWO_CALLS, Reply(text="a", tool_calls=(
     ToolCall("t", "{bad"),))])
 def test_the_reply_and_usage_of_a_body_and_of_a_stream_round_trip(api, reply):
-    body = wire.response_body(api, reply, model="m", call=2, usage=USAGE, created=0)
-    assert wire.reply_of_response(api, body) == reply
-    assert wire.usage_of_response(api, body) == USAGE
-    frames = wire.stream_events(api, reply, model="m", call=2, usage=USAGE, created=0)
-    assert wire.reply_of_events(api, frames) == reply
-    assert wire.reply_of_events(api, [frame.decode() for frame in frames]) == reply
-    assert wire.usage_of_events(api, frames) == USAGE
+    body = response_body(api, reply, model="m", call=2, usage=USAGE, created=0)
+    assert reply_of_response(api, body) == reply
+    assert usage_of_response(api, body) == USAGE
+    frames = stream_events(api, reply, model="m", call=2, usage=USAGE, created=0)
+    assert reply_of_events(api, frames) == reply
+    assert reply_of_events(api, [frame.decode() for frame in frames]) == reply
+    assert usage_of_events(api, frames) == USAGE
 
 
 @pytest.mark.parametrize("body", [
@@ -415,15 +438,15 @@ def test_the_reply_and_usage_of_a_body_and_of_a_stream_round_trip(api, reply):
     b"[" * 100_000])
 def test_a_body_with_no_reply_reads_as_none(body):
     for api in ("chat", "responses"):
-        assert wire.reply_of_response(api, body) is None
-        assert wire.usage_of_response(api, body) is None
+        assert reply_of_response(api, body) is None
+        assert usage_of_response(api, body) is None
 
 
 def test_usage_counts_must_be_whole_non_negative_numbers():
     for usage in ('{"prompt_tokens": true, "completion_tokens": 1}',
                   '{"prompt_tokens": -1, "completion_tokens": 1}',
                   '{"prompt_tokens": 1.5, "completion_tokens": 1}'):
-        assert wire.usage_of_response("chat", f'{{"usage": {usage}}}'.encode()) is None
+        assert usage_of_response("chat", f'{{"usage": {usage}}}'.encode()) is None
 
 
 # --- frameworks on top of the openai client ----------------------------------------------------
@@ -440,8 +463,8 @@ def test_pydantic_ai_reads_a_tool_call_then_a_text():
 
     def handler(request):
         asked.append(json.loads(request.content))
-        body = wire.response_body("chat", next(replies), model="m", call=len(asked),
-                                  usage=USAGE, created=0)
+        body = response_body("chat", next(replies), model="m", call=len(asked),
+                             usage=USAGE, created=0)
         return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
 
     client = openai.AsyncOpenAI(base_url="http://gw/v1", api_key="k", max_retries=0,
@@ -468,8 +491,8 @@ def test_langchain_openai_reads_a_tool_call_and_a_text():
                     Reply(text="The value is 42.")])
 
     def handler(request):
-        body = wire.response_body("chat", next(replies), model="m", call=1, usage=USAGE,
-                                  created=0)
+        body = response_body("chat", next(replies), model="m", call=1, usage=USAGE,
+                             created=0)
         return httpx.Response(200, headers={"content-type": "application/json"}, content=body)
 
     chat = langchain_openai.ChatOpenAI(model="m", api_key="k", base_url="http://gw/v1",
@@ -485,15 +508,15 @@ def test_langchain_openai_reads_a_tool_call_and_a_text():
 
 
 def test_a_cut_stream_yields_what_was_done_before_the_cut():
-    frames = wire.stream_events("responses", TWO_CALLS, model="m", call=2, usage=USAGE,
-                                created=0)
+    frames = stream_events("responses", TWO_CALLS, model="m", call=2, usage=USAGE,
+                           created=0)
     done = [index for index, frame in enumerate(frames) if b"output_item.done" in frame]
-    assert wire.reply_of_events("responses", frames[:done[0] + 1]) == Reply(
+    assert reply_of_events("responses", frames[:done[0] + 1]) == Reply(
         tool_calls=TWO_CALLS.tool_calls[:1])
-    assert wire.usage_of_events("responses", frames[:-1]) is None
-    chat = wire.stream_events("chat", TWO_CALLS, model="m", call=2, usage=USAGE, created=0)
-    assert wire.usage_of_events("chat", chat[:-2]) is None
-    assert wire.reply_of_events("chat", chat[:2]).tool_calls == (ToolCall("read_file", ""),)
+    assert usage_of_events("responses", frames[:-1]) is None
+    chat = stream_events("chat", TWO_CALLS, model="m", call=2, usage=USAGE, created=0)
+    assert usage_of_events("chat", chat[:-2]) is None
+    assert reply_of_events("chat", chat[:2]).tool_calls == (ToolCall("read_file", ""),)
 
 
 @pytest.mark.parametrize("frames", [
@@ -504,8 +527,8 @@ def test_a_cut_stream_yields_what_was_done_before_the_cut():
 ])
 def test_frames_with_no_reply_read_as_none(frames):
     for api in ("chat", "responses"):
-        assert wire.reply_of_events(api, frames) is None
-        assert wire.usage_of_events(api, frames) is None
+        assert reply_of_events(api, frames) is None
+        assert usage_of_events(api, frames) is None
 
 
 def test_chat_stream_tool_calls_are_read_by_index_and_sse_data_lines_as_sse_joins_them():
@@ -517,7 +540,7 @@ def test_chat_stream_tool_calls_are_read_by_index_and_sse_data_lines_as_sse_join
               'data: {"choices": [{"delta": {"tool_calls":\ndata: [{"index": 0, "function": '
               '{"arguments": "}"}}]}}]}\n\n',
               chunk([{"index": 2, "function": {"arguments": "{}"}}])]  # never named: dropped
-    assert wire.reply_of_events("chat", frames) == Reply(
+    assert reply_of_events("chat", frames) == Reply(
         tool_calls=(ToolCall("first", "{}"), ToolCall("second", "{}")))
 
 
@@ -525,7 +548,7 @@ def test_chat_stream_tool_calls_are_read_by_index_and_sse_data_lines_as_sse_join
 def test_a_malformed_stream_makes_the_client_meet_the_broken_json_while_reading(api):
     """A stream without a data line would read as an empty answer and test nothing: the
     broken object comes as an event's data, where the client parses it."""
-    body = wire.malformed_stream(api, 2)
+    body = malformed_stream(api, 2)
 
     def handler(request):
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
@@ -557,5 +580,5 @@ def test_a_malformed_stream_makes_the_client_meet_the_broken_json_while_reading(
 def test_a_request_says_how_many_model_turns_its_conversation_holds(api, items, answered):
     """A resumed attempt's first request is answered where its conversation stands."""
     field = "messages" if api == "chat" else "input"
-    asked = wire.read_request(api, json.dumps({"model": "m", field: items}).encode())
+    asked = read_request(api, json.dumps({"model": "m", field: items}).encode())
     assert asked.answered == answered

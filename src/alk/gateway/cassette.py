@@ -22,9 +22,8 @@ from typing import Any, Iterator
 
 from alk import untrusted_json
 from alk.errors import CassetteError
+from alk.gateway.wire.request import API
 from alk.redaction import ELLIPSIS, Redactor
-
-from .wire import API
 
 # Keys of a request that differ between two runs of the same script and say nothing of what the
 # model is asked: the end user's and the caller's identifiers, tags, and the stream's options.

@@ -12,16 +12,26 @@ import time
 
 from aiohttp import web
 
-from alk.gateway import wire
 from alk.gateway.http import SSE, Answering, json_response, reset
 from alk.gateway.script import EXHAUSTED_TEXT, FAULT_STATUS, sampled_turn
+from alk.gateway.wire.bodies import (
+    error_body,
+    malformed_body,
+    malformed_stream,
+    response_body,
+    stream_events,
+    truncated_body,
+    truncated_stream,
+)
+from alk.gateway.wire.reply import Reply, ToolCall, estimate_usage, reply_from_turn
+from alk.gateway.wire.request import Asked
 from alk.records import WireFault
 
 # The bytes of a broken tool call (bad_tool_args): cut where a JSON parser cannot guess.
 BAD_ARGUMENTS = '{"order": "742'
 
 
-async def inject(session: Answering, request: web.BaseRequest, fault: WireFault, asked: wire.Asked,
+async def inject(session: Answering, request: web.BaseRequest, fault: WireFault, asked: Asked,
                  call: int, began: float, retry: bool) -> web.StreamResponse:
     """The scenario's wire fault at this call, instead of its answer (no turn is used)."""
     kind = fault.kind
@@ -33,21 +43,21 @@ async def inject(session: Answering, request: web.BaseRequest, fault: WireFault,
             headers = {"Retry-After": str(math.ceil(fault.retry_after_s)),
                        "retry-after-ms": str(round(fault.retry_after_s * 1000))}
         session.record(call, asked.api, asked, status, began, retry=retry, fault=kind)
-        return json_response(status, wire.error_body(status, f"alk injected {kind} at call {call}"),
+        return json_response(status, error_body(status, f"alk injected {kind} at call {call}"),
                              headers)
     if kind == "bad_tool_args":
         turn = sampled_turn(session.scenario.script, session.turns, session.seed) or {}
         name = turn.get("tool") or (asked.tools[0] if asked.tools else "tool")
-        reply = wire.Reply(tool_calls=(wire.ToolCall(name, BAD_ARGUMENTS),))
+        reply = Reply(tool_calls=(ToolCall(name, BAD_ARGUMENTS),))
         return await session.reply(request, asked, reply, call, began, retry, turn=None,
                                    fault=kind)
     if kind == "malformed_json":
         session.record(call, asked.api, asked, 200, began, retry=retry, fault=kind)
         if not asked.stream:
-            return json_response(200, wire.malformed_body(asked.api, call))
+            return json_response(200, malformed_body(asked.api, call))
         response = web.StreamResponse(status=200, headers=SSE)
         await response.prepare(request)
-        await response.write(wire.malformed_stream(asked.api, call))
+        await response.write(malformed_stream(asked.api, call))
         await response.write_eof()
         return response
     if kind == "stall":
@@ -61,17 +71,17 @@ async def inject(session: Answering, request: web.BaseRequest, fault: WireFault,
         return web.Response(status=204)
     # truncated_stream: the answer's first half, cut mid-message, then the connection ends.
     turn = sampled_turn(session.scenario.script, session.turns, session.seed)
-    reply = wire.reply_from_turn(turn) if turn else wire.Reply(text=EXHAUSTED_TEXT)
-    usage = wire.estimate_usage(asked, reply)
+    reply = reply_from_turn(turn) if turn else Reply(text=EXHAUSTED_TEXT)
+    usage = estimate_usage(asked, reply)
     kwargs = dict(model=asked.model or session.gateway.setup.name, call=call, usage=usage,
                   created=int(time.time()))
     session.record(call, asked.api, asked, 200, began, retry=retry, fault=kind)
     if asked.stream:
-        data = wire.truncated_stream(wire.stream_events(asked.api, reply, **kwargs))
+        data = truncated_stream(stream_events(asked.api, reply, **kwargs))
         response = web.StreamResponse(status=200, headers=SSE)
     else:
-        whole = wire.response_body(asked.api, reply, **kwargs)
-        data = wire.truncated_body(whole)
+        whole = response_body(asked.api, reply, **kwargs)
+        data = truncated_body(whole)
         response = web.StreamResponse(status=200, headers={"Content-Type":
                                                            "application/json"})
         response.content_length = len(whole)

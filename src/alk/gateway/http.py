@@ -12,8 +12,9 @@ from typing import Mapping, Protocol
 
 from aiohttp import web
 
-from alk.gateway import wire
 from alk.gateway.server import Gateway
+from alk.gateway.wire.reply import Reply, Usage
+from alk.gateway.wire.request import Asked
 from alk.records import Scenario
 
 SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -32,12 +33,12 @@ class Answering(Protocol):
     fault_pending: bool
     provider_error: str | None
 
-    def record(self, call: int, api: str, asked: wire.Asked | None, status: int | None,
-               began: float, *, retry: bool = False, reply: wire.Reply | None = None,
-               usage: wire.Usage | None = None, turn: int | None = None,
+    def record(self, call: int, api: str, asked: Asked | None, status: int | None,
+               began: float, *, retry: bool = False, reply: Reply | None = None,
+               usage: Usage | None = None, turn: int | None = None,
                fault: str | None = None, problem: str | None = None) -> None: ...
 
-    async def reply(self, request: web.BaseRequest, asked: wire.Asked, reply: wire.Reply,
+    async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,
                     fault: str | None = None) -> web.StreamResponse: ...
 

@@ -11,14 +11,16 @@ import asyncio
 from aiohttp import ClientError, web
 
 from alk.gateway import cassette as cassettes
-from alk.gateway import wire
 from alk.gateway.http import SSE, Answering, json_response
+from alk.gateway.wire.bodies import error_body
+from alk.gateway.wire.request import Asked
+from alk.gateway.wire.upstream import read_answer
 
 # What alk reads of an upstream's answer, and keeps of a streamed one for a cassette.
 MAX_UPSTREAM_BYTES = 16 * 1024 * 1024
 
 
-async def forward(session: Answering, request: web.BaseRequest, asked: wire.Asked, body: bytes,
+async def forward(session: Answering, request: web.BaseRequest, asked: Asked, body: bytes,
                   call: int, began: float, retry: bool) -> web.StreamResponse:
     """Forwards to the upstream with alk's key (the worker never holds it)."""
     setup = session.gateway.setup
@@ -48,20 +50,20 @@ async def forward(session: Answering, request: web.BaseRequest, asked: wire.Aske
         provider_failed(session, f"{type(exc).__name__}: {exc}")
         session.record(call, asked.api, asked, 502, began, retry=retry,
                        problem=session.provider_error)
-        return json_response(502, wire.error_body(502, "alk's gateway: the upstream is "
-                                                       "unavailable"))
+        return json_response(502, error_body(502, "alk's gateway: the upstream is "
+                                             "unavailable"))
     settle(session, status, call, asked, body, began, retry, data, stream=False)
     return json_response(status, data)
 
 
-def settle(session: Answering, status: int, call: int, asked: wire.Asked, body: bytes, began: float,
+def settle(session: Answering, status: int, call: int, asked: Asked, body: bytes, began: float,
            retry: bool, data: bytes, stream: bool) -> None:
     """Records a proxied call (and adds it to the cassette being recorded)."""
     if status >= 500 or status in (401, 403):
         provider_failed(session, f"the upstream answered {status}")
     events = tuple(f"{frame}\n\n" for frame in
                    data.decode("utf-8", "replace").split("\n\n") if frame) if stream else ()
-    reply, usage = wire.read_answer(asked.api, data, events, stream)
+    reply, usage = read_answer(asked.api, data, events, stream)
     turn = None
     if status < 400:
         turn, session.turns = session.turns, session.turns + 1

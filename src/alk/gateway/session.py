@@ -21,12 +21,15 @@ from typing import Any
 from aiohttp import web
 
 from alk.gateway import cassette as cassettes
-from alk.gateway import wire
 from alk.gateway.faults import inject
 from alk.gateway.http import SSE, json_response
 from alk.gateway.proxy import forward
 from alk.gateway.script import EXHAUSTED_TEXT, sampled_turn
 from alk.gateway.server import Gateway
+from alk.gateway.wire.bodies import error_body, models_body, response_body, stream_events
+from alk.gateway.wire.reply import Reply, Usage, estimate_usage, reply_from_turn
+from alk.gateway.wire.request import Asked, read_request
+from alk.gateway.wire.upstream import read_answer
 from alk.records import ModelSeen, Scenario, WireFault
 
 # A request body larger than this is refused (413): a worker cannot make alk hold more.
@@ -164,8 +167,8 @@ class Session:
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         if len(self._handlers) >= MAX_CONCURRENT_CALLS:
-            return json_response(503, wire.error_body(503, f"alk's gateway answers at most "
-                                                      f"{MAX_CONCURRENT_CALLS} requests at once"))
+            return json_response(503, error_body(503, f"alk's gateway answers at most "
+                                                 f"{MAX_CONCURRENT_CALLS} requests at once"))
         task = asyncio.current_task()
         if task is not None:
             self._handlers.add(task)
@@ -181,25 +184,25 @@ class Session:
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode("utf-8", "replace"),
                                    f"Bearer {self.key}".encode()):
-            return json_response(401, wire.error_body(401, "alk's gateway: the API key is not this "
-                                                      "repeat's OPENAI_API_KEY"))
+            return json_response(401, error_body(401, "alk's gateway: the API key is not this "
+                                                 "repeat's OPENAI_API_KEY"))
         if request.method == "GET" and path == "/models":
-            return json_response(200, wire.models_body([self.gateway.setup.name], created=0))
+            return json_response(200, models_body([self.gateway.setup.name], created=0))
         api = _PATHS.get(path.lstrip("/"))
         if request.method != "POST" or api is None:
-            return json_response(404, wire.error_body(404, "alk's gateway serves POST /v1/chat/"
-                                                      "completions and /v1/responses"))
+            return json_response(404, error_body(404, "alk's gateway serves POST /v1/chat/"
+                                                 "completions and /v1/responses"))
         body = await _read_bounded(request)
         if body is None:
-            return json_response(413, wire.error_body(413, f"request body over {MAX_REQUEST_BYTES} "
-                                                      "bytes"))
+            return json_response(413, error_body(413, f"request body over {MAX_REQUEST_BYTES} "
+                                                 "bytes"))
         self.calls += 1
         call = self.calls
         began = time.monotonic()
-        asked = wire.read_request(api, body)
+        asked = read_request(api, body)
         if isinstance(asked, str):
             self.record(call, api, None, 400, began, problem=asked)
-            return json_response(400, wire.error_body(400, asked))
+            return json_response(400, error_body(400, asked))
         if self.attempt > 1 and call == 1 and self.gateway.setup.mode == "script":
             # A resumed attempt: a framework that kept its state sends the conversation so far,
             # and the model answers where it stands; one that starts over gets the first turn.
@@ -220,7 +223,7 @@ class Session:
         self._last = (digest, answer.status >= 400)
         return answer
 
-    async def _served(self, request: web.BaseRequest, asked: wire.Asked, body: bytes,
+    async def _served(self, request: web.BaseRequest, asked: Asked, body: bytes,
                       call: int, began: float, retry: bool) -> web.StreamResponse:
         """Script and replay: the next turn, in the wire format the request asked for."""
         if self.gateway.setup.mode == "replay":
@@ -230,16 +233,16 @@ class Session:
         if turn is None:
             if self.exhausted is None:
                 self.exhausted = (turn_index + 1, len(self.scenario.script))
-            reply = wire.Reply(text=EXHAUSTED_TEXT)
+            reply = Reply(text=EXHAUSTED_TEXT)
             shown_turn = None
         else:
-            reply = wire.reply_from_turn(turn)
+            reply = reply_from_turn(turn)
             self.turns += 1
             shown_turn = turn_index
         self.fault_pending = False
         return await self.reply(request, asked, reply, call, began, retry, turn=shown_turn)
 
-    async def _replayed(self, request: web.BaseRequest, asked: wire.Asked, body: bytes,
+    async def _replayed(self, request: web.BaseRequest, asked: Asked, body: bytes,
                         call: int, began: float, retry: bool) -> web.StreamResponse:
         recorded = self.gateway.replayed
         normalized = cassettes.normalize(asked.api, body)
@@ -251,10 +254,10 @@ class Session:
             if self.unmatched is None:
                 self.unmatched = self.gateway.redactor.cut(why, 300)
             self.record(call, asked.api, asked, 500, began, retry=retry, problem=why)
-            return json_response(500, wire.error_body(500, f"alk replay: {why}"))
+            return json_response(500, error_body(500, f"alk replay: {why}"))
         self.turns += 1
         self.fault_pending = entry.status >= 400
-        reply, usage = wire.read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
+        reply, usage = read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
         self.record(call, asked.api, asked, entry.status, began, retry=retry, reply=reply,
                     usage=usage, turn=self.turns - 1)
         if entry.stream:
@@ -266,26 +269,26 @@ class Session:
             return response
         return json_response(entry.status, entry.body.encode())
 
-    async def reply(self, request: web.BaseRequest, asked: wire.Asked, reply: wire.Reply,
+    async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,
                     fault: str | None = None) -> web.StreamResponse:
-        usage = wire.estimate_usage(asked, reply)
+        usage = estimate_usage(asked, reply)
         kwargs = dict(model=asked.model or self.gateway.setup.name, call=call, usage=usage,
                       created=int(time.time()))
         self.record(call, asked.api, asked, 200, began, retry=retry, reply=reply, usage=usage,
                     turn=turn, fault=fault)
         if not asked.stream:
-            return json_response(200, wire.response_body(asked.api, reply, **kwargs))
+            return json_response(200, response_body(asked.api, reply, **kwargs))
         response = web.StreamResponse(status=200, headers=SSE)
         await response.prepare(request)
-        for frame in wire.stream_events(asked.api, reply, **kwargs):
+        for frame in stream_events(asked.api, reply, **kwargs):
             await response.write(frame)
         await response.write_eof()
         return response
 
-    def record(self, call: int, api: str, asked: wire.Asked | None, status: int | None,
-               began: float, *, retry: bool = False, reply: wire.Reply | None = None,
-               usage: wire.Usage | None = None, turn: int | None = None,
+    def record(self, call: int, api: str, asked: Asked | None, status: int | None,
+               began: float, *, retry: bool = False, reply: Reply | None = None,
+               usage: Usage | None = None, turn: int | None = None,
                fault: str | None = None, problem: str | None = None) -> None:
         """One call as the harness saw it: counted always, recorded while within bounds."""
         if usage is not None:
