@@ -210,13 +210,14 @@ def _print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument
     """Each lane's report; with several lanes, the lane x scenario matrix after them."""
     from rich.console import Console
 
-    from alk.report import matrix, terminal
+    from alk.report import matrix
+    from alk.report.terminal.run import run_report
 
     console = Console()
     for number, document in enumerate(documents):
         if number:
             console.print()  # the lanes of one run, apart
-        console.print(terminal.run_report(document, out.resolve(), k=k))
+        console.print(run_report(document, out.resolve(), k=k))
     if len(documents) > 1:
         console.print()
         console.print(matrix.lane_matrix(documents))
@@ -331,7 +332,7 @@ def rerun(
 
     from alk import api
     from alk.records import ExitCode
-    from alk.report import terminal
+    from alk.report.terminal.run import rerun_summary, run_report
 
     try:
         result = api.rerun(run_id, scenario, repeat, out_dir=out, anyway=anyway)
@@ -339,9 +340,9 @@ def rerun(
         _fail(str(exc))
     run = result.run.runs[0]
     console = Console()
-    console.print(terminal.run_report(run.document, out.resolve(), k=k))
+    console.print(run_report(run.document, out.resolve(), k=k))
     console.print()
-    console.print(terminal.rerun_summary(run.document, result.original))
+    console.print(rerun_summary(run.document, result.original))
     if result.run.reports is not None:
         _warn(list(result.run.reports.problems))
     raise typer.Exit(ExitCode.INTERRUPTED if run.interrupted else run.exit_code)

@@ -12,12 +12,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from test_terminal import render
+
+from alk.compare import Change, Comparison, compare_runs
+from alk.report.compare_view import compare_view, verdict
 
 import documents
 from snapshot import check_snapshot
-from alk.compare import Change, Comparison, compare_runs
-from alk.report.compare_view import compare_view, verdict
-from test_terminal import render
 
 NEWER = {"framework": "pydantic-ai", "framework_version": "1.1.0"}
 
@@ -138,7 +139,7 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
 def test_a_line_break_in_a_workers_framework_name_forges_no_line(tmp_path: Path) -> None:
     """A worker names its framework "lg\\nB against A: ▲ improved": the report and the
     comparison show it on its own line, escaped, never as a line of alk's."""
-    from alk.report.terminal import run_report
+    from alk.report.terminal.run import run_report
 
     forged = "lg\nB against A: ▲ improved"
     probe = dataclasses.replace(documents.observation(0.3), ready={

@@ -36,7 +36,7 @@ from alk.report.listings import (
     lanes_view,
 )
 from alk.report.safe_text import printable
-from alk.report.terminal import run_report
+from alk.report.terminal.run import run_report
 from alk.report.transcript_view import (
     event_row,
     page_summary,

@@ -21,7 +21,7 @@ from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
 from alk.report.matrix import lane_matrix
-from alk.report.terminal import rerun_summary, run_report
+from alk.report.terminal.run import rerun_summary, run_report
 from alk.report.transcript_view import (
     event_row,
     page_summary,
