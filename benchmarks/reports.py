@@ -109,7 +109,8 @@ def main() -> int:
         from alk import api
         from alk.layout import result_path
         from alk.redaction import Redactor
-        from alk.report import html, junit, markdown
+        from alk.report import junit, markdown
+        from alk.report.html.run_page import run_page
         from alk.report.outputs import write_reports
         from alk.result.store import write_document
 
@@ -119,7 +120,7 @@ def main() -> int:
         report_dir = folder / "reports" / run_id
         rows = [
             ("all three reports", lambda: write_reports(documents, folder)),
-            ("  report.html", lambda: html.run_page(documents, folder)),
+            ("  report.html", lambda: run_page.run_page(documents, folder)),
             ("  report.md", lambda: markdown.run_markdown(documents, folder)),
             ("  junit.xml", lambda: junit.run_junit(documents)),
             ("result.json (store)", lambda: write_document(
@@ -142,8 +143,8 @@ def main() -> int:
 
         failed = next(r for s in document.scenarios for r in s.repeats if not r.passed)
         grow(folder / failed.transcript, BIG_MIB)
-        big_s = timed(lambda: html.run_page(documents, folder), args.rounds)
-        big_size = len(html.run_page(documents, folder).encode())
+        big_s = timed(lambda: run_page.run_page(documents, folder), args.rounds)
+        big_size = len(run_page.run_page(documents, folder).encode())
         print(f"\none transcript grown to {BIG_MIB} MiB ({failed.scenario} repeat "
               f"{failed.repeat}): report.html in {big_s:.3f} s "
               f"({big_s / seconds['  report.html']:.2f}× the first), "

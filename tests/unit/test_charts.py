@@ -12,8 +12,9 @@ import pytest
 from test_divergence import repeat, scenario_of
 
 from alk.records import ModelSeen, Outcome
-from alk.report import charts
-from alk.report.charts import Chart, plotly_js, run_charts
+from alk.report.html import figure, spread_charts
+from alk.report.html.charts import run_charts
+from alk.report.html.figure import Chart, plotly_js
 from alk.result.document import ModelTotals, RunDocument
 from alk.result.rule import PassRule
 from alk.stats.summary import summarize_lane
@@ -159,10 +160,10 @@ def test_the_duration_boxes_hold_each_scored_repeats_duration(run):
 
 def test_a_scenario_of_many_repeats_is_drawn_from_its_quartiles(run):
     many = scenario_of(*(repeat(i, ("a:ok",), duration_s=float(i))
-                         for i in range(1, charts.MAX_POINTS + 2)))
+                         for i in range(1, spread_charts.MAX_POINTS + 2)))
     (box,) = traces(by_id(run_charts([with_scenarios(run, many)]))["chart-durations"])
     assert "x" not in box
-    n = charts.MAX_POINTS + 1
+    n = spread_charts.MAX_POINTS + 1
     assert [box["lowerfence"], box["median"], box["upperfence"]] == [[1.0], [(n + 1) / 2],
                                                                      [float(n)]]
     assert list(box["q1"]) == [1 + (n - 1) / 4]
@@ -230,12 +231,12 @@ def test_several_lanes_label_their_scenarios_lane_slash_scenario(tmp_path):
 
 def test_many_scenarios_show_those_that_need_attention_first(run):
     good = [scenario_of(*(repeat(i, ("a:ok",), scenario=f"good{k:02}") for i in range(1, 4)),
-                        sid=f"good{k:02}") for k in range(charts.MAX_ROWS)]
+                        sid=f"good{k:02}") for k in range(figure.MAX_ROWS)]
     bad = scenario_of(repeat(1, ("a:ok",), passed=False, scenario="bad"), sid="bad")
     chart = by_id(run_charts([with_scenarios(run, *good, bad)]))["chart-pass-rate"]
     (bar,) = traces(chart)
-    assert len(bar["y"]) == charts.MAX_ROWS and "bad" in bar["y"]
-    assert list(bar["y"][-2:]) == [f"good{charts.MAX_ROWS - 2:02}", "bad"]  # in the run's order
+    assert len(bar["y"]) == figure.MAX_ROWS and "bad" in bar["y"]
+    assert list(bar["y"][-2:]) == [f"good{figure.MAX_ROWS - 2:02}", "bad"]  # in the run's order
     assert "1 more are in the table" in chart.caption
 
 
@@ -282,9 +283,9 @@ def test_the_pages_own_text_is_not_escaped_twice(run):
 
 
 def test_control_characters_and_long_names_are_shown_on_one_bounded_line():
-    assert charts.label("a\nb\x1b[2Jc") == "a\\nb\\x1b[2Jc"
-    assert charts.label("x" * 500) == "x" * (charts.LABEL_CHARS - 1) + "…"
-    assert charts.label("&lt; \"q\"") == "&amp;lt; \"q\""
+    assert figure.label("a\nb\x1b[2Jc") == "a\\nb\\x1b[2Jc"
+    assert figure.label("x" * 500) == "x" * (figure.LABEL_CHARS - 1) + "…"
+    assert figure.label("&lt; \"q\"") == "&amp;lt; \"q\""
 
 
 # -- nothing to draw ----------------------------------------------------------------------------

@@ -22,8 +22,12 @@ from test_junit import CHANGED, UNCHANGED, rerun
 from alk import api
 from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
-from alk.report import excerpts, html
 from alk.report.format import rerun_command
+from alk.report.html import excerpts
+from alk.report.html import run_page as run_page_module
+from alk.report.html.compare_page import compare_page
+from alk.report.html.page import json_for_script
+from alk.report.html.run_page import run_page
 from alk.result.document import RunDocument
 
 import documents
@@ -125,7 +129,7 @@ def run(tmp_path: Path, private_temp: None) -> tuple[RunDocument, Path]:
 
 
 def page_of(documents_: list[RunDocument], out: Path) -> tuple[str, Page]:
-    text = html.run_page(documents_, out)
+    text = run_page(documents_, out)
     return text, Page(text)
 
 
@@ -172,7 +176,7 @@ def test_attention_lists_rule_breakers_by_rate_then_flaky_then_void(tmp_path: Pa
     # Under a threshold of 60%, `most` (75%) is flaky but meets it; `half` and `worst` break it.
     document = dataclasses.replace(document, settings=dataclasses.replace(
         document.settings, rule=dataclasses.replace(document.settings.rule, fail_under=0.6)))
-    attention = Page(section(html.run_page([document], tmp_path), "attention-title")).words
+    attention = Page(section(run_page([document], tmp_path), "attention-title")).words
     order = [name for name in ("worst", "half", "most", "void") if name in attention]
     assert order == ["worst", "half", "most", "void"]
     assert sorted(order, key=attention.index) == order
@@ -243,7 +247,7 @@ def test_worker_text_never_becomes_markup(run) -> None:
 
 def test_json_for_a_script_block_cannot_end_it() -> None:
     value = {"name": "</script><script>alert(1)</script><!-- & \u2028"}
-    text = html.json_for_script(value)
+    text = json_for_script(value)
     assert not set(text) & {"<", ">", "&", "\u2028"}
     assert json.loads(text) == value
 
@@ -282,7 +286,7 @@ def section_of_repeat(text: str, scenario: str, repeat: int) -> str:
 
 
 def html_bundle() -> str:
-    from alk.report.charts import plotly_js
+    from alk.report.html.figure import plotly_js
 
     return plotly_js()
 
@@ -332,13 +336,13 @@ def test_several_lanes_get_the_lane_by_scenario_matrix(tmp_path: Path,
                               "✓ pass")
     assert [row.split()[0] for row in rows] == ["nominal", "tool_error", "remote", "void"]
     one = tmp_path / "one"
-    assert 'id="matrix-title"' not in html.run_page([documents.run(one)], one)
+    assert 'id="matrix-title"' not in run_page([documents.run(one)], one)
 
 
 def test_several_lanes_are_summed_up_a_line_each_at_the_top(tmp_path: Path,
                                                              private_temp: None) -> None:
     lanes = documents.three_lanes(tmp_path)
-    top = Page(header(html.run_page(lanes, tmp_path))).words
+    top = Page(header(run_page(lanes, tmp_path))).words
     for document in lanes:
         aggregate = document.aggregate
         low, high = aggregate.ci
@@ -347,17 +351,17 @@ def test_several_lanes_are_summed_up_a_line_each_at_the_top(tmp_path: Path,
                 f"{aggregate.pass_rate * 100:.1f}% [{low * 100:.1f}–{high * 100:.1f}] · "
                 f"void {void:.0f}%") in top, (document.lane.name, top)
     one = tmp_path / "one"
-    assert "pass rate" not in Page(header(html.run_page([documents.run(one)], one))).words
+    assert "pass rate" not in Page(header(run_page([documents.run(one)], one))).words
 
 
 @pytest.mark.parametrize("changed, since", [(True, CHANGED), (False, UNCHANGED)])
 def test_a_rerun_says_at_the_top_what_it_reruns_and_whether_the_worker_changed(
         run, changed: bool, since: str) -> None:
     document, out = run
-    top = Page(header(html.run_page([rerun(document, worker_changed=changed)], out))).words
+    top = Page(header(run_page([rerun(document, worker_changed=changed)], out))).words
     assert (f"{'⚠' if changed else '↻'} Rerun of 20261128-090000-ff00aa/orders nominal "
             f"repeat 4 : {since}.") in top  # words: a space between elements
-    assert "Rerun of" not in Page(html.run_page([document], out)).words
+    assert "Rerun of" not in Page(run_page([document], out)).words
 
 
 def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
@@ -368,7 +372,7 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
                        nominal=documents.passing(12) + [documents.CRASHED] * 8,
                        steady=documents.passing(20))
     comparison = compare_runs(a, dataclasses.replace(b, run_id="20261130-093000-cd34e5"))
-    page = Page(html.compare_page(comparison, tmp_path))
+    page = Page(compare_page(comparison, tmp_path))
     words = page.words
     nominal = comparison.scenarios[0]
     assert "B against A: ▼ regressed" in words
@@ -383,7 +387,7 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
         written = tmp_path / "reports" / run_id / "report.html"
         written.parent.mkdir(parents=True)
         written.write_text("a run's page")
-    linked = Page(html.compare_page(comparison, tmp_path))
+    linked = Page(compare_page(comparison, tmp_path))
     hrefs = [attrs["href"] for tag, attrs in linked.elements if tag == "a"]
     assert hrefs == [f"../{a.run_id}/report.html", "report.html"]
     folder = tmp_path / "reports" / comparison.b.run_id
@@ -392,7 +396,7 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
 
 def test_a_refused_worker_is_said_at_the_top(tmp_path: Path, private_temp: None) -> None:
     document = documents.refused(tmp_path)
-    words = Page(html.run_page([document], tmp_path)).words
+    words = Page(run_page([document], tmp_path)).words
     assert ("∅ The version gate refused the worker: nothing was scored. "
             f"{document.gate.cause}: {document.gate.detail}") in words
     assert "∅ the run is void: something could not be scored" in words
@@ -401,7 +405,7 @@ def test_a_refused_worker_is_said_at_the_top(tmp_path: Path, private_temp: None)
 def test_a_table_too_long_lists_failed_and_void_repeats_first_and_says_so(
         run, monkeypatch: pytest.MonkeyPatch) -> None:
     document, out = run
-    monkeypatch.setattr(html, "TABLE_ROWS", 10)
+    monkeypatch.setattr(run_page_module, "TABLE_ROWS", 10)
     text, page = page_of([document], out)
     listed = re.findall(r"transcript of (\w+) repeat (\d+) ", text)
     assert len(listed) == 10
@@ -415,8 +419,8 @@ def test_a_table_too_long_lists_failed_and_void_repeats_first_and_says_so(
 def test_at_most_so_many_scenarios_are_set_side_by_side_and_the_rest_counted(
         run, monkeypatch: pytest.MonkeyPatch) -> None:
     document, out = run
-    assert "differ from their first step" in Page(html.run_page([document], out)).words
-    monkeypatch.setattr(html, "DIVERGENCE_PAIRS", 0)
-    words = Page(html.run_page([document], out)).words
+    assert "differ from their first step" in Page(run_page([document], out)).words
+    monkeypatch.setattr(run_page_module, "DIVERGENCE_PAIRS", 0)
+    words = Page(run_page([document], out)).words
     assert "… and 1 more scenario whose repeats diverge: their transcripts are below." in words
     assert "differ from their first step" not in words

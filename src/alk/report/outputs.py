@@ -35,7 +35,7 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
     folder = report_folder(out_dir, documents[0].run_id)
 
     def html() -> bytes:
-        from alk.report.html import run_page
+        from alk.report.html.run_page import run_page
 
         return run_page(documents, out_dir).encode("utf-8")
 
@@ -56,7 +56,7 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
 
 def write_compare_page(comparison: Comparison, out_dir: Path) -> Written:
     """The `alk compare A B` page, in B's report folder: `compare-A.html`."""
-    from alk.report.html import compare_page
+    from alk.report.html.compare_page import compare_page
 
     name = f"compare-{comparison.a.run_id.replace('/', '-')}.html"
     return _write(report_folder(out_dir, comparison.b.run_id),

@@ -1,5 +1,5 @@
-"""The HTML report: one self-contained page per run (`reports/RUN_ID/report.html`), and one per
-comparison (`alk compare`).
+"""The run page of the HTML report: one self-contained page per run (`reports/RUN_ID/report.html`)
+(the page of `alk compare` is `alk.report.html.compare_page.compare_page.compare_page`).
 
 A page opens from disk with no network. Plotly's bundle and the page's own script are inline,
 and a Content-Security-Policy allows those two scripts by their sha256, inline styles, and
@@ -9,16 +9,12 @@ slipped past the escaping could neither run nor reach anywhere. Every value reac
 through Jinja2 with autoescaping on; chart data sits in `<script type="application/json">`
 blocks whose `<`, `>` and `&` are JSON escapes, so no worker string can end the block.
 
-Transcripts are embedded as bounded views (`alk.report.excerpts`), and every repeat links its
+Transcripts are embedded as bounded views (`alk.report.html.excerpts`), and every repeat links its
 file: a run whose one transcript is 64 MiB gets a page the size of any other.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +22,13 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from alk.causes import CATALOGUE
-from alk.compare import Change, Comparison, RunSide, Side
 from alk.estimate import Estimate
-from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
+from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
-from alk.report.excerpts import as_json, excerpts
 from alk.report.format import rerun_command, rerun_words, share
-from alk.report.safe_text import DASH, cut, inline, plural, printable
+from alk.report.html.excerpts import as_json, excerpts
+from alk.report.html.page import json_for_script, percent, render
+from alk.report.safe_text import DASH, cut, inline, printable
 from alk.result.document import RerunOf, RunDocument, ScenarioResult
 from alk.result.verdict import judge
 
@@ -46,28 +42,20 @@ DETAIL_CHARS = 1000
 DIVERGENCE_ROWS = 24
 DIVERGENCE_CONTEXT = 3
 DIVERGENCE_PAIRS = 20  # scenarios shown side by side at most: each is a table of its own
-
-TEMPLATES = Path(__file__).parent / "templates"
 # Outcomes and verdicts as a symbol and a word, never by colour alone.
 _VERDICTS = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.FLAKY: "≈", Verdict.VOID: "∅"}
 _OUTCOMES = {Outcome.PASS: ("✓", "pass", "pass"), Outcome.AGENT: ("✗", "agent", "fail"),
              Outcome.FRAMEWORK_RUNTIME: ("✗", "framework_runtime", "fail"),
              Outcome.LANE_INFRA: ("∅", "void", "void")}
-_CHANGES = {Change.REGRESSED: ("▼", "fail"), Change.IMPROVED: ("▲", "pass"),
-            Change.UNCHANGED: ("=", "same"), Change.INCONCLUSIVE: ("?", "flaky")}
 _RULING = {ExitCode.PASS: ("✓", "pass", "the run meets the rule"),
            ExitCode.FAIL: ("✗", "fail", "the run breaks the rule"),
            ExitCode.VOID: ("∅", "void", "the run is void: something could not be scored")}
 
 
-# ---------------------------------------------------------------------------------------------
-# The run page
-
-
 def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
     """The report of one run (one document per lane) as one HTML page. Transcripts are read
     from under `out_dir` and linked relative to the run's report folder."""
-    from alk.report.charts import run_charts  # plotly: only when a page is made
+    from alk.report.html.charts import run_charts  # plotly: only when a page is made
 
     if not documents:
         raise ValueError("a run page needs at least one document")
@@ -98,7 +86,7 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "tables": _tables(shown, rows, views, folder, out_dir),
         "left_out": left_out,
     }
-    return _render("run.html.j2", context)
+    return render("run.html.j2", context)
 
 
 def _rerun_of(of: RerunOf) -> dict[str, Any]:
@@ -188,7 +176,7 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
                     "actions": _actions(scenario)}
             if key in failing_set:
                 judged = rule.judged(scenario)
-                item["why"] = (f"breaks the rule: {_percent(judged)} "
+                item["why"] = (f"breaks the rule: {percent(judged)} "
                                f"({'lower bound' if rule.lower else 'pass rate'})"
                                if rule.fail_under is not None else
                                f"breaks the rule: {stats.counts.scored - stats.counts.passed} "
@@ -240,7 +228,7 @@ def _matrix(documents: Sequence[RunDocument]) -> dict[str, Any]:
             "void": [_share(d.aggregate.void_rate) for d in documents]}
 
 
-def _chart(chart: Any) -> dict[str, Any]:  # alk.report.charts.Chart
+def _chart(chart: Any) -> dict[str, Any]:  # alk.report.html.figure.Chart
     payload = {"figure": chart.figure, "config": chart.config}
     return {"id": chart.id, "title": chart.title, "caption": chart.caption,
             "data": json_for_script(payload)}
@@ -332,142 +320,6 @@ def _link(transcript: str, folder: Path, out_dir: Path) -> str | None:
     return quote(Path(relative).as_posix())
 
 
-# ---------------------------------------------------------------------------------------------
-# The compare page
-
-
-def compare_page(comparison: Comparison, out_dir: Path) -> str:
-    """`alk compare A B` as one HTML page: each scenario's change with both rates and their
-    intervals, the difference and its adjusted p, the rule that named the change, the notes."""
-    comparison = printable(comparison)
-    symbol, tone = _CHANGES[comparison.change]
-    rows = [{"id": s.id, "a": _side(s.a), "b": _side(s.b),
-             "difference": _difference(s.difference), "p": _p(s.p), "p_holm": _p(s.p_holm),
-             "change": {"symbol": _CHANGES[s.change][0], "tone": _CHANGES[s.change][1],
-                        "word": s.change.value},
-             "reason": s.reason,
-             "settle": s.repeats_to_settle}
-            for s in comparison.scenarios]
-    # The page sits in B's report folder; each run's own page is linked where it was written.
-    here = report_folder(out_dir, comparison.b.run_id)
-    context = {
-        "title": f"alk compare · {comparison.a.run_id} → {comparison.b.run_id}",
-        "a": _run_side(comparison.a, out_dir, here), "b": _run_side(comparison.b, out_dir, here),
-        "change": {"symbol": symbol, "tone": tone, "word": comparison.change.value},
-        "counts": ", ".join(f"{n} {c.value}" for c in Change if (n := comparison.count(c))),
-        "rows": rows,
-        "pooled": {"a": _side(comparison.pooled_a), "b": _side(comparison.pooled_b),
-                   "difference": _difference(comparison.pooled_difference),
-                   "p": _p(comparison.pooled_p)},
-        "rule": _compare_rule(comparison),
-        "notes": list(comparison.notes),
-        "only_a": list(comparison.only_a), "only_b": list(comparison.only_b),
-    }
-    return _render("compare.html.j2", context)
-
-
-def _compare_rule(comparison: Comparison) -> list[str]:
-    alpha, margin = f"{comparison.alpha:g}", f"±{comparison.margin * 100:g} points"
-    return [f"regressed (▼) or improved (▲): Fisher's exact test, Holm-adjusted across the "
-            f"compared scenarios, gives p < {alpha}, and the 95% Newcombe interval of B − A "
-            "lies wholly below (above) 0",
-            f"unchanged (=): no significant difference, no void repeat in either run, and the "
-            f"interval lies within {margin}",
-            "inconclusive (?): anything else: too few repeats to tell, or void repeats"]
-
-
-def _run_side(side: RunSide, out_dir: Path, here: Path) -> dict[str, Any]:
-    page = report_folder(out_dir, side.run_id) / HTML_NAME
-    return {"run_id": side.run_id, "lane": side.lane,
-            "page": Path(os.path.relpath(page, here)).as_posix() if page.is_file() else None,
-            "framework": f"{inline(side.framework or DASH)} "
-                         f"{inline(side.version or '(no version)')}",
-            "repeats": plural(side.repeats, "repeat"), "status": side.status,
-            "seed": side.seed}
-
-
-def _side(side: Side) -> dict[str, Any]:
-    return {"rate": _percent(side.rate) if side.scored else "void",
-            "tally": f"{side.passed}/{side.scored}",
-            "void": (f"void {_percent(side.void_rate)} ({side.void} of {side.completed})"
-                     if side.void else None)}
-
-
-def _difference(estimate: Estimate | None) -> str:
-    if estimate is None:
-        return DASH
-    return (f"{_signed(estimate.value * 100)} [{_signed(estimate.low * 100)}, "
-            f"{_signed(estimate.high * 100)}]")
-
-
-def _signed(points: float) -> str:
-    shown = f"{points:.0f}"
-    if float(shown) == 0:
-        return "0"
-    return shown.replace("-", "−") if points < 0 else "+" + shown
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return DASH
-    return "<0.001" if p < 0.001 else f"{p:.2f}" if p >= 0.1 else f"{p:.2g}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared
-
-
-def json_for_script(value: Any) -> str:
-    """JSON safe inside a `<script type="application/json">` block: `<`, `>` and `&` are
-    escapes (`\\u003c`), so that `</script>` or `<!--` in a string cannot end or bend the
-    block; JSON.parse reads them back as the characters."""
-    from plotly.utils import PlotlyJSONEncoder  # numpy arrays and NaN, as plotly writes them
-
-    text = json.dumps(value, cls=PlotlyJSONEncoder, ensure_ascii=False)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
-def _render(name: str, context: dict[str, Any]) -> str:
-    """The page: the template filled in, the inline scripts hashed into its policy."""
-    from alk.report.charts import plotly_js
-
-    scripts = [plotly_js(), _asset("report.js")] if context.get("charts") else []
-    for script in scripts:
-        if "</script" in script.lower():  # would end the element early: never embed it
-            raise ValueError("an inline script holds '</script': it cannot be embedded")
-    hashes = " ".join(f"'sha256-{_sha256(script)}'" for script in scripts)
-    policy = ("default-src 'none'; "
-              f"script-src {hashes or chr(39) + 'none' + chr(39)}; "
-              # Images only from the page itself: a chart's "download as PNG" draws its SVG
-              # through a blob: (or data:) image; neither reaches the network.
-              "style-src 'unsafe-inline'; img-src blob: data:; base-uri 'none'; "
-              "form-action 'none'")
-    from markupsafe import Markup
-
-    return _environment().get_template(name).render(
-        **context, policy=policy, style=Markup(_asset("report.css")),
-        scripts=[Markup(script) for script in scripts])
-
-
-def _sha256(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
-
-
-@functools.cache
-def _asset(name: str) -> str:
-    return (TEMPLATES / name).read_text(encoding="utf-8")
-
-
-@functools.cache
-def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True,
-                              lstrip_blocks=True)
-
-
 def _anchor(lane: int, scenario: int) -> str:
     """An element id of alk's own making: never a worker's or a lane's text."""
     return f"s{lane}-{scenario}"
@@ -490,10 +342,5 @@ def _share(estimate: Estimate | None) -> str:
     return DASH if estimate is None else share(estimate.value)
 
 
-def _percent(value: float | None) -> str:
-    return DASH if value is None else f"{value * 100:.1f}%"
-
-
 def _seconds(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f} s"
-
