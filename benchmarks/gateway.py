@@ -70,7 +70,8 @@ task = "Prepare the report for order 742"
 
 def timed_run(path: Path, repeats: int, out: Path) -> tuple[float, RunDocument]:
     began = time.perf_counter()
-    result = api.run_lane(load_lane(path), repeats=repeats, out_dir=out)
+    result = api.run_lane(load_lane(path), api.RunOptions(repeats=repeats),
+                          api.RunSetup(out_dir=out))
     return time.perf_counter() - began, result.document
 
 

@@ -276,9 +276,9 @@ class Bench:
         between one repeat's end and the next's)."""
         ends: list[float] = []
         clock = Clock()
-        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out,
-                           runner=LocalRunner(setup.isolation), limits=setup.limits,
-                           on_repeat=lambda _: ends.append(time.perf_counter()))
+        run = api.run_lane(self.lane(setup), api.RunOptions(repeats=repeats, limits=setup.limits),
+                           api.RunSetup(out_dir=out, runner=LocalRunner(setup.isolation),
+                                        on_repeat=lambda _: ends.append(time.perf_counter())))
         sample = clock.sample(repeats, {name: [] for name in PHASES})
         assert run.exit_code == 0, dict(run.document.scenarios[0].stats.causes)
         folder = out / run_transcripts(run.document.run_id) / "echo"
@@ -309,8 +309,8 @@ class Bench:
                     self.bare_once(None, folder / f"plain-{number}", phases))
 
         runner = PairedRunner(LocalRunner(setup.isolation), spawns)
-        run = api.run_lane(self.lane(setup), repeats=repeats, out_dir=out, runner=runner,
-                           limits=setup.limits)
+        run = api.run_lane(self.lane(setup), api.RunOptions(repeats=repeats, limits=setup.limits),
+                           api.RunSetup(out_dir=out, runner=runner))
         assert run.exit_code == 0, dict(run.document.scenarios[0].stats.causes)
         return runner.pairs()
 

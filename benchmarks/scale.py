@@ -159,10 +159,10 @@ class Bench:
         ends: list[float] = []
         before = cpu()
         out = self.out(f"{kind}-j{jobs}")
-        result = api.run_lane(self.lane, repeats=self.repeats, scenarios=[kind], jobs=jobs,
-                              out_dir=out,
-                              on_start=lambda _: starts.append(time.perf_counter()),
-                              on_repeat=lambda _: ends.append(time.perf_counter()))
+        result = api.run_lane(self.lane, api.RunOptions(repeats=self.repeats, scenarios=[kind]),
+                              api.RunSetup(out_dir=out, jobs=jobs,
+                                           on_start=lambda _: starts.append(time.perf_counter()),
+                                           on_repeat=lambda _: ends.append(time.perf_counter())))
         after = cpu()
         passed(result.document, self.repeats)
         for entry in result.document.scenarios[0].repeats:
@@ -442,8 +442,9 @@ def part_resume(bench: Bench, finished: Path) -> list[str]:
 
     opens.watching = True
     try:
-        result = api.resume_run(run_id, out_dir=out, jobs=2, on_plan=mark("plan"),
-                                on_start=mark("start"), on_repeat=mark("repeat"))
+        result = api.resume_run(run_id,
+                                api.RunSetup(out_dir=out, jobs=2, on_plan=mark("plan"),
+                                             on_start=mark("start"), on_repeat=mark("repeat")))
     finally:
         opens.watching = False
     marks["return"] = time.perf_counter()

@@ -145,14 +145,14 @@ def result_schema_problems(document, where: str) -> list[str]:
 @pytest.fixture(autouse=True)
 def result_documents_follow_their_schema(request, tmp_path):
     """Checks every result.json a test made alk write: each one this process writes through
-    `api.run_lane` (a run's checkpoints included) as it is written, and those a child `alk`
-    left under the test's folder once the test is over. Set up before the test's own
-    fixtures, so that it looks at the folder after their monkeypatches are undone."""
-    from alk import api
+    `alk.result.store.write_document` (a run's checkpoints included) as it is written, and
+    those a child `alk` left under the test's folder once the test is over. Set up before the
+    test's own fixtures, so that it looks at the folder after their monkeypatches are undone."""
+    from alk.result import store
     from alk.result.document import to_json
 
     problems: list[str] = []
-    write = api.write_document
+    write = store.write_document
 
     def checked_write(path, document, redactor):
         returned = write(path, document, redactor)
@@ -162,11 +162,11 @@ def result_documents_follow_their_schema(request, tmp_path):
             f"{path} (as written, status {returned.status!r})"))
         return returned
 
-    api.write_document = checked_write
+    store.write_document = checked_write
     try:
         yield
     finally:
-        api.write_document = write
+        store.write_document = write
     if request.node.nodeid in NOT_ALKS_DOCUMENTS:
         return
     # A lane of a run of several lanes writes reports/RUN/LANE/result.json.

@@ -38,7 +38,7 @@ from enum import StrEnum
 
 from alk.errors import UsageError
 from alk.estimate import Estimate
-from alk.records import RepeatResult
+from alk.records import ExitCode, RepeatResult
 from alk.result.document import RunDocument, ScenarioResult
 from alk.stats.distances import js_distance
 from alk.stats.two_runs import (
@@ -325,3 +325,18 @@ def _names(ids: Iterable[str]) -> str:
     if not names:
         return "none"
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def regression_gate(comparison: Comparison) -> tuple[ExitCode, str]:
+    """`alk compare --fail-on-regression`, the gate a CI job reads: FAIL when a scenario
+    regressed; else VOID when B scored no repeat of some scenario, with why (a gate must never
+    be passed by voiding: a scenario B could not score is no pass); else PASS."""
+    if comparison.change is Change.REGRESSED:
+        return ExitCode.FAIL, ""
+    unscored = [s.id for s in comparison.scenarios if s.b.scored == 0]
+    if unscored:
+        run_b = comparison.b.run_id
+        return ExitCode.VOID, (f"run {run_b} scored no repeat of {', '.join(unscored)}: "
+                               "nothing to compare there, so no gate passes; see "
+                               f"`alk report {run_b}`")
+    return ExitCode.PASS, ""

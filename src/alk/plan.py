@@ -20,7 +20,8 @@ from typing import Callable, Mapping, Sequence
 from alk.errors import UsageError
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import Adaptive, Lane, Plan, RepeatSpec, Scenario
+from alk.records import Lane, Plan, RepeatSpec, Scenario
+from alk.result.options import Adaptive
 
 _UNPREDICTABLE = secrets.SystemRandom()
 

@@ -6,14 +6,10 @@ are never mutated after construction.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Any, Mapping
-
-from alk.errors import UsageError
-from alk.estimate import Z_95
 
 
 class Outcome(StrEnum):
@@ -195,55 +191,6 @@ class Lane:
 
 # ---------------------------------------------------------------------------------------------
 # Plan
-
-
-# Adaptive repeats (`alk run --repeats auto`, alk.execute.adaptive): the options, and why a scenario
-# stopped.
-MAX_REPEATS = 100
-CI_WIDTH = 0.2
-# Small enough that a flaky scenario stops after a handful of repeats, large enough that a
-# round keeps `-j 8` busy over a few scenarios.
-ROUND_SIZE = 5
-
-
-class StopReason(StrEnum):
-    """Why an adaptive run stopped sampling a scenario (`Execution.stopped`)."""
-
-    FLAKY = "flaky"  # a pass and a scored failure seen
-    CI_WIDTH = "ci_width"  # the 95% Wilson interval narrower than the target
-    MAX_REPEATS = "max_repeats"  # the maximum ran, void repeats included
-    INTERRUPTED = "interrupted"  # the run stopped (Ctrl-C, a signal) before the rule did
-
-
-@dataclass(frozen=True, slots=True)
-class Adaptive:
-    """An adaptive run's options: at most `max_repeats` a scenario, stopping once the 95% Wilson
-    interval is narrower than `ci_width`, in rounds of `round_size` repeats."""
-
-    max_repeats: int = MAX_REPEATS
-    ci_width: float = CI_WIDTH
-    round_size: int = ROUND_SIZE
-
-    def check(self) -> Adaptive:
-        """These options, or a UsageError that says how to fix them. Checked where a run is
-        planned, not where a record is read: a saved run stays readable if the rules change."""
-        if self.max_repeats < 1:
-            raise UsageError(f"--max-repeats must be at least 1, got {self.max_repeats}")
-        if not 0 < self.ci_width < 1:
-            raise UsageError(f"--ci-width must be between 0 and 1 (the width of an interval "
-                             f"of pass rates), got {self.ci_width}")
-        if self.round_size < 1:
-            raise UsageError(f"the round size must be at least 1, got {self.round_size}")
-        # The narrowest interval n repeats can give is that of n agreeing ones, z²/(n + z²).
-        narrowest = Z_95**2 / (self.max_repeats + Z_95**2)
-        if narrowest >= self.ci_width:
-            needed = math.floor(Z_95**2 * (1 - self.ci_width) / self.ci_width) + 1
-            raise UsageError(
-                f"--ci-width {self.ci_width} is out of reach of --max-repeats "
-                f"{self.max_repeats}: even {self.max_repeats} agreeing repeats give a 95% "
-                f"interval {narrowest:.3f} wide; raise --max-repeats to at least {needed}, "
-                "or ask for a wider interval")
-        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +376,6 @@ class Execution:
     workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None
     jobs: int | None = None  # repeats run at once on this machine (None: elsewhere, or unknown)
     # An adaptive run (alk.execute.adaptive): scenario -> why its sampling stopped, one of the codes of
-    # alk.records.StopReason ("flaky", "ci_width", "max_repeats", "interrupted"); a scenario
+    # alk.result.options.StopReason ("flaky", "ci_width", "max_repeats", "interrupted"); a scenario
     # still sampling has none yet. Empty for a run of a fixed number of repeats.
     stopped: dict[str, str] = field(default_factory=dict)

@@ -73,10 +73,11 @@ def assert_transcripts_intact(document, out):
 def test_a_dask_run_gives_what_a_local_run_gives(tmp_path, cluster):
     address, _ = cluster
     lane = api.load_lane(ROOT / "lanes" / "reference.toml")
-    local = api.run_lane(lane, repeats=2, seed=11, out_dir=tmp_path / "local", jobs=1)
+    local = api.run_lane(lane, api.RunOptions(repeats=2, seed=11),
+                         api.RunSetup(out_dir=tmp_path / "local", jobs=1))
     folders = set(Path(tempfile.gettempdir()).glob("alk-dask-*"))
-    dask = api.run_lane(lane, repeats=2, seed=11, out_dir=tmp_path / "dask",
-                        engine=DaskEngine(address))
+    dask = api.run_lane(lane, api.RunOptions(repeats=2, seed=11),
+                        api.RunSetup(out_dir=tmp_path / "dask", engine=DaskEngine(address)))
     # Each worker's lane was closed at the end: the folder its transcripts waited in is gone.
     assert set(Path(tempfile.gettempdir()).glob("alk-dask-*")) == folders
     assert (local.exit_code, dask.exit_code) == (0, 0)
@@ -108,13 +109,15 @@ def test_an_interrupted_dask_run_resumes_with_the_same_seeds(tmp_path, cluster):
         if len(seen) == 3:
             raise KeyboardInterrupt  # what Ctrl-C raises in the calling thread
 
-    first = api.run_lane(lane, repeats=8, seed=5, out_dir=tmp_path,
-                         engine=DaskEngine("", client=client), on_repeat=interrupt_after_three)
+    first = api.run_lane(lane, api.RunOptions(repeats=8, seed=5),
+                         api.RunSetup(out_dir=tmp_path, engine=DaskEngine("", client=client),
+                                      on_repeat=interrupt_after_three))
     assert first.interrupted and first.document.status == "interrupted"
     kept = repeats_of(first.document)
     assert 3 <= len(kept) < 8  # those that finished while the others stopped are kept too
-    resumed = api.resume(first.document.run_id, out_dir=tmp_path,
-                         engine=DaskEngine("", client=client))
+    resumed = api.resume(first.document.run_id,
+                         api.RunSetup(out_dir=tmp_path, engine=DaskEngine("", client=client),
+                                      reports=True))
     [run] = resumed.runs
     document = run.document
     assert document.status == "complete" and len(document.resumed) == 1
@@ -156,7 +159,8 @@ worker.result(output="done", stop_reason="accepted", end_state={})
 def test_every_worker_holds_its_repeats_to_the_probes_identity(tmp_path, cluster):
     _, client = cluster
     lane = program_lane(tmp_path, "shifty", SHIFTING_WORKER, tmp_path / "starts")
-    done = api.run_lane(lane, repeats=4, out_dir=tmp_path, engine=DaskEngine("", client=client))
+    done = api.run_lane(lane, api.RunOptions(repeats=4),
+                        api.RunSetup(out_dir=tmp_path, engine=DaskEngine("", client=client)))
     assert done.document.gate.version == "1.0"
     causes = [(r.outcome, r.cause) for r in repeats_of(done.document).values()]
     assert causes == [("framework_runtime", "identity_changed")] * 4
@@ -181,7 +185,8 @@ def test_a_lanes_max_parallel_holds_on_the_cluster(tmp_path, cluster):
     _, client = cluster
     log = tmp_path / "log"
     lane = program_lane(tmp_path, "logged", LOGGING_WORKER, log, extra="max_parallel = 1\n")
-    done = api.run_lane(lane, repeats=4, out_dir=tmp_path, engine=DaskEngine("", client=client))
+    done = api.run_lane(lane, api.RunOptions(repeats=4),
+                        api.RunSetup(out_dir=tmp_path, engine=DaskEngine("", client=client)))
     assert done.exit_code == 0, done.document
     assert log.read_text().split() == ["start", "end"] * 4  # one at a time, on two workers
 
@@ -229,8 +234,9 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
     env_lane = write_lane(tmp_path / "lanes", "env", (
         f'framework = "acts"\nversion = ">=1"\ncommand = ["{{python}}", "{ACTS}", "env"]\n'
         f'required_env = ["{WORKER_SECRET_NAME}"]\n[[scenarios]]\nid = "a"\ntask = "t"\n'))
-    done = api.run_lane(api.load_lane(env_lane), repeats=1, out_dir=tmp_path / "env",
-                        engine=DaskEngine("", client=client))
+    done = api.run_lane(api.load_lane(env_lane), api.RunOptions(repeats=1),
+                        api.RunSetup(out_dir=tmp_path / "env",
+                                     engine=DaskEngine("", client=client)))
     assert done.exit_code == 0, done.document
     [repeat] = repeats_of(done.document).values()
     events = [json.loads(line) for line in
@@ -243,9 +249,10 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
     # The coordinator's value never travels: a worker without it voids the run.
     never_lane = write_lane(tmp_path / "lanes", "never", env_lane.read_text().replace(
         WORKER_SECRET_NAME, "E2E_DASK_NEVER_SET"))
-    void = api.run_lane(api.load_lane(never_lane), repeats=2, out_dir=tmp_path / "never",
-                        environ={**os.environ, "E2E_DASK_NEVER_SET": "on-the-coordinator"},
-                        engine=DaskEngine("", client=client))
+    void = api.run_lane(api.load_lane(never_lane), api.RunOptions(repeats=2),
+                        api.RunSetup(out_dir=tmp_path / "never",
+                                     environ={**os.environ, "E2E_DASK_NEVER_SET": "on-the-coordinator"},
+                                     engine=DaskEngine("", client=client)))
     assert void.exit_code == 3
     gate = void.document.gate
     assert gate.cause == "env_missing"
@@ -258,8 +265,8 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
 def test_a_worker_with_another_alk_voids_the_run(tmp_path, cluster, monkeypatch):
     _, client = cluster
     monkeypatch.setattr(dask_engine, "__version__", "9.9.9")  # what the coordinator says
-    void = api.run_lane(api.load_lane(LANES / "trivial.toml"), repeats=1, out_dir=tmp_path,
-                        engine=DaskEngine("", client=client))
+    void = api.run_lane(api.load_lane(LANES / "trivial.toml"), api.RunOptions(repeats=1),
+                        api.RunSetup(out_dir=tmp_path, engine=DaskEngine("", client=client)))
     assert void.exit_code == 3
     gate = void.document.gate
     assert gate.cause == "harness_error"

@@ -57,8 +57,9 @@ def lane(ids: tuple[str, ...], name: str = "orders") -> Lane:
 def made(out: Path, probe: Observation, repeats: int = 20, name: str = "orders",
          **by_scenario: list) -> RunDocument:
     """The document alk writes for these scripted repeats, with a fixed run id."""
-    done = api.run_lane(lane(tuple(by_scenario), name), repeats=repeats, seed=7, out_dir=out,
-                        runner=ScenarioRunner(probe, **by_scenario), environ=SECRET_ENV)
+    done = api.run_lane(lane(tuple(by_scenario), name), api.RunOptions(repeats=repeats, seed=7),
+                        api.RunSetup(out_dir=out, runner=ScenarioRunner(probe, **by_scenario),
+                                     environ=SECRET_ENV))
     text = json.dumps(to_json(done.document)).replace(done.document.run_id, RUN)
     return from_json(json.loads(text))
 

@@ -14,8 +14,9 @@ from alk.errors import UsageError
 from alk.execute.adaptive import Sampling, stop_reason
 from alk.execute.executor import execute
 from alk.plan import build_plan, repeat_seed
-from alk.records import Adaptive, Observation, Outcome, StopReason
+from alk.records import Observation, Outcome
 from alk.redaction import Redactor
+from alk.result.options import Adaptive, StopReason
 
 from scripted import PASSING, ScriptedRunner, ready
 from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
@@ -415,15 +416,17 @@ def test_a_resumed_adaptive_run_ends_as_an_uninterrupted_one(root):
     from alk import api
 
     lane = lane_file(root)
-    options = dict(seed=7, environ={"PATH": "/bin"}, adaptive=Adaptive(max_repeats=30))
-    whole = api.run_lane(lane, out_dir=root / "whole", runner=ByRepeat(), **options)
-    cut = api.run_lane(lane, out_dir=root, runner=ByRepeat(interrupting(12)), **options)
+    options = api.RunOptions(seed=7, adaptive=Adaptive(max_repeats=30))
+    whole = api.run_lane(lane, options, api.RunSetup(out_dir=root / "whole", runner=ByRepeat(),
+                                                     environ={"PATH": "/bin"}))
+    cut = api.run_lane(lane, options, api.RunSetup(out_dir=root, runner=ByRepeat(interrupting(12)),
+                                                   environ={"PATH": "/bin"}))
     assert cut.interrupted and cut.document.settings.adaptive == Adaptive(max_repeats=30)
     # Cut in the third round: only the scenario settled in the first has a rule of its own.
     assert [s.stopped for s in cut.document.scenarios] == [
         "interrupted", "interrupted", "flaky", "interrupted"]
-    done = api.resume_run(cut.document.run_id, out_dir=root, runner=ByRepeat(),
-                          environ={"PATH": "/bin"})
+    done = api.resume_run(cut.document.run_id,
+                          api.RunSetup(out_dir=root, runner=ByRepeat(), environ={"PATH": "/bin"}))
 
     def shape(document):
         return [(s.id, s.stopped, [r.repeat for r in s.repeats], s.stats.counts.requested)
@@ -442,8 +445,9 @@ def test_an_adaptive_run_killed_after_its_last_round_is_written_up_with_its_stop
     from alk.layout import journal_path, result_path
 
     tmp_path = root
-    whole = api.run_lane(lane_file(root), out_dir=root, runner=ByRepeat(), seed=7,
-                         environ={"PATH": "/bin"}, adaptive=Adaptive(max_repeats=30))
+    whole = api.run_lane(lane_file(root),
+                         api.RunOptions(seed=7, adaptive=Adaptive(max_repeats=30)),
+                         api.RunSetup(out_dir=root, runner=ByRepeat(), environ={"PATH": "/bin"}))
     run_id = whole.document.run_id
     journal = journal_path(tmp_path, run_id)
     lines = journal.read_bytes().split(b"\n")
@@ -454,8 +458,9 @@ def test_an_adaptive_run_killed_after_its_last_round_is_written_up_with_its_stop
         def answer(self, request):
             raise AssertionError("a run with nothing left to run started a worker")
 
-    again = api.resume_run(run_id, out_dir=tmp_path, runner=Untouchable(),
-                           environ={"PATH": "/bin"})
+    again = api.resume_run(run_id,
+                           api.RunSetup(out_dir=tmp_path, runner=Untouchable(),
+                                        environ={"PATH": "/bin"}))
     assert [s.stopped for s in again.document.scenarios] == [
         "ci_width", "ci_width", "flaky", "max_repeats"]
     assert [s.stats for s in again.document.scenarios] == [

@@ -98,10 +98,12 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
     from alk.cli import app
 
     def saved(steady: list, changed: list) -> str:
-        done = api.run_lane(documents.lane(("steady", "changed")), repeats=20, seed=7,
-                            out_dir=tmp_path, environ=documents.SECRET_ENV,
-                            runner=documents.ScenarioRunner(documents.observation(0.3),
-                                                            steady=steady, changed=changed))
+        runner = documents.ScenarioRunner(documents.observation(0.3), steady=steady,
+                                          changed=changed)
+        done = api.run_lane(documents.lane(("steady", "changed")),
+                            api.RunOptions(repeats=20, seed=7),
+                            api.RunSetup(out_dir=tmp_path, environ=documents.SECRET_ENV,
+                                         runner=runner))
         return done.document.run_id
 
     before = saved(documents.passing(20), documents.passing(20))
@@ -162,11 +164,10 @@ def test_a_run_b_that_scored_nothing_does_not_pass_the_gate(tmp_path, monkeypatc
     from alk.cli import app
 
     def saved(observations: list) -> str:
-        return api.run_lane(documents.lane(("nominal",)), repeats=20, seed=7, out_dir=tmp_path,
-                            environ=documents.SECRET_ENV,
-                            runner=documents.ScenarioRunner(documents.observation(0.3),
-                                                            nominal=observations)
-                            ).document.run_id
+        runner = documents.ScenarioRunner(documents.observation(0.3), nominal=observations)
+        return api.run_lane(documents.lane(("nominal",)), api.RunOptions(repeats=20, seed=7),
+                            api.RunSetup(out_dir=tmp_path, environ=documents.SECRET_ENV,
+                                         runner=runner)).document.run_id
 
     before = saved(documents.passing(20))
     after = saved([documents.NEVER_READY] * 20)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from alk import __version__
-from alk.api import read_run, run_lane
+from alk.api import RunOptions, RunSetup, read_run, run_lane
 from alk.causes import Cause
 from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
 from alk.layout import result_path
@@ -67,8 +67,8 @@ def scenario(sid: str, **fields) -> Scenario:
 def run(tmp_path, make_lane, runner, scenarios=(scenario("a"), scenario("b")), repeats=2,
         **lane_fields):
     lane = make_lane(scenarios=tuple(scenarios), required_env=("TOKEN",), **lane_fields)
-    return run_lane(lane, repeats=repeats, seed=7, out_dir=tmp_path, runner=runner,
-                    environ=ENVIRON)
+    return run_lane(lane, RunOptions(repeats=repeats, seed=7),
+                    RunSetup(out_dir=tmp_path, runner=runner, environ=ENVIRON))
 
 
 def peak_rss_kb() -> int:
@@ -196,8 +196,9 @@ def test_a_refused_version_voids_the_run_and_names_what_was_found(tmp_path, make
 
 def test_a_run_that_never_started_says_why_and_names_no_framework(tmp_path, make_lane):
     lane = make_lane(required_env=("TOKEN",))
-    done = run_lane(lane, repeats=1, out_dir=tmp_path, runner=ScenarioRunner(PASSING),
-                    environ={"PATH": "/bin"})
+    done = run_lane(lane, RunOptions(repeats=1),
+                    RunSetup(out_dir=tmp_path, runner=ScenarioRunner(PASSING),
+                             environ={"PATH": "/bin"}))
     gate = done.document.gate
     assert (gate.ok, gate.cause, gate.framework, gate.version) == (
         False, "env_missing", None, None)
@@ -206,8 +207,9 @@ def test_a_run_that_never_started_says_why_and_names_no_framework(tmp_path, make
 
 def test_kept_workspaces_are_named(tmp_path, make_lane):
     lane = make_lane(scenarios=(scenario("a"),), required_env=("TOKEN",))
-    done = run_lane(lane, repeats=1, out_dir=tmp_path, runner=ScenarioRunner(PASSING, a=[
-        PASSING]), environ=ENVIRON, keep_workspaces=True)
+    done = run_lane(lane, RunOptions(repeats=1),
+                    RunSetup(out_dir=tmp_path, runner=ScenarioRunner(PASSING, a=[PASSING]),
+                             environ=ENVIRON, keep_workspaces=True))
     kept = done.document.paths.workspaces
     assert kept and Path(kept).is_dir()
 
@@ -452,11 +454,12 @@ def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
 
 def test_checkpoints_take_a_bounded_share_of_a_long_run(tmp_path, make_lane, monkeypatch):
     # A clock that moves 0.4 s a repeat, and 3 s for each checkpoint written: a large document.
-    from alk import api
+    from alk.api import recorder
+    from alk.result import store
 
     now = [1000.0]
     written = []
-    write = api.write_document
+    write = store.write_document
 
     def slow_write(path, doc, redactor):
         written.append((now[0], doc.status))
@@ -466,11 +469,12 @@ def test_checkpoints_take_a_bounded_share_of_a_long_run(tmp_path, make_lane, mon
     def ticking(result):
         now[0] += 0.4
 
-    monkeypatch.setattr(api.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(api, "write_document", slow_write)
+    monkeypatch.setattr(recorder.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(store, "write_document", slow_write)
     lane = make_lane(scenarios=(scenario("a"),), required_env=("TOKEN",))
-    run_lane(lane, repeats=200, out_dir=tmp_path, runner=ScenarioRunner(PASSING),
-             environ=ENVIRON, on_repeat=ticking)
+    run_lane(lane, RunOptions(repeats=200),
+             RunSetup(out_dir=tmp_path, runner=ScenarioRunner(PASSING), environ=ENVIRON,
+                      on_repeat=ticking))
     running = [t for t, status in written if status == "running"]
     # The first when the run starts, the next after a second, then 60 s (20 x 3 s) apart.
     assert running[0] == 1000.0 and running[1] == pytest.approx(1004.2)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from alk.api import run_lane
+from alk.api import RunOptions, RunSetup, run_lane
 from alk.execute import repeat as repeat_module
 from alk.execute import threads
 from alk.execute.threads import ThreadEngine, parallelism
@@ -92,12 +92,13 @@ def scenario_of(request) -> str:
 
 
 def run(tmp_path, make_lane, runner, ids=("a", "b"), repeats=2, jobs=1, max_parallel=None,
-        **options):
+        run_id=None, **hooks):
     lane = make_lane(scenarios=tuple(Scenario(sid, f"task {sid}", {},
                                               Expectations(output_equals="hi")) for sid in ids),
                      max_parallel=max_parallel)
-    return run_lane(lane, repeats=repeats, seed=3, out_dir=tmp_path, runner=runner,
-                    environ=ENVIRON, jobs=jobs, **options)
+    return run_lane(lane, RunOptions(repeats=repeats, seed=3),
+                    RunSetup(out_dir=tmp_path, runner=runner, environ=ENVIRON, jobs=jobs, **hooks),
+                    run_id=run_id)
 
 
 def outcomes(document: RunDocument) -> dict[tuple[str, int], str]:

@@ -22,12 +22,14 @@ from alk.result.document import Resumption
 from alk.result.journal import (
     SCHEMA,
     JournalWriter,
-    Settings,
-    plan_settings,
+    RunStart,
     read_journal,
     result_from_json,
     result_to_json,
+    run_start,
 )
+from alk.result.options import Adaptive, RunOptions
+from alk.result.rule import PassRule
 
 # Every field set, none to its default: a field the journal dropped or turned into another type
 # (a list for a tuple, a string for an enum) would not compare equal.
@@ -42,10 +44,11 @@ FULL = RepeatResult(
     identities=(("fw", "1.0"), ("fw", "1.1")),
     model={"calls": 2, "turns": 2, "retries": 1, "prompt_tokens": 10, "completion_tokens": 5,
            "faults": ["call 1: http_500"]})
-SETTINGS = Settings(run_id="20261130-120000-abcdef", lane_path="/lanes/demo.toml",
-                    lane_sha256="d" * 64, lane_name="demo", repeats=4, scenarios=("a", "b"),
-                    seed=7, timeout_s=12.5, limits={"memory_mb": 512, "max_processes": 0},
-                    started_at="2026-11-30T12:00:00+00:00")
+START = RunStart(run_id="20261130-120000-abcdef", lane_path="/lanes/demo.toml",
+                 lane_sha256="d" * 64, lane_name="demo",
+                 options=RunOptions(repeats=4, scenarios=("a", "b"), seed=7, timeout_s=12.5,
+                                    limits={"memory_mb": 512, "max_processes": 0}),
+                 started_at="2026-11-30T12:00:00+00:00")
 
 
 def other(result: RepeatResult = FULL, **fields) -> RepeatResult:
@@ -53,8 +56,8 @@ def other(result: RepeatResult = FULL, **fields) -> RepeatResult:
 
 
 def journal(tmp_path: Path, *results: RepeatResult, end: str | None = None) -> Path:
-    path = tmp_path / "reports" / SETTINGS.run_id / "journal.jsonl"
-    with JournalWriter(path, SETTINGS) as writer:
+    path = tmp_path / "reports" / START.run_id / "journal.jsonl"
+    with JournalWriter(path, START) as writer:
         for result in results:
             writer.repeat(result)
         if end:
@@ -83,14 +86,14 @@ def test_every_kind_of_record_reads_back(tmp_path):
     path = tmp_path / "reports" / "r" / "journal.jsonl"
     second = other(scenario="b", repeat=1, outcome=Outcome.PASS)
     at = datetime(2026, 11, 30, 12, 5, 1, 999, tzinfo=timezone.utc)
-    with JournalWriter(path, SETTINGS) as writer:
+    with JournalWriter(path, START) as writer:
         writer.preflight(Preflight(True, "fw", "1.0"))
         writer.repeat(FULL)
         writer.resumed(at, 1)
         writer.repeat(second)
         writer.end("interrupted")
     read = read_journal(path)
-    assert read.settings == SETTINGS
+    assert read.start == START
     assert read.identity == ("fw", "1.0")
     assert read.repeats == (FULL, second)
     assert read.resumed == (Resumption("2026-11-30T12:05:01+00:00", 1),)
@@ -99,17 +102,25 @@ def test_every_kind_of_record_reads_back(tmp_path):
     assert (first["type"], first["schema"]) == ("run", SCHEMA)
 
 
-def test_settings_of_a_plan_round_trip(tmp_path, make_lane, monkeypatch):
+def test_the_start_of_a_plan_round_trips(tmp_path, make_lane, monkeypatch):
     monkeypatch.chdir(tmp_path)
     plan = build_plan(make_lane(("a", "b", "c")), "r", repeats=2, scenario_ids=("c", "a"),
                       seed=99, timeout_s=None, limits={"cpu_s": 5})
-    settings = plan_settings(plan, timeout_s=None, limits={"cpu_s": 5},
-                             started_at=datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
-    assert settings.scenarios == ("c", "a") and settings.lane_name == "demo"
-    assert settings.lane_path == str(tmp_path / "lanes" / "demo.toml")
+    options = RunOptions(scenarios=("c", "a"), limits={"cpu_s": 5},
+                         adaptive=Adaptive(max_repeats=40), rule=PassRule(0.9, lower=True))
+    start = run_start(plan, options, datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
+    assert start.options.scenarios == ("c", "a") and start.lane_name == "demo"
+    assert start.lane_path == str(tmp_path / "lanes" / "demo.toml")
     path = tmp_path / "journal.jsonl"
-    JournalWriter(path, settings).close()
-    assert read_journal(path).settings == settings
+    JournalWriter(path, start).close()
+    assert read_journal(path).start == start
+    # The run record is flat, as every journal alk wrote holds it: an older one resumes.
+    record = json.loads(path.read_bytes().split(b"\n")[0])
+    assert list(record) == ["type", "schema", "alk_version", "run_id", "lane_path",
+                            "lane_sha256", "lane_name", "repeats", "scenarios", "seed",
+                            "timeout_s", "limits", "started_at", "adaptive", "rule", "rerun_of"]
+    assert record["adaptive"] == {"max_repeats": 40, "ci_width": 0.2, "round_size": 5}
+    assert record["rule"] == {"fail_under": 0.9, "lower": True}
 
 
 def test_a_line_a_kill_cut_short_is_dropped(tmp_path):
@@ -179,7 +190,7 @@ def test_creating_a_journal_that_exists_fails_and_leaves_it_as_it_was(tmp_path):
     path = journal(tmp_path, FULL, end="complete")
     before = path.read_bytes()
     with pytest.raises(ResumeError, match="journal.jsonl: this run exists already"):
-        JournalWriter(path, SETTINGS)
+        JournalWriter(path, START)
     assert path.read_bytes() == before
 
 
@@ -235,12 +246,12 @@ def test_a_journal_comes_into_being_whole_or_not_at_all(tmp_path, monkeypatch):
 
     monkeypatch.setattr(journal_module.os, "link", killed)
     with pytest.raises(KeyboardInterrupt):
-        JournalWriter(path, SETTINGS)
+        JournalWriter(path, START)
     assert list(path.parent.iterdir()) == []
     monkeypatch.undo()
-    with JournalWriter(path, SETTINGS):
+    with JournalWriter(path, START):
         # In place, already whole: another alk reads what run it is (and cannot take it).
-        assert read_journal(path).settings == SETTINGS
+        assert read_journal(path).start == START
         with pytest.raises(ResumeError, match="another alk is running this run now"):
             JournalWriter(path)
 
@@ -249,16 +260,20 @@ def test_a_journal_lives_under_the_runs_report_directory():
     assert layout.journal_path(Path("out"), "r1") == Path("out/reports/r1/journal.jsonl")
 
 
-def test_settings_of_a_plan_carry_what_the_run_was_asked_for(tmp_path, make_lane, monkeypatch):
+def test_the_start_of_a_plan_keeps_what_the_plan_settled_and_the_overrides_as_given(
+        tmp_path, make_lane, monkeypatch):
     monkeypatch.chdir(tmp_path)
     plan = build_plan(make_lane(("a", "b")), "r7", repeats=3, scenario_ids=("b",), seed=5,
                       timeout_s=2.5, limits={"cpu_s": 5})
-    settings = plan_settings(plan, timeout_s=2.5, limits={"cpu_s": 5},
-                             started_at=datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
-    assert (settings.run_id, settings.repeats, settings.scenarios, settings.seed) == (
+    # Asked for nothing but the timeout and a limit: the repeats, scenarios and seed are the
+    # plan's, so that a resumed run draws nothing again.
+    start = run_start(plan, RunOptions(timeout_s=2.5, limits={"cpu_s": 5}),
+                      datetime(2026, 11, 30, 1, 2, 3, tzinfo=timezone.utc))
+    options = start.options
+    assert (start.run_id, options.repeats, options.scenarios, options.seed) == (
         "r7", 3, ("b",), 5)
-    assert (settings.timeout_s, settings.limits) == (2.5, {"cpu_s": 5})
-    assert settings.started_at == "2026-11-30T01:02:03+00:00"
+    assert (options.timeout_s, options.limits) == (2.5, {"cpu_s": 5})
+    assert start.started_at == "2026-11-30T01:02:03+00:00"
 
 
 def test_a_repeat_record_holds_plain_json_under_the_fields_names():
@@ -270,7 +285,7 @@ def test_a_repeat_record_holds_plain_json_under_the_fields_names():
 
 def test_a_journal_line_is_compact_strict_ascii_json(tmp_path):
     path = tmp_path / "reports" / "r" / "journal.jsonl"
-    with JournalWriter(path, SETTINGS) as writer:
+    with JournalWriter(path, START) as writer:
         writer.end("résumé")
         # NaN is not JSON: other readers of the journal (jq, a browser) would refuse the line.
         with pytest.raises(ValueError):
@@ -302,7 +317,7 @@ def test_missing_or_unreadable_journals_say_what_to_do(tmp_path):
     path.unlink()
     journal(tmp_path)
     with pytest.raises(ResumeError) as caught:
-        JournalWriter(path, SETTINGS)
+        JournalWriter(path, START)
     assert str(caught.value) == (f"{path}: this run exists already; resume it (alk run "
                                  "--resume) or give the new run another id")
 
@@ -319,7 +334,7 @@ def test_a_new_journal_is_linked_from_a_hidden_scrap_beside_it(tmp_path, monkeyp
         real_link(source, target)
 
     monkeypatch.setattr(journal_module.os, "link", link)
-    JournalWriter(path, SETTINGS).close()
+    JournalWriter(path, START).close()
     (scrap,) = linked
     assert scrap.parent == path.parent
     assert scrap.name.startswith(".journal-") and scrap.name.endswith(".tmp")
@@ -327,7 +342,7 @@ def test_a_new_journal_is_linked_from_a_hidden_scrap_beside_it(tmp_path, monkeyp
 
 def test_a_new_journals_descriptor_is_not_inherited_by_children(tmp_path):
     # An inherited descriptor would keep the run locked after alk itself is gone.
-    with JournalWriter(tmp_path / "journal.jsonl", SETTINGS) as writer:
+    with JournalWriter(tmp_path / "journal.jsonl", START) as writer:
         assert not journal_module.os.get_inheritable(writer._fd)
 
 
@@ -337,7 +352,7 @@ def test_a_journal_on_descriptor_0_is_closed_and_closing_twice_leaves_others_ope
     saved = [journal_module.os.dup(0), journal_module.os.dup(1)]
     try:
         journal_module.os.close(0)
-        writer = JournalWriter(path, SETTINGS)
+        writer = JournalWriter(path, START)
         assert writer._fd == 0
         writer.close()
         writer.close()

@@ -91,9 +91,12 @@ SPAWN_FAILED = observation(0.0, spawned=False, ready=None, started=False, result
 def ruled(out: Path, rule: PassRule, run_id: str = RUN, name: str = "orders",
           **scripts: list) -> RunDocument:
     """The document alk writes under this rule (`--fail-under`), with a fixed run id."""
-    return api.run_lane(documents.lane(tuple(scripts), name), repeats=20, seed=7, out_dir=out,
-                        runner=ScenarioRunner(observation(0.3), **scripts),
-                        environ=documents.SECRET_ENV, run_id=run_id, rule=rule).document
+    return api.run_lane(documents.lane(tuple(scripts), name),
+                        api.RunOptions(repeats=20, seed=7, rule=rule),
+                        api.RunSetup(out_dir=out,
+                                     runner=ScenarioRunner(observation(0.3), **scripts),
+                                     environ=documents.SECRET_ENV),
+                        run_id=run_id).document
 
 
 def rerun(document: RunDocument, *, worker_changed: bool) -> RunDocument:

@@ -11,7 +11,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from alk.api import run_lane
+from alk.api import RunOptions, RunSetup, run_lane
 from alk.records import Expectations, Scenario
 from alk.report.matrix import lane_matrix
 from alk.result.document import RunDocument
@@ -32,8 +32,9 @@ def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDoc
     lane = make_lane(name=name, scenarios=tuple(
         Scenario(sid, f"task {sid}", {}, Expectations(output_equals="hi")) for sid in scripts))
     repeats = max(len(script) for script in scripts.values()) or 10
-    return run_lane(lane, repeats=repeats, seed=1, out_dir=tmp_path / name,
-                    runner=ScenarioRunner(probe, **scripts), environ={"PATH": "/bin"}).document
+    return run_lane(lane, RunOptions(repeats=repeats, seed=1),
+                    RunSetup(out_dir=tmp_path / name, runner=ScenarioRunner(probe, **scripts),
+                             environ={"PATH": "/bin"})).document
 
 
 def render(documents, width: int = 80, crop: bool = True) -> list[str]:

@@ -15,7 +15,8 @@ from alk.causes import Cause
 from alk.errors import UsageError
 from alk.layout import new_run_id
 from alk.plan import build_plan, repeat_seed
-from alk.records import Adaptive, Lane, Plan, Preflight
+from alk.records import Lane, Plan, Preflight
+from alk.result.options import Adaptive
 
 MakeLane = Callable[..., Lane]
 

@@ -243,7 +243,8 @@ def as_json(document: RunDocument) -> dict[str, Any]:
 
 
 def real_run(out: Path, lane: Path | Lane, repeats: int, *, missing_env: str | None = None,
-             stop_after: int | None = None, resume: bool = False, **options: Any) -> Run:
+             stop_after: int | None = None, resume: bool = False,
+             keep_workspaces: bool = False) -> Run:
     """One real run (real worker processes) of a lane. `missing_env`: a name the lane requires
     and the environment lacks. `stop_after`: interrupt the run, as Ctrl-C would, once that
     many repeats finished; the file is read as it was then. `resume`: then go on with it."""
@@ -259,12 +260,14 @@ def real_run(out: Path, lane: Path | Lane, repeats: int, *, missing_env: str | N
         if stop_after is not None and len(seen) >= stop_after:
             raise KeyboardInterrupt
 
-    done = api.run_lane(lane, repeats=repeats, seed=7, out_dir=out, environ=environ,
-                        on_plan=lambda plan, done: plans.append(plan), on_repeat=on_repeat,
-                        **options)
+    done = api.run_lane(lane, api.RunOptions(repeats=repeats, seed=7),
+                        api.RunSetup(out_dir=out, environ=environ,
+                                     keep_workspaces=keep_workspaces,
+                                     on_plan=lambda plan, done: plans.append(plan),
+                                     on_repeat=on_repeat))
     if resume:
         stop_after = None
-        done = api.resume_run(plans[0].run_id, out_dir=out, environ=environ)
+        done = api.resume_run(plans[0].run_id, api.RunSetup(out_dir=out, environ=environ))
     return Run(as_json(done.document), json.loads(done.path.read_text(encoding="utf-8")),
                seen[0] if seen else None)
 

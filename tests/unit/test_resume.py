@@ -78,12 +78,12 @@ def seeds_of(document: RunDocument) -> dict[tuple[str, int], int]:
 
 
 def run(root: Path, runner, out_dir: Path | None = None) -> api.RunResult:
-    return api.run_lane(api.load_lane(root / "lanes" / "demo.toml"), seed=11,
-                        out_dir=out_dir or root, runner=runner, environ=ENVIRON)
+    return api.run_lane(api.load_lane(root / "lanes" / "demo.toml"), api.RunOptions(seed=11),
+                        api.RunSetup(out_dir=out_dir or root, runner=runner, environ=ENVIRON))
 
 
 def resume(root: Path, run_id: str, runner) -> api.RunResult:
-    return api.resume_run(run_id, out_dir=root, runner=runner, environ=ENVIRON)
+    return api.resume_run(run_id, api.RunSetup(out_dir=root, runner=runner, environ=ENVIRON))
 
 
 def files_of(root: Path, run_id: str) -> tuple[bytes, bytes]:
@@ -230,13 +230,14 @@ def test_a_complete_run_is_not_resumed(root):
     runner = CountingRunner()
     for call in (api.resume_run, api.resume):
         with pytest.raises(ResumeError, match=f"run {run_id} is complete: nothing to resume"):
-            call(run_id, out_dir=root, runner=runner, environ=ENVIRON)
+            call(run_id, api.RunSetup(out_dir=root, runner=runner, environ=ENVIRON))
     assert runner.requests == [] and files_of(root, run_id) == before
 
 
 def test_a_run_with_no_journal_cannot_be_resumed(root):
     with pytest.raises(ResumeError, match="no journal; only a run started by this alk"):
-        api.resume("20261130-000000-000000", out_dir=root, runner=CountingRunner())
+        api.resume("20261130-000000-000000",
+                   api.RunSetup(out_dir=root, runner=CountingRunner(), reports=True))
 
 
 # --- several lanes ---------------------------------------------------------------------------
@@ -247,7 +248,8 @@ def test_a_group_interrupted_in_its_second_lane_resumes_keeping_the_first(root):
         write_lane(root, name, ids=("a", "b"), repeats=2)
     lanes = api.load_lanes(["one", "two", "three"])
     first = CountingRunner(interrupt_at=3, interrupt_lane="two")
-    cut = api.run_lanes(lanes, seed=5, out_dir=root, runner=first, environ=ENVIRON)
+    cut = api.run_lanes(lanes, api.RunOptions(seed=5),
+                        api.RunSetup(out_dir=root, runner=first, environ=ENVIRON, reports=True))
     run_id = cut.run_id
     assert cut.interrupted and [r.interrupted for r in cut.runs] == [False, True]
     assert [r.document.run_id for r in cut.runs] == [f"{run_id}/one", f"{run_id}/two"]
@@ -258,7 +260,8 @@ def test_a_group_interrupted_in_its_second_lane_resumes_keeping_the_first(root):
     assert len(finished_two) == 2
 
     second = CountingRunner()
-    done = api.resume(run_id, out_dir=root, runner=second, environ=ENVIRON)
+    done = api.resume(run_id,
+                      api.RunSetup(out_dir=root, runner=second, environ=ENVIRON, reports=True))
     assert done.run_id == run_id and not done.interrupted
     assert [r.document.lane.name for r in done.runs] == ["one", "two", "three"]
     assert all(r.document.status == "complete" for r in done.runs)
@@ -278,7 +281,8 @@ def test_a_group_interrupted_in_its_second_lane_resumes_keeping_the_first(root):
                                         "runs": [to_json(doc) for doc in documents]}
     assert api.runs_json(documents[:1]) == to_json(documents[0])
     with pytest.raises(ResumeError, match=f"run {run_id} is complete"):
-        api.resume(run_id, out_dir=root, runner=second, environ=ENVIRON)
+        api.resume(run_id,
+                   api.RunSetup(out_dir=root, runner=second, environ=ENVIRON, reports=True))
 
 
 def test_a_group_stops_at_a_lane_with_a_scenario_another_lacks_before_anything_runs(root):
@@ -286,15 +290,16 @@ def test_a_group_stops_at_a_lane_with_a_scenario_another_lacks_before_anything_r
     write_lane(root, "two", ids=("a",))
     runner = CountingRunner()
     with pytest.raises(UsageError, match="lane 'two' has no scenario 'b'"):
-        api.run_lanes(api.load_lanes(["one", "two"]), scenarios=("b",), out_dir=root,
-                      runner=runner, environ=ENVIRON)
+        api.run_lanes(api.load_lanes(["one", "two"]), api.RunOptions(scenarios=("b",)),
+                      api.RunSetup(out_dir=root, runner=runner, environ=ENVIRON, reports=True))
     assert runner.requests == [] and not (root / "reports").exists()
 
 
 def test_one_lane_given_to_run_lanes_is_a_plain_run(root):
     write_lane(root)
-    result = api.run_lanes(api.load_lanes(["demo"]), repeats=1, out_dir=root,
-                           runner=CountingRunner(), environ=ENVIRON)
+    result = api.run_lanes(api.load_lanes(["demo"]), api.RunOptions(repeats=1),
+                           api.RunSetup(out_dir=root, runner=CountingRunner(), environ=ENVIRON,
+                                        reports=True))
     [run_] = result.runs
     assert result.run_id == run_.document.run_id and "/" not in result.run_id
     assert not (root / "reports" / result.run_id / "group.json").exists()
@@ -339,8 +344,8 @@ def test_a_run_killed_after_its_last_repeat_is_written_up_from_its_journal_alone
     path.write_bytes(b"".join(lines[:-1]))
     result_path(root, done.document.run_id).unlink()
     runner = CountingRunner(version="2.0")  # nothing may run: not even the probe
-    again = api.resume_run(done.document.run_id, out_dir=root, runner=runner,
-                           environ=ENVIRON)
+    again = api.resume_run(done.document.run_id,
+                           api.RunSetup(out_dir=root, runner=runner, environ=ENVIRON))
     assert runner.started == [] and runner.probes == []
     assert again.document.status == "complete" and again.document.resumed == ()
     assert seeds_of(again.document) == seeds_of(done.document)
@@ -370,7 +375,7 @@ def test_a_journal_that_cannot_be_written_stops_the_run_to_be_resumed(root, monk
     [run_id] = [p.name for p in (root / "reports").iterdir()]
     assert len(read_journal(journal_path(root, run_id)).repeats) == 4
     runner = CountingRunner()
-    done = api.resume_run(run_id, out_dir=root, runner=runner, environ=ENVIRON)
+    done = api.resume_run(run_id, api.RunSetup(out_dir=root, runner=runner, environ=ENVIRON))
     assert done.document.status == "complete" and len(runner.started) == 5
     assert sorted(seeds_of(done.document)) == sorted(
         (sid, n) for sid in ("a", "b", "c") for n in (1, 2, 3))

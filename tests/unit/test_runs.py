@@ -3,14 +3,13 @@ run this alk cannot read listed with why, not dropped."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from alk import api
 from alk.errors import RunNotFoundError
 from alk.lane.load import worker_digest
-from alk.layout import GROUP_NAME
+from alk.result.group import GroupLane, RunGroup, write_group
 from alk.result.rule import PassRule
 
 from documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
@@ -18,19 +17,23 @@ from scripted import ScenarioRunner
 
 
 def test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts(tmp_path):
-    one = api.run_lanes([lane(("nominal",))], repeats=3, seed=1, out_dir=tmp_path,
-                        runner=ScenarioRunner(observation(0.3), nominal=passing(3)),
-                        environ=SECRET_ENV, reports=False)
+    one = api.run_lanes([lane(("nominal",))], api.RunOptions(repeats=3, seed=1),
+                        api.RunSetup(out_dir=tmp_path,
+                                     runner=ScenarioRunner(observation(0.3), nominal=passing(3)),
+                                     environ=SECRET_ENV))
     # A run of two lanes, as `run_lanes` leaves it: each lane's run R/LANE, and R's group.json.
     group_id = "20261201-000000-abcdef"
     for name, nominal, remote in (("a", passing(2), [NEVER_READY] * 2),
                                   ("b", [CRASHED, *passing(1)], passing(2))):
-        api.run_lane(lane(("nominal", "remote"), name), repeats=2, seed=1, out_dir=tmp_path,
-                     run_id=f"{group_id}/{name}", environ=SECRET_ENV, rule=PassRule(0.5),
-                     runner=ScenarioRunner(observation(0.3), nominal=nominal, remote=remote))
-    (tmp_path / "reports" / group_id / GROUP_NAME).write_text(json.dumps(
-        {"schema": api.GROUP_SCHEMA, "run_id": group_id,
-         "lanes": [{"name": "a", "path": "lanes/a.toml"}, {"name": "b", "path": "lanes/b.toml"}]}))
+        api.run_lane(lane(("nominal", "remote"), name),
+                     api.RunOptions(repeats=2, seed=1, rule=PassRule(0.5)),
+                     api.RunSetup(out_dir=tmp_path, environ=SECRET_ENV,
+                                  runner=ScenarioRunner(observation(0.3), nominal=nominal,
+                                                        remote=remote)),
+                     run_id=f"{group_id}/{name}")
+    write_group(tmp_path, RunGroup(group_id, (GroupLane("a", "lanes/a.toml"),
+                                              GroupLane("b", "lanes/b.toml")),
+                                   api.RunOptions(repeats=2, seed=1, rule=PassRule(0.5))))
     broken = tmp_path / "reports" / "20990101-000000-ffffff" / "result.json"
     broken.parent.mkdir(parents=True)
     broken.write_text('{"schema": "alk.result/1"}')

@@ -29,7 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from alk.estimate import wilson_interval
-from alk.records import Adaptive, Outcome, Plan, RepeatResult, RepeatSpec, StopReason
+from alk.records import Outcome, Plan, RepeatResult, RepeatSpec
+from alk.result.options import Adaptive, StopReason
 
 __all__ = ["Sampling", "stop_reason"]
 

@@ -19,8 +19,9 @@ from alk.execute.adaptive import Sampling
 from alk.execute.engine import Engine
 from alk.execute.repeat import DETAIL_CHARS, RunVoid
 from alk.execute.threads import ThreadEngine
-from alk.records import Adaptive, Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
+from alk.records import Attribution, Execution, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
+from alk.result.options import Adaptive
 from alk.runner.request import Runner
 
 __all__ = ["execute"]

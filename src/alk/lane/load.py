@@ -1,5 +1,6 @@
 """Reads a lane file (TOML) and returns a validated `Lane`, or raises `LaneError`: the lane's own
-fields, its `[model]` and `[limits]` here, its scenarios in `alk.lane.scenario`.
+fields, its `[model]` and `[limits]` here, its scenarios in `alk.lane.scenario`; and the lanes
+`--lane` names (`load_lanes`), or every lane of a folder (`list_lanes`).
 
 Every message names the file, the field, what was expected and what was found, so that a lane
 author can fix it without reading this code.
@@ -8,6 +9,7 @@ author can fix it without reading this code.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import hashlib
 import os
 import re
@@ -17,8 +19,8 @@ from typing import Any, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from alk.errors import LaneError
-from alk.lane.find import find_lane, lane_root
+from alk.errors import LaneError, UsageError
+from alk.lane.find import find_lane, lane_paths, lane_root
 from alk.lane.scenario import parse_scenario
 from alk.lane.table import ENV_NAME, NAME, Table, choice
 from alk.layout import LANES_DIR
@@ -263,3 +265,40 @@ def display(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tuple[str, str]]]:
+    """Every lane in `lanes_dir`, and (path, message) for each that does not load."""
+    if not lanes_dir.is_dir():
+        raise LaneError(f"{lanes_dir}: no such folder; run alk from the folder that holds "
+                        "lanes/, or pass --dir")
+    lanes, errors = [], []
+    for path in lane_paths(lanes_dir):
+        try:
+            lanes.append(load_lane(path))
+        except LaneError as exc:
+            errors.append((str(path), str(exc)))
+    return lanes, errors
+
+
+def load_lanes(names: Sequence[str], lanes_dir: Path = Path(LANES_DIR)) -> list[Lane]:
+    """The lanes `--lane` names, in order: names, paths, and patterns such as 'lanes/*.toml'
+    (a shell that did not expand one hands it over quoted). Each lane once."""
+    paths: list[str | Path] = []
+    for name in names:
+        if any(char in name for char in "*?["):
+            matched = sorted(glob.glob(name))
+            if not matched:
+                raise LaneError(f"--lane {name!r} matches no file")
+            paths += [Path(match) for match in matched]
+        else:
+            paths.append(name)
+    lanes = [load_lane(path, lanes_dir) for path in paths]
+    unique = {lane.path.resolve(): lane for lane in lanes}
+    names_seen: dict[str, Path] = {}
+    for lane in unique.values():
+        if lane.name in names_seen:
+            raise UsageError(f"{lane.path} and {names_seen[lane.name]} are both lane "
+                             f"'{lane.name}': lanes of one run need names of their own")
+        names_seen[lane.name] = lane.path
+    return list(unique.values())

@@ -23,16 +23,8 @@ import msgspec
 from alk import __version__
 from alk.errors import AlkError, ResultFormatError
 from alk.layout import REPORTS_DIR, RESULT_NAME, run_transcripts
-from alk.records import (
-    Adaptive,
-    Execution,
-    Plan,
-    Preflight,
-    RepeatResult,
-    Scenario,
-    StopReason,
-    Verdict,
-)
+from alk.records import Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
+from alk.result.options import Adaptive, StopReason
 from alk.result.rule import PassRule
 from alk.stats.records import LaneStats, ScenarioStats
 from alk.stats.summary import summarize_lane, summarize_scenarios
@@ -84,6 +76,10 @@ class RerunOf:
     repeat: int
     worker_changed: bool
     lane_changed: bool = False  # run `--anyway`: the lane file too differs from the run's
+
+    def arguments(self) -> str:
+        """What `alk rerun` was given: "RUN_ID SCENARIO REPEAT"."""
+        return f"{self.run_id} {self.scenario} {self.repeat}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +137,7 @@ class ScenarioResult:
     stats: ScenarioStats
     repeats: tuple[RepeatResult, ...]  # in repeat order
     model: ModelTotals | None = None
-    # An adaptive run: which rule stopped its sampling (alk.records.StopReason), None while it
+    # An adaptive run: which rule stopped its sampling (alk.result.options.StopReason), None while it
     # goes on, and in a run of a fixed number of repeats.
     stopped: str | None = None
 

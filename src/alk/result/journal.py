@@ -1,11 +1,12 @@
 """A run's journal, `reports/RUN_ID/journal.jsonl`: what makes a run survive a kill.
 
-One JSON object a line, appended and fsynced as things happen: the run's settings (`run`: the
-lane file's path and sha256, the seed, the repeats, the chosen scenarios, the overrides), the
-preflight's identity (`preflight`), every finished repeat whole (`repeat`), each resumption
-(`resumed`), and the end (`end`). A repeat's transcript is fsynced before its record is
-written: a repeat is finished exactly when its record is in the journal, so a run killed at any
-moment (`kill -9` included) resumes without running a finished repeat again or losing one.
+One JSON object a line, appended and fsynced as things happen: the run's start (`run`: the
+lane file's path and sha256, and what the run was asked: the seed, the repeats, the chosen
+scenarios, the overrides), the preflight's identity (`preflight`), every finished repeat whole
+(`repeat`), each resumption (`resumed`), and the end (`end`). A repeat's transcript is fsynced
+before its record is written: a repeat is finished exactly when its record is in the journal,
+so a run killed at any moment (`kill -9` included) resumes without running a finished repeat
+again or losing one.
 `result.json` is rebuilt from the journal alone: resuming 1,000 finished repeats reads one file.
 
 While a run goes on, alk holds an exclusive lock on its journal: a second `alk run --resume`
@@ -28,40 +29,51 @@ import msgspec
 
 from alk import __version__
 from alk.errors import ResumeError
-from alk.records import Adaptive, Plan, Preflight, RepeatResult
+from alk.records import Plan, Preflight, RepeatResult
 from alk.result.document import Resumption
-from alk.result.rule import PassRule
+from alk.result.options import RunOptions
 
 SCHEMA = "alk.journal/1"
 
 
 @dataclass(frozen=True)
-class Settings:
-    """What a run was asked for: enough to build the same plan again."""
+class RunStart:
+    """A journal's first record: which run of which lane, what it was asked (`options`, its
+    repeats, scenarios and seed as the plan settled them: a resumed run draws nothing again),
+    and when it began."""
 
     run_id: str
     lane_path: str
     lane_sha256: str
     lane_name: str
-    repeats: int
-    scenarios: tuple[str, ...]
-    seed: int
-    timeout_s: float | None  # the --timeout given, None for the lane's own
-    limits: Mapping[str, int]  # the --limit overrides given
+    options: RunOptions
     started_at: str
-    # An adaptive run's options (alk.records.Adaptive as a dict); None: a fixed number of repeats
-    adaptive: Mapping[str, Any] | None = None
-    # The rule that sets its exit code (alk.result.rule.PassRule as a dict); None: the default
-    rule: Mapping[str, Any] | None = None
     # `alk rerun`: "RUN_ID SCENARIO REPEAT" of the repeat it runs again; None for a run
     rerun_of: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `run` record's fields, flat, in the order the journal has always held them."""
+        options = self.options.to_json()
+        return {"run_id": self.run_id, "lane_path": self.lane_path,
+                "lane_sha256": self.lane_sha256, "lane_name": self.lane_name,
+                **{key: options[key] for key in ("repeats", "scenarios", "seed", "timeout_s",
+                                                 "limits")},
+                "started_at": self.started_at, "adaptive": options["adaptive"],
+                "rule": options["rule"], "rerun_of": self.rerun_of}
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> RunStart:
+        return cls(run_id=record["run_id"], lane_path=record["lane_path"],
+                   lane_sha256=record["lane_sha256"], lane_name=record["lane_name"],
+                   options=RunOptions.from_json(record), started_at=record["started_at"],
+                   rerun_of=record.get("rerun_of"))
 
 
 @dataclass(frozen=True)
 class Journal:
-    """A journal as read back: settings, preflight identity, finished repeats, resumptions."""
+    """A journal as read back: its start, preflight identity, finished repeats, resumptions."""
 
-    settings: Settings
+    start: RunStart
     identity: tuple[str | None, str | None] | None
     repeats: tuple[RepeatResult, ...]
     resumed: tuple[Resumption, ...]
@@ -70,15 +82,15 @@ class Journal:
 
 class JournalWriter:
     """Appends records to a run's journal, each durable when the call returns. A new journal
-    (`settings` given) comes into being whole, its `run` record in it and locked: a kill at any
+    (`start` given) comes into being whole, its `run` record in it and locked: a kill at any
     moment leaves either no journal or one that says what the run is."""
 
-    def __init__(self, path: Path, settings: Settings | None = None) -> None:
+    def __init__(self, path: Path, start: RunStart | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._fd = -1
-        if settings is not None:
-            self._fd = self._begin(path, settings)
+        if start is not None:
+            self._fd = self._begin(path, start)
             return
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
@@ -89,12 +101,12 @@ class JournalWriter:
         _cut_torn_line(self._fd, path)
 
     @classmethod
-    def _begin(cls, path: Path, settings: Settings) -> int:
+    def _begin(cls, path: Path, start: RunStart) -> int:
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".journal-", suffix=".tmp")
         try:
             cls._lock(fd, path)
             _write_line(fd, {"type": "run", "schema": SCHEMA, "alk_version": __version__,
-                             **dataclasses.asdict(settings)})
+                             **start.to_json()})
             os.link(temp, path)  # fails if the run exists: never two runs in one journal
         except FileExistsError:
             os.close(fd)
@@ -165,13 +177,13 @@ def _cut_torn_line(fd: int, path: Path) -> None:
 
 
 def read_journal(path: Path) -> Journal:
-    """The journal at `path`; raises ResumeError when it is missing or has no settings."""
+    """The journal at `path`; raises ResumeError when it is missing or has no `run` record."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise ResumeError(f"{path}: no journal; only a run started by this alk can be "
                           "resumed") from None
-    settings: Settings | None = None
+    start: RunStart | None = None
     identity = None
     repeats: dict[tuple[str, int], RepeatResult] = {}
     resumed: list[Resumption] = []
@@ -186,9 +198,7 @@ def read_journal(path: Path) -> Journal:
                 if record.get("schema") != SCHEMA:
                     raise ResumeError(f"{path}: line {number}: journal schema "
                                       f"{record.get('schema')!r} is not {SCHEMA!r}")
-                fields = {f.name for f in dataclasses.fields(Settings)}
-                settings = Settings(**{k: v for k, v in record.items() if k in fields})
-                settings = dataclasses.replace(settings, scenarios=tuple(settings.scenarios))
+                start = RunStart.from_json(record)
             elif kind == "preflight":
                 identity = (record["framework"], record["version"])
             elif kind == "repeat":
@@ -203,9 +213,9 @@ def read_journal(path: Path) -> Journal:
         except (ValueError, KeyError, TypeError) as exc:
             raise ResumeError(f"{path}: line {number} is not a journal record ({exc}); the "
                               "journal was changed by hand or by another program") from None
-    if settings is None:
+    if start is None:
         raise ResumeError(f"{path}: holds no `run` record; the run cannot be rebuilt")
-    return Journal(settings, identity, tuple(repeats.values()), tuple(resumed), ended)
+    return Journal(start, identity, tuple(repeats.values()), tuple(resumed), ended)
 
 
 def result_to_json(result: RepeatResult) -> dict[str, Any]:
@@ -216,14 +226,12 @@ def result_from_json(record: Any) -> RepeatResult:
     return msgspec.convert(record, RepeatResult)
 
 
-def plan_settings(plan: Plan, *, timeout_s: float | None, limits: Mapping[str, int],
-                  started_at: datetime, adaptive: Adaptive | None = None,
-                  rule: PassRule | None = None, rerun_of: str | None = None) -> Settings:
-    return Settings(run_id=plan.run_id, lane_path=str(plan.lane.path.resolve()),
-                    lane_sha256=plan.lane.sha256, lane_name=plan.lane.name,
-                    repeats=plan.repeats, scenarios=tuple(s.id for s in plan.scenarios),
-                    seed=plan.seed, timeout_s=timeout_s, limits=dict(limits),
-                    started_at=started_at.isoformat(timespec="seconds"),
-                    adaptive=dataclasses.asdict(adaptive) if adaptive is not None else None,
-                    rule=dataclasses.asdict(rule) if rule is not None else None,
-                    rerun_of=rerun_of)
+def run_start(plan: Plan, options: RunOptions, started_at: datetime,
+              rerun_of: str | None = None) -> RunStart:
+    """The start of a run of `plan`, made from `options`: its repeats, scenarios and seed as
+    the plan settled them, its timeout and limit overrides as given."""
+    settled = dataclasses.replace(options, repeats=plan.repeats,
+                                  scenarios=tuple(s.id for s in plan.scenarios), seed=plan.seed)
+    return RunStart(run_id=plan.run_id, lane_path=str(plan.lane.path.resolve()),
+                    lane_sha256=plan.lane.sha256, lane_name=plan.lane.name, options=settled,
+                    started_at=started_at.isoformat(timespec="seconds"), rerun_of=rerun_of)

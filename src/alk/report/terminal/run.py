@@ -117,7 +117,7 @@ def _stopped(doc: RunDocument) -> list[tuple[str, Text | None]]:
     return [("" if i else "stopped", line) for i, line in enumerate(lines)]
 
 
-# Why an adaptive run stopped sampling a scenario, in words (alk.records.StopReason).
+# Why an adaptive run stopped sampling a scenario, in words (alk.result.options.StopReason).
 _STOP_WORDS = {"flaky": "both outcomes seen", "max_repeats": "at the maximum",
                "interrupted": "interrupted"}
 

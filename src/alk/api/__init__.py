@@ -1,0 +1,48 @@
+"""alk's Python API: load a lane, run it, read a saved run. The CLI is a thin layer over this.
+
+    from alk import api
+
+    lane = api.load_lane("reference")
+    run = api.run_lane(lane, api.RunOptions(repeats=5))
+    assert run.exit_code == 0, run.document.scenarios
+
+What a run is asked is a `RunOptions` (repeats, scenarios, seed, timeout, limits, adaptive
+repeats, the pass rule); how and where it runs, a `RunSetup` (the output folder, the runner and
+engine, repeats at once, the environment, the report files, the callbacks). This package holds
+the names below, and nothing else is promised to stay where it is.
+"""
+
+from alk.api.read import (
+    RunEntry,
+    list_runs,
+    read_repeat_events,
+    read_repeat_page,
+    read_run,
+    read_runs,
+    repeat_entry,
+    runs_json,
+    transcript_intact,
+)
+from alk.api.run import (
+    RerunResult,
+    RunResult,
+    RunsResult,
+    rerun,
+    resume,
+    resume_run,
+    run_lane,
+    run_lanes,
+    write_compare_page,
+    write_reports,
+)
+from alk.api.setup import RunSetup
+from alk.lane.load import list_lanes, load_lane, load_lanes
+from alk.result.options import Adaptive, RunOptions
+from alk.result.rule import PassRule
+from alk.runner.doctor import doctor
+
+__all__ = ["RunResult", "RunsResult", "RunOptions", "RunSetup", "Adaptive", "PassRule",
+           "load_lane", "load_lanes", "list_lanes", "run_lane", "run_lanes", "resume_run",
+           "resume", "rerun", "RerunResult", "read_run", "read_runs", "runs_json", "list_runs",
+           "RunEntry", "write_reports", "write_compare_page", "repeat_entry",
+           "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]

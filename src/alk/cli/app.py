@@ -1,0 +1,110 @@
+"""What the `alk` command's parts share: the typer app, the options several commands take, the
+one error boundary (`command`: an AlkError is printed without a traceback and exits 2), and how
+a command makes its consoles, prints JSON, warnings and the report of a run.
+
+Only typer is imported up front: each command imports what it needs (rich, numpy, the runner)
+when it runs, so that `alk --help` and a mistyped option answer at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, List, NoReturn, Optional
+
+import typer
+
+from alk.errors import AlkError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+app = typer.Typer(
+    name="alk", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    help="alk, the agent lane kit: run agent-framework workers as untrusted subprocesses, "
+         "many times, and measure how reliably they run.",
+)
+
+LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
+OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
+KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
+                    "repeats in a row all pass.")
+
+
+def command(name: Optional[str] = None, short_help: Optional[str] = None
+            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Makes a function an `alk` command (registered by `alk.cli`, in the order `alk --help`
+    lists them) behind the one error boundary: an AlkError anywhere in it is printed for a
+    person and exits 2 (`ExitCode.USAGE`)."""
+    def mark(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except AlkError as exc:
+                fail(str(exc))
+
+        guarded.registration = {"name": name, "short_help": short_help}  # type: ignore[attr-defined]
+        return guarded
+    return mark
+
+
+def console(stderr: bool = False) -> Console:
+    """A console on stdout (a command's output), or on stderr (progress, warnings, errors)."""
+    from rich.console import Console
+
+    return Console(stderr=True) if stderr else Console()
+
+
+def fail(message: str, code: int | None = None) -> NoReturn:
+    from rich.text import Text
+
+    from alk.records import ExitCode
+    from alk.report import safe_text
+
+    # The message may quote a lane's values or a worker's text: never read it as markup, and
+    # never let its control characters reach the terminal.
+    console(stderr=True).print(Text.assemble(("error: ", "bold red"),
+                                             safe_text.printable(message)))
+    raise typer.Exit(ExitCode.USAGE if code is None else code)
+
+
+def echo_json(document: dict, source: str) -> None:
+    import json
+
+    # ASCII only: a worker's text may hold C1 controls and bidi overrides, and JSON's \u escapes
+    # carry them to a parser without showing them to a terminal. NaN is not JSON.
+    try:
+        text = json.dumps(document, ensure_ascii=True, allow_nan=False, indent=1)
+    except ValueError:
+        fail(f"{source}: holds a NaN or infinite number, which JSON cannot carry; "
+             "`alk report` renders the run without --json")
+    typer.echo(text)
+
+
+def warn(warnings: List[str]) -> None:
+    """What a lane file holds that alk accepts but its author likely did not mean."""
+    if not warnings:
+        return
+    from rich.text import Text
+
+    from alk.report import safe_text
+
+    err = console(stderr=True)
+    for warning in warnings:
+        err.print(Text.assemble(("warning: ", "bold yellow"), safe_text.printable(warning)))
+
+
+def print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument]
+    """Each lane's report; with several lanes, the lane x scenario matrix after them."""
+    from alk.report import matrix
+    from alk.report.terminal.run import run_report
+
+    shown = console()
+    for number, document in enumerate(documents):
+        if number:
+            shown.print()  # the lanes of one run, apart
+        shown.print(run_report(document, out.resolve(), k=k))
+    if len(documents) > 1:
+        shown.print()
+        shown.print(matrix.lane_matrix(documents))

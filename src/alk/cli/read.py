@@ -1,0 +1,183 @@
+"""The commands that read saved runs: `alk report` (a run shown, and its report files written
+again), `alk compare` (two runs, and the regression gate), `alk runs` (the past runs) and
+`alk show` (a page of one repeat's transcript).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+import typer
+
+from alk.cli.app import KOpt, OutOpt, command, console, echo_json, fail, print_runs, warn
+
+if TYPE_CHECKING:
+    from alk.transcript.reader import TranscriptPage
+
+# Events `alk show` prints at once: a screenful or two by default, and a bound on what it holds
+# (a page is one table, kept whole until it is printed).
+SHOW_LIMIT = 200
+SHOW_LIMIT_MAX = 2_000
+
+
+@command(short_help="Show a saved run again, and write its report files again.")
+def report(
+    run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result document."),
+    open_html: bool = typer.Option(False, "--open", help="Open report.html in a browser, "
+                                   "where there is one."),
+    k: int = KOpt,
+    out: Path = OutOpt,
+) -> None:
+    """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
+    report.md and junit.xml again."""
+    from alk import api
+    from alk.layout import HTML_NAME
+
+    documents = api.read_runs(run_id, out)
+    written = api.write_reports(documents, out)
+    if as_json:
+        echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
+    else:
+        print_runs(documents, out, k)
+    warn(list(written.problems))
+    if open_html:
+        page = next((path for path in written.paths if path.name == HTML_NAME), None)
+        if page is not None:
+            _open_in_browser(page)
+
+
+def _open_in_browser(page: Path) -> None:
+    """Opens the page where a browser is known; else says where it is (a server, CI)."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.get().open(page.resolve().as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        console(stderr=True).print(f"no browser to open here: open {page} where there is one",
+                                   markup=False, highlight=False)
+
+
+@command(short_help="Compare two runs of the same scenarios: did B regress?")
+def compare(
+    run_a: str = typer.Argument(..., help="The run before: a run id (RUN/LANE for a lane of a "
+                                "run of several)."),
+    run_b: str = typer.Argument(..., help="The run after."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
+                                            help="Exit 1 when a scenario regressed (a CI gate)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level, after Holm's "
+                                "correction across scenarios."),
+    margin: float = typer.Option(0.1, "--margin", help="How far apart two pass rates may be and "
+                                 "still be called unchanged."),
+    out: Path = OutOpt,
+) -> None:
+    """Compare two saved runs scenario by scenario, B against A: each scenario regressed,
+    improved, unchanged or inconclusive, by the rule the report states."""
+    import msgspec
+
+    from alk import api
+    from alk.compare import compare_runs, regression_gate
+    from alk.records import ExitCode
+    from alk.report.compare_view import compare_view
+
+    comparison = compare_runs(api.read_run(run_a, out), api.read_run(run_b, out), alpha=alpha,
+                              margin=margin)
+    if as_json:
+        echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
+    else:
+        shown = console()
+        shown.print(compare_view(comparison))
+        written = api.write_compare_page(comparison, out)
+        for page in written.paths:
+            shown.print(f"page        {page}", markup=False, highlight=False)
+        warn(list(written.problems))
+    if fail_on_regression:
+        code, why = regression_gate(comparison)
+        if why:
+            fail(why, code)
+        if code is not ExitCode.PASS:
+            raise typer.Exit(code)
+
+
+@command(short_help="List past runs, newest first.")
+def runs(
+    limit: int = typer.Option(20, "--limit", min=1, help="Runs to list at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print them as JSON."),
+    out: Path = OutOpt,
+) -> None:
+    """List the runs saved under reports/, newest first: when, which lanes, what status,
+    how many repeats passed, and the verdict by each run's rule."""
+    import msgspec
+
+    from alk import api
+    from alk.report import listings
+
+    found = api.list_runs(out, limit=limit)
+    if as_json:
+        echo_json({"runs": msgspec.to_builtins(found)}, "runs")
+    else:
+        console().print(listings.runs_view(found))
+
+
+@command(short_help="Print a page of one repeat's transcript.")
+def show(
+    run_id: str = typer.Argument(..., help="Run id, or 'latest'."),
+    scenario: str = typer.Argument(..., help="Scenario id."),
+    repeat: int = typer.Argument(..., help="Repeat number (1-based)."),
+    channel: List[str] = typer.Option([], "--channel", "-c", help="Show only this channel "
+                                      "(repeatable): agent, tool, model, user, framework, "
+                                      "stderr, harness."),
+    start: int = typer.Option(1, "--from", min=1, help="First event to show, by position in "
+                              "the transcript (1-based; among the chosen channels' events with "
+                              "--channel), not by the seq column."),
+    limit: int = typer.Option(SHOW_LIMIT, "--limit", min=1, max=SHOW_LIMIT_MAX,
+                              help="Events to show at most; the next page starts where "
+                                   "this one ends (--from)."),
+    out: Path = OutOpt,
+) -> None:
+    """Print a page of one repeat's transcript, readably, and the command for the next page."""
+    from alk import api
+    from alk.report import transcript_view
+
+    channels = list(dict.fromkeys(channel)) or None
+    document = api.read_run(run_id, out)
+    entry = api.repeat_entry(document, scenario, repeat, out)
+    page = api.read_repeat_page(entry, out, start=start, limit=limit, channels=channels,
+                                digest=transcript_view.event_row)
+    shown = console()
+    shown.print(transcript_view.repeat_header(document.run_id, scenario, repeat, entry))
+    shown.print(transcript_view.repeat_facts(entry))
+    if page.rows:
+        shown.print(transcript_view.transcript_events(page.rows))
+    more = _more_command(page, [document.run_id, scenario, str(repeat)], channels, limit, out)
+    # Unwrapped, so that the next page's command copies as one line.
+    shown.print(transcript_view.page_summary(page, channels, more), soft_wrap=True)
+    shown.print(transcript_view.transcript_hash(entry, api.transcript_intact(entry, out)))
+
+
+def _more_command(page: TranscriptPage, target: List[str], channels: Optional[List[str]],
+                  limit: int, out: Path) -> Optional[tuple[str, str]]:
+    """The `alk show` command for the next page, or for the last one when this page is past the
+    end; None when the page reached the end."""
+    import shlex
+
+    shown_to = page.first + len(page.rows) - 1
+    if page.rows and shown_to < page.matching:
+        label, start = "next page", shown_to + 1
+    elif not page.rows and page.matching:
+        label, start = "last page", max(1, page.matching - limit + 1)
+    else:
+        return None
+    argv = ["alk", "show", *target]
+    for name in channels or ():
+        argv += ["--channel", name]
+    argv += ["--from", str(start)]
+    if limit != SHOW_LIMIT:
+        argv += ["--limit", str(limit)]
+    if out != Path("."):
+        argv += ["--out", str(out)]
+    return label, shlex.join(argv)
