@@ -248,6 +248,13 @@ class ModelSeen:
     unmatched: str | None = None  # replay: the first request the cassette did not hold
     steps: tuple[str, ...] = ()  # per call, "status:tool,tool" or "status:text"
 
+    def summary(self) -> dict[str, Any]:
+        """What a result document keeps of it (`RepeatResult.model`)."""
+        return {"calls": self.calls, "turns": self.turns, "retries": self.retries,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "faults": list(self.faults_fired[:20])}
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -353,6 +360,35 @@ class RepeatResult:
     # What alk's gateway saw of the model calls (calls, turns, retries, tokens, faults fired),
     # None when the lane has no [model].
     model: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_observation(cls, item: RepeatSpec, obs: Observation, verdict: Attribution, *,
+                         detail: str, claimed: Any, trajectory: tuple[str, ...],
+                         path: tuple[str, ...], transcript: str, sha256: str) -> RepeatResult:
+        """A repeat's record from what alk observed of it and the verdict on it: `detail` is
+        the verdict's, cut to size; `trajectory` and `path` are the steps the run's budget
+        kept (their digests stand for them past it)."""
+        return cls(
+            scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
+            outcome=verdict.outcome, cause=verdict.cause, detail=detail,
+            duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
+            timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
+            peak_tmpfs_mb=obs.peak_tmpfs_mb, containment=obs.containment, network=obs.network,
+            filesystem=obs.filesystem, attempts=obs.attempts, identities=obs.identities,
+            path_hash=obs.path_hash, path=path, violations=obs.violation_count,
+            trajectory=trajectory, trajectory_hash=obs.trajectory_hash, claimed=claimed,
+            transcript=transcript, sha256=sha256,
+            model=obs.model.summary() if obs.model is not None else None)
+
+    @classmethod
+    def void(cls, item: RepeatSpec, verdict: Attribution, transcript: str) -> RepeatResult:
+        """The record of a repeat alk observed nothing of (its task failed on a cluster)."""
+        return cls(
+            scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
+            outcome=verdict.outcome, cause=verdict.cause, detail=verdict.detail, duration_s=0.0,
+            exit_code=None, signal=None, timed_out=False, peak_rss_mb=None, cpu_s=None,
+            containment=None, network=None, filesystem=None, attempts=1, path_hash="",
+            violations=0, trajectory=(), claimed=None, transcript=transcript, sha256="")
 
     @property
     def scored(self) -> bool:

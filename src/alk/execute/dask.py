@@ -376,10 +376,5 @@ def _voided(result: RepeatResult, detail: str) -> RepeatResult:
 
 def _void_result(run_id: str, item: RepeatSpec, detail: str) -> RepeatResult:
     """A repeat whose task failed on the cluster: void, with no transcript."""
-    verdict = void(Cause.HARNESS_ERROR, detail[:DETAIL_CHARS])
-    return RepeatResult(
-        scenario=item.scenario.id, repeat=item.repeat, seed=item.seed, outcome=verdict.outcome,
-        cause=verdict.cause, detail=verdict.detail, duration_s=0.0, exit_code=None, signal=None,
-        timed_out=False, peak_rss_mb=None, cpu_s=None, containment=None, network=None,
-        filesystem=None, attempts=1, path_hash="", violations=0, trajectory=(), claimed=None,
-        transcript=str(repeat_transcript(run_id, item.scenario.id, item.repeat)), sha256="")
+    return RepeatResult.void(item, void(Cause.HARNESS_ERROR, detail[:DETAIL_CHARS]),
+                             str(repeat_transcript(run_id, item.scenario.id, item.repeat)))

@@ -37,7 +37,6 @@ from alk.records import (
     Attribution,
     Check,
     Lane,
-    ModelSeen,
     Observation,
     Plan,
     Preflight,
@@ -335,19 +334,10 @@ class LaneContext:
         if workspace is not None and not self.keep_workspaces:
             remove_tree(workspace)  # what it cannot remove goes with the run's folder
         trajectory, path = self.kept_steps(obs)
-        return RepeatResult(
-            scenario=item.scenario.id, repeat=item.repeat, seed=item.seed,
-            outcome=verdict.outcome, cause=verdict.cause, detail=detail,
-            duration_s=obs.duration_s, exit_code=obs.exit_code, signal=obs.signal,
-            timed_out=obs.timed_out, peak_rss_mb=obs.peak_rss_mb, cpu_s=obs.cpu_s,
-            peak_tmpfs_mb=obs.peak_tmpfs_mb,
-            containment=obs.containment, network=obs.network, filesystem=obs.filesystem,
-            attempts=obs.attempts, identities=obs.identities, path_hash=obs.path_hash,
-            path=path, violations=obs.violation_count, trajectory=trajectory,
-            trajectory_hash=obs.trajectory_hash,
+        return RepeatResult.from_observation(
+            item, obs, verdict, detail=detail,
             claimed=_claim((obs.result or {}).get("verification"), self.redactor),
-            transcript=str(relative), sha256=sha256, model=_model_summary(obs.model),
-        )
+            trajectory=trajectory, path=path, transcript=str(relative), sha256=sha256)
 
     def checks(self, item: RepeatSpec, obs: Observation, workspace: Path) -> tuple[Check, ...]:
         if obs.result is None:
@@ -385,15 +375,6 @@ def _claim(claim: Any, redactor: Redactor) -> Any:
         return None
     text = json.dumps(claim, ensure_ascii=False, default=str)
     return claim if len(text) <= CLAIM_CHARS else redactor.cut(text, CLAIM_CHARS)
-
-
-def _model_summary(seen: ModelSeen | None) -> dict[str, Any] | None:
-    """What a result document keeps of the gateway's view of a repeat."""
-    if seen is None:
-        return None
-    return {"calls": seen.calls, "turns": seen.turns, "retries": seen.retries,
-            "prompt_tokens": seen.prompt_tokens, "completion_tokens": seen.completion_tokens,
-            "faults": list(seen.faults_fired[:20])}
 
 
 def _close_quietly(log: TranscriptWriter | None, kind: str, payload: dict) -> str:
