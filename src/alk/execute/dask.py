@@ -45,6 +45,7 @@ from alk.execute.dask_tasks import (
     stop_run,
     transcript_of,
 )
+from alk.execute.handover import FINISHED, hand_over
 from alk.execute.repeat import DETAIL_CHARS, RunVoid
 from alk.files import write_atomically
 from alk.layout import probe_transcript, repeat_transcript
@@ -60,7 +61,6 @@ MIN_WINDOW = 4
 # How often the cluster's threads are counted again (workers join and leave).
 WINDOW_REFRESH_S = 5.0
 
-_FINISHED = object()  # the feeder's last message: every task it submitted has ended
 
 
 class DaskEngine:
@@ -229,35 +229,7 @@ class DaskLane:
             ended.add(key)
             on_result(result)
 
-        error: BaseException | None = None
-        finished = False
-        try:
-            while True:
-                message = messages.get()
-                if message is _FINISHED:
-                    finished = True
-                    break
-                handle(message)
-        except BaseException as exc:
-            error = exc
-        if error is None:
-            return
-        # Stopping (Ctrl-C, a void worker, a callback's error): nothing starts any more, the
-        # running repeats end now, what finished meanwhile is handed over, then the error goes on.
-        self._stop()
-        while not finished:
-            try:
-                message = messages.get()
-            except KeyboardInterrupt:
-                continue  # a second Ctrl-C: the repeats are ending already, in bounded time
-            if message is _FINISHED:
-                finished = True
-                continue
-            try:
-                handle(message)
-            except Exception:  # noqa: BLE001 - the first error is the one raised
-                pass
-        raise error
+        hand_over(messages, 1, handle, self._stop)
 
     def _feed(self, items: Sequence[RepeatSpec], messages: queue.SimpleQueue) -> None:
         """Hands the scheduler a window of repeats and another as each ends; every task that
@@ -301,7 +273,7 @@ class DaskLane:
         except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
             messages.put(("error", exc))
         finally:
-            messages.put(_FINISHED)
+            messages.put(FINISHED)
 
     def _stop(self) -> None:
         """No repeat starts from now on; the running ones end, on every worker."""

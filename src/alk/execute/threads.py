@@ -15,8 +15,9 @@ import queue
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from alk.execute.handover import FINISHED, hand_over
 from alk.execute.repeat import LaneContext, open_lane
 from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
@@ -68,9 +69,6 @@ class ThreadEngine:
             stop.close()
 
 
-_FINISHED = object()  # a thread's last message: it takes no more repeats
-
-
 class ThreadLane:
     """`jobs`: how many repeats run at once here (see `parallelism`)."""
 
@@ -111,12 +109,21 @@ class ThreadLane:
             except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
                 messages.put(("error", exc))
             finally:
-                messages.put(_FINISHED)
+                messages.put(FINISHED)
+
+        def handle(message: Any) -> None:
+            kind, value = message
+            if kind == "error":
+                raise value
+            if kind == "start":
+                if on_start and not self.stop.is_set():
+                    on_start(value)
+            elif kind == "result":
+                on_result(value)
 
         running = 0
-        error: BaseException | None = None
         try:
-            # Started inside the try: a Ctrl-C while they start must stop those already going.
+            # A Ctrl-C while they start must stop those already going.
             for number in range(min(self.jobs, len(items))):
                 thread = threading.Thread(target=work, name=f"alk-repeat-{number + 1}",
                                           daemon=True)
@@ -126,35 +133,6 @@ class ThreadLane:
                 except BaseException:
                     running -= 1
                     raise
-            while running:
-                message = messages.get()
-                if message is _FINISHED:
-                    running -= 1
-                    continue
-                kind, value = message
-                if kind == "error":
-                    raise value
-                if kind == "start" and on_start:
-                    on_start(value)
-                elif kind == "result":
-                    on_result(value)
         except BaseException as exc:
-            error = exc
-        if error is None:
-            return
-        # Stopping (Ctrl-C, or a callback or a thread failed): every worker ends now; what
-        # finished meanwhile is still handed over, then the error goes on.
-        self.stop.set()
-        while running:
-            try:
-                message = messages.get()
-            except KeyboardInterrupt:
-                continue  # a second Ctrl-C: the workers are ending already, in bounded time
-            if message is _FINISHED:
-                running -= 1
-            elif message[0] == "result":
-                try:
-                    on_result(message[1])
-                except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the first is raised
-                    pass  # and every running repeat must still end before this returns
-        raise error
+            hand_over(messages, running, handle, self.stop.set, stopping=exc)
+        hand_over(messages, running, handle, self.stop.set)
