@@ -65,7 +65,7 @@ from alk.limits import prlimit_prefix
 from alk.records import Lane, Limits, Observation
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Isolation, detect
 from alk.runner.process import LocalRunner
-from alk.runner.request import Gate, RunRequest
+from alk.runner.request import ReadyCheck, RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import command_line, init_program
@@ -335,7 +335,7 @@ class PairedRunner:
     def isolation(self) -> Isolation:
         return self.runner.isolation
 
-    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter
+    def run(self, request: RunRequest, gate: ReadyCheck, transcript: TranscriptWriter
             ) -> Observation:
         if request.start is None:  # the preflight probe: not a repeat
             return self.runner.run(request, gate, transcript)

@@ -46,7 +46,7 @@ from alk.records import (
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Network
 from alk.runner.protocol import hello_message
-from alk.runner.request import Gate, Runner, RunRequest
+from alk.runner.request import ReadyCheck, Runner, RunRequest
 from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.runner.stop import Stop
 from alk.transcript.writer import TranscriptWriter
@@ -148,7 +148,7 @@ class LaneContext:
     plan: Plan
     out_dir: Path
     runner: Runner
-    gate: Gate
+    gate: ReadyCheck
     redactor: Redactor
     env: dict[str, str]
     root: Path

@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Iterator, Mapping
 
 from alk.records import Preflight
-from alk.runner.request import Gate
+from alk.runner.request import ReadyCheck
 from alk.runner.stop import Stop
 
 # How long a repeat waits for a start slot before it starts anyway: a worker that never gets
@@ -31,7 +31,7 @@ class StartSlots:
         self._slots = threading.BoundedSemaphore(max(1, slots))
 
     @contextlib.contextmanager
-    def slot(self, stop: Stop | None = None) -> Iterator[Callable[[Gate], Gate]]:
+    def slot(self, stop: Stop | None = None) -> Iterator[Callable[[ReadyCheck], ReadyCheck]]:
         """Waits for a slot (at most START_WAIT_S, less if the run stops); yields a function
         that makes a gate give the slot back when the worker reports ready. Given back at the
         end in any case."""
@@ -48,7 +48,7 @@ class StartSlots:
                     held = False
                     self._slots.release()
 
-        def ready(gate: Gate) -> Gate:
+        def ready(gate: ReadyCheck) -> ReadyCheck:
             def on_ready(payload: Mapping[str, Any]) -> Preflight:
                 give_back()
                 return gate(payload)

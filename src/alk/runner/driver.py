@@ -22,7 +22,7 @@ from alk.runner.protocol import (
     decode_line,
     encode,
 )
-from alk.runner.request import Gate, RunRequest
+from alk.runner.request import ReadyCheck, RunRequest
 from alk.transcript.writer import HARNESS
 
 # After a timeout: SIGINT first (a Python worker prints where it hung), then TERM, then KILL.
@@ -89,7 +89,7 @@ def _harness(type: str, payload: Mapping[str, Any]) -> Record:
 class Driver:
     """Follows one worker process from hello to exit."""
 
-    def __init__(self, request: RunRequest, gate: Gate, started_at: float) -> None:
+    def __init__(self, request: RunRequest, gate: ReadyCheck, started_at: float) -> None:
         self.request, self.gate = request, gate
         self.state = ProtocolState(workspace=request.cwd, redactor=request.redactor)
         self.preflight: Preflight | None = None

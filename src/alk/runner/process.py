@@ -17,13 +17,13 @@ from alk.runner.isolation import Isolation, detect
 from alk.runner.loop import Loop, LoopEnd
 from alk.runner.procfs import peak_rss_kb
 from alk.runner.protocol import MAX_TRAJECTORY_CHARS, Phase
-from alk.runner.request import Gate, RunRequest
+from alk.runner.request import ReadyCheck, RunRequest
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import Spawned, start
 from alk.runner.stderr import StderrSink
 from alk.transcript.writer import TranscriptWriter
 
-__all__ = ["LocalRunner", "RunRequest", "Gate"]
+__all__ = ["LocalRunner"]
 
 
 class LocalRunner:
@@ -40,7 +40,7 @@ class LocalRunner:
             self._isolation = detect()
         return self._isolation
 
-    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+    def run(self, request: RunRequest, gate: ReadyCheck, transcript: TranscriptWriter) -> Observation:
         if request.stop is not None:
             request.stop.check()  # the run is stopping: start nothing more
         isolation = self.isolation

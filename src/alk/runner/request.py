@@ -1,6 +1,6 @@
-"""What the runner is asked to do: one worker process (`RunRequest`), the gate that judges the
-framework and version it reports (`Gate`), and the seam every runner fits (`Runner`: the
-sandboxed `alk.runner.process.LocalRunner`, or a test's scripted one)."""
+"""What the runner is asked to do: one worker process (`RunRequest`), the version gate that
+judges the framework and version it reports (`ReadyCheck`), and the seam every runner fits
+(`Runner`: the sandboxed `alk.runner.process.LocalRunner`, or a test's scripted one)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ class RunRequest:
     stop: Any = None
 
 
-# Judges a worker's framework_ready payload.
-Gate = Callable[[Mapping[str, Any]], Preflight]
+# The version gate: judges a worker's framework_ready payload.
+ReadyCheck = Callable[[Mapping[str, Any]], Preflight]
 
 
 class Runner(Protocol):
@@ -76,5 +76,5 @@ class Runner(Protocol):
     def isolation(self) -> Isolation:
         ...
 
-    def run(self, request: RunRequest, gate: Gate, transcript: TranscriptWriter) -> Observation:
+    def run(self, request: RunRequest, gate: ReadyCheck, transcript: TranscriptWriter) -> Observation:
         ...
