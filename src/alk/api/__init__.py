@@ -27,6 +27,7 @@ from alk.api.run import (
     RerunResult,
     RunResult,
     RunsResult,
+    check_worker,
     rerun,
     resume,
     resume_run,
@@ -35,14 +36,16 @@ from alk.api.run import (
     write_compare_page,
     write_reports,
 )
-from alk.api.setup import RunSetup
-from alk.lane.load import list_lanes, load_lane, load_lanes
+from alk.api.setup import RunSetup, engine_for
+from alk.compare import compare_runs, regression_gate
+from alk.lane.load import lane_warnings, list_lanes, load_lane, load_lanes
 from alk.result.options import Adaptive, RunOptions
 from alk.result.rule import PassRule
 from alk.runner.doctor import doctor
 
 __all__ = ["RunResult", "RunsResult", "RunOptions", "RunSetup", "Adaptive", "PassRule",
-           "load_lane", "load_lanes", "list_lanes", "run_lane", "run_lanes", "resume_run",
-           "resume", "rerun", "RerunResult", "read_run", "read_runs", "runs_json", "list_runs",
-           "RunEntry", "write_reports", "write_compare_page", "repeat_entry",
+           "engine_for", "load_lane", "load_lanes", "list_lanes", "lane_warnings", "run_lane",
+           "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "check_worker",
+           "read_run", "read_runs", "runs_json", "list_runs", "RunEntry", "write_reports",
+           "compare_runs", "regression_gate", "write_compare_page", "repeat_entry",
            "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]

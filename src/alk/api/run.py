@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from alk import conformance
 from alk import rerun as reruns
 from alk.api.read import read_runs, repeat_entry
 from alk.api.recorder import RunRecorder
@@ -235,6 +236,15 @@ def _run_group(group: RunGroup, setup: RunSetup, *, resuming: bool = False) -> R
         if result.interrupted:
             break  # the lanes after it begin when the run is resumed
     return RunsResult(group.run_id, tuple(results))
+
+
+def check_worker(lane: Lane, options: RunOptions = RunOptions(repeats=1),
+                 setup: RunSetup = RunSetup()) -> tuple[RunResult, list[conformance.Finding]]:
+    """`alk check-worker`: the lane's worker against protocol v1, the handshake first, then a
+    run (one repeat of each scenario by default), each problem a finding that says whose it is
+    and what to do."""
+    result = run_lane(lane, options, setup)
+    return result, conformance.review(result.document, setup.out_dir)
 
 
 def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path(".")) -> Written:

@@ -80,12 +80,11 @@ def compare(
     import msgspec
 
     from alk import api
-    from alk.compare import compare_runs, regression_gate
     from alk.records import ExitCode
     from alk.report.compare_view import compare_view
 
-    comparison = compare_runs(api.read_run(run_a, out), api.read_run(run_b, out), alpha=alpha,
-                              margin=margin)
+    comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
+                                  alpha=alpha, margin=margin)
     if as_json:
         echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
     else:
@@ -96,7 +95,7 @@ def compare(
             shown.print(f"page        {page}", markup=False, highlight=False)
         warn(list(written.problems))
     if fail_on_regression:
-        code, why = regression_gate(comparison)
+        code, why = api.regression_gate(comparison)
         if why:
             fail(why, code)
         if code is not ExitCode.PASS:

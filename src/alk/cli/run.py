@@ -67,12 +67,10 @@ def run(
     """Run lanes: every scenario, N fresh worker processes each; report and exit by verdict.
     With several lanes, one run holds them all and the report adds a lane x scenario matrix."""
     from alk import api
-    from alk.api.setup import engine_for
-    from alk.lane.load import lane_warnings
     from alk.records import ExitCode
     from alk.report import progress
 
-    engine, jobs = engine_for(executor, scheduler, jobs)
+    engine, jobs = api.engine_for(executor, scheduler, jobs)
     rule = (api.PassRule(fail_under, fail_under_lower).check()
             if fail_under is not None or fail_under_lower else None)
     shown = progress.run_progress(console(stderr=True), enabled=not quiet)
@@ -94,7 +92,7 @@ def run(
         count, adaptive = _parse_repeats(repeats, max_repeats, ci_width)
         loaded = api.load_lanes(lane)
         for one in loaded:
-            warn(lane_warnings(one))
+            warn(api.lane_warnings(one))
         options = api.RunOptions(repeats=count, scenarios=tuple(scenario), seed=seed,
                                  timeout_s=timeout, limits=_parse_limits(limit),
                                  adaptive=adaptive, rule=rule or api.PassRule())
@@ -149,16 +147,15 @@ def check_worker(
 ) -> None:
     """Check a worker against protocol v1: the handshake, then one repeat of each scenario.
     Exit 0 when it speaks the protocol (a failed expectation is only a warning), 1 when not."""
-    from alk import api, conformance
-    from alk.lane.load import lane_warnings
+    from alk import api
     from alk.records import ExitCode
     from alk.report import listings
 
     loaded = api.load_lane(lane)
-    warn(lane_warnings(loaded))
-    result = api.run_lane(loaded, api.RunOptions(repeats=1, scenarios=tuple(scenario),
-                                                 timeout_s=timeout), api.RunSetup(out_dir=out))
-    findings = conformance.review(result.document, out)
+    warn(api.lane_warnings(loaded))
+    result, findings = api.check_worker(
+        loaded, api.RunOptions(repeats=1, scenarios=tuple(scenario), timeout_s=timeout),
+        api.RunSetup(out_dir=out))
     console().print(listings.findings_view(findings))
     if result.interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
@@ -167,7 +164,7 @@ def check_worker(
 def _parse_repeats(value: Optional[str], max_repeats: Optional[int],
                    ci_width: Optional[float]):  # -> (int | None, alk.result.options.Adaptive | None)
     """--repeats N, or auto with its options."""
-    from alk.result.options import Adaptive
+    from alk.api import Adaptive
 
     if value == "auto":
         options = {"max_repeats": max_repeats, "ci_width": ci_width}

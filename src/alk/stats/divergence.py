@@ -1,8 +1,8 @@
 """Where the repeats of a scenario part ways: a prefix tree of their tool trajectories, the steps
 they all shared before the first branch, and two repeats side by side at their first difference.
 
-Pure: records in, records out; nothing here draws (`alk.report.charts` does) or escapes (every
-step is a worker's tool name, as hostile as it was: whoever shows it escapes it).
+Pure: records in, records out; nothing here draws (`alk.report.html.spread_charts` does) or
+escapes (every step is a worker's tool name, as hostile as it was: whoever shows it escapes it).
 
 A repeat's trajectory is kept in the document while the run's budget for steps lasts; past it
 the trajectory is empty and its digest stands for it. Such a repeat is left out here and

@@ -1,5 +1,5 @@
 """The run page of the HTML report: one self-contained page per run (`reports/RUN_ID/report.html`)
-(the page of `alk compare` is `alk.report.html.compare_page.compare_page.compare_page`).
+(the page of `alk compare` is `alk.report.html.compare_page`).
 
 A page opens from disk with no network. Plotly's bundle and the page's own script are inline,
 and a Content-Security-Policy allows those two scripts by their sha256, inline styles, and
