@@ -19,16 +19,12 @@ import pytest
 from alk.plan import repeat_seed
 from alk.runner.isolation import detect
 
+from helpers.processes import gone, write_lane
+
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 LANES = TESTS / "lanes"
 ACTS = TESTS / "workers" / "acts.py"
-
-
-def alk(*args, cwd, env=None, timeout=120):
-    environ = {**os.environ, "COLUMNS": "160", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "alk", *map(str, args)], cwd=cwd, env=environ,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def result_of(cwd):
@@ -44,14 +40,7 @@ def events(cwd, relative):
     return [json.loads(line) for line in (cwd / relative).read_text().splitlines()]
 
 
-def write_lane(tmp_path, name, body):
-    lanes = tmp_path / "lanes"
-    lanes.mkdir(exist_ok=True)
-    (lanes / f"{name}.toml").write_text(body)
-    return lanes / f"{name}.toml"
-
-
-def test_reference_lane_passes_with_evidence(tmp_path):
+def test_reference_lane_passes_with_evidence(tmp_path, alk):
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 3, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     document = result_of(tmp_path)
@@ -76,7 +65,7 @@ def test_reference_lane_passes_with_evidence(tmp_path):
         assert last["payload"]["outcome"] == "pass"
 
 
-def test_unsupported_version_is_void_before_any_repeat(tmp_path):
+def test_unsupported_version_is_void_before_any_repeat(tmp_path, alk):
     done = alk("run", "--lane", LANES / "old_version.toml", cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "version_unsupported" in done.stdout and "0.9.1" in done.stdout
@@ -99,7 +88,7 @@ def test_unsupported_version_is_void_before_any_repeat(tmp_path):
     ("bad_protocol", "framework_runtime", "protocol_violation", "not_json"),
 ])
 def test_failures_are_attributed_in_table_result_and_transcript(tmp_path, lane, outcome, cause,
-                                                                evidence):
+                                                                evidence, alk):
     done = alk("run", "--lane", LANES / f"{lane}.toml", "-n", 2, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{outcome}/{cause}" in done.stdout and evidence in done.stdout
@@ -111,7 +100,7 @@ def test_failures_are_attributed_in_table_result_and_transcript(tmp_path, lane, 
         assert (attribution["outcome"], attribution["cause"]) == (outcome, cause)
 
 
-def test_crash_after_the_effect_then_resume(tmp_path):
+def test_crash_after_the_effect_then_resume(tmp_path, alk):
     # The reference worker's idempotency key keeps the effect single across the restart ...
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 2,
                "-s", "crash-after-effect", cwd=tmp_path)
@@ -135,7 +124,7 @@ def test_crash_after_the_effect_then_resume(tmp_path):
     assert "json_length: expected 1, got 2" in repeat["detail"]
 
 
-def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
+def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path, alk):
     done = alk("run", "--lane", LANES / "faults.toml", "-n", 2, cwd=tmp_path)
     injected, forgotten, unused = result_of(tmp_path)["scenarios"]
     assert injected["stats"]["verdict"] == "pass"
@@ -147,7 +136,7 @@ def test_a_declared_fault_that_never_fired_voids_the_repeat(tmp_path):
     assert done.returncode == 1  # the unused turns are a failure; void alone would be 3
 
 
-def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path):
+def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path, alk):
     worker = tmp_path / "w.py"
     worker.write_text("from alk import worker\nworker.hello()\nimport not_installed_fw\n")
     lane = write_lane(tmp_path, "fm", f'framework = "fw"\nversion = ">=1"\n'
@@ -161,7 +150,7 @@ def test_a_missing_framework_voids_the_run_with_the_install_command(tmp_path):
     assert "install it: pip install not-installed-fw" in gate["detail"]
 
 
-def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
+def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path, alk):
     alk("run", "--lane", LANES / "adapter_bug.toml", cwd=tmp_path)
     adapter, framework = result_of(tmp_path)["scenarios"]
     [bug] = adapter["repeats"]
@@ -170,7 +159,7 @@ def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path):
     assert raised["cause"] == "framework_exception" and "json/decoder.py" in raised["detail"]
 
 
-def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp_path):
+def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp_path, alk):
     done = alk("run", "--lane", LANES / "wobbly.toml", "-n", 4, cwd=tmp_path)
     [scenario] = result_of(tmp_path)["scenarios"]
     assert scenario["stats"]["verdict"] == "pass" and scenario["scripted"] is True
@@ -181,13 +170,13 @@ def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp
     assert "event paths two-tools: 2 distinct" in flat and "framework's" in flat
 
 
-def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path):
+def test_a_claim_of_success_is_recorded_but_not_believed(tmp_path, alk):
     alk("run", "--lane", LANES / "false_claim.toml", "-n", 1, cwd=tmp_path)
     [repeat] = repeats_of(result_of(tmp_path))
     assert repeat["claimed"]["passed"] is True and repeat["outcome"] == "agent"
 
 
-def test_mixed_outcomes_make_a_flaky_verdict(tmp_path):
+def test_mixed_outcomes_make_a_flaky_verdict(tmp_path, alk):
     # The flaky worker fails on odd seeds: pick a run seed whose first 4 repeats mix parities.
     seed = next(s for s in range(100)
                 if len({repeat_seed(s, "nominal", r) % 2 for r in range(1, 5)}) == 2)
@@ -197,7 +186,7 @@ def test_mixed_outcomes_make_a_flaky_verdict(tmp_path):
     assert scenario["stats"]["verdict"] == "flaky" and 0 < scenario["stats"]["pass_rate"] < 1
 
 
-def test_hang_is_a_timeout_and_alk_returns_in_time(tmp_path):
+def test_hang_is_a_timeout_and_alk_returns_in_time(tmp_path, alk):
     began = time.monotonic()
     done = alk("run", "--lane", LANES / "hangs.toml", "-n", 1, "--timeout", 1, cwd=tmp_path)
     assert time.monotonic() - began < 1 + 2 + 3  # timeout + grace + interpreter start-up
@@ -207,7 +196,7 @@ def test_hang_is_a_timeout_and_alk_returns_in_time(tmp_path):
         "framework_runtime", "timeout", True)
 
 
-def test_malformed_lane_is_rejected_before_anything_runs(tmp_path):
+def test_malformed_lane_is_rejected_before_anything_runs(tmp_path, alk):
     lane = write_lane(tmp_path, "broken", 'framework = "x"\nversion = ">=1"\n'
                       'command = ["true"]\ntimout_s = 3\n[[scenarios]]\nid = "a"\ntask = "t"\n')
     done = alk("run", "--lane", lane, cwd=tmp_path)
@@ -216,14 +205,14 @@ def test_malformed_lane_is_rejected_before_anything_runs(tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
-def test_unknown_scenario_and_lane_are_usage_errors(tmp_path):
+def test_unknown_scenario_and_lane_are_usage_errors(tmp_path, alk):
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-s", "nope", cwd=tmp_path)
     assert done.returncode == 2 and "no scenario 'nope'" in done.stderr
     done = alk("run", "--lane", "no-such-lane", cwd=tmp_path)
     assert done.returncode == 2 and "not found" in done.stderr
 
 
-def test_missing_declared_environment_voids_the_run(tmp_path):
+def test_missing_declared_environment_voids_the_run(tmp_path, alk):
     lane = write_lane(tmp_path, "needs", f'framework = "acts"\nversion = ">=1"\n'
                       f'command = ["{{python}}", "{ACTS}", "env"]\n'
                       'required_env = ["E2E_NEVER_SET"]\n[[scenarios]]\nid = "a"\ntask = "t"\n')
@@ -232,7 +221,7 @@ def test_missing_declared_environment_voids_the_run(tmp_path):
     assert "env_missing" in done.stdout and "E2E_NEVER_SET" in done.stdout
 
 
-def test_secrets_never_reach_files_or_output_and_harness_env_stays_home(tmp_path):
+def test_secrets_never_reach_files_or_output_and_harness_env_stays_home(tmp_path, alk):
     secret, own = "declared-secret-7f3a9c", "harness-own-secret-51be2d"
     lane = write_lane(tmp_path, "env", f'framework = "acts"\nversion = ">=1"\n'
                       f'command = ["{{python}}", "{ACTS}", "env"]\n'
@@ -252,7 +241,7 @@ def test_secrets_never_reach_files_or_output_and_harness_env_stays_home(tmp_path
     assert secret not in done.stdout + done.stderr
 
 
-def test_report_show_lanes_and_causes(tmp_path):
+def test_report_show_lanes_and_causes(tmp_path, alk):
     alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 2, "-s", "nominal",
         cwd=tmp_path)
     document = result_of(tmp_path)
@@ -281,7 +270,7 @@ def test_report_show_lanes_and_causes(tmp_path):
     assert typo.returncode == 2 and "no cause 'timout' (did you mean timeout?)" in typo.stderr
 
 
-def test_in_a_pipe_progress_is_plain_lines_on_stderr_and_json_stays_clean(tmp_path):
+def test_in_a_pipe_progress_is_plain_lines_on_stderr_and_json_stays_clean(tmp_path, alk):
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 2, "--json",
                cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -300,7 +289,7 @@ def test_in_a_pipe_progress_is_plain_lines_on_stderr_and_json_stays_clean(tmp_pa
     assert f"files in    {tmp_path.resolve()}" in quiet.stdout
 
 
-def test_a_lane_named_otherwise_than_its_file_is_warned_about(tmp_path):
+def test_a_lane_named_otherwise_than_its_file_is_warned_about(tmp_path, alk):
     lane = write_lane(tmp_path, "mine", (LANES / "trivial.toml").read_text().replace(
         'name = "trivial"', 'name = "theirs"').replace('"workers/', f'"{TESTS}/workers/'))
     assert 'name = "theirs"' in lane.read_text()
@@ -310,7 +299,7 @@ def test_a_lane_named_otherwise_than_its_file_is_warned_about(tmp_path):
             in " ".join(done.stderr.split()))
 
 
-def test_check_worker_names_what_breaks_the_protocol(tmp_path):
+def test_check_worker_names_what_breaks_the_protocol(tmp_path, alk):
     bad = alk("check-worker", "--lane", LANES / "bad_protocol.toml", cwd=tmp_path)
     assert bad.returncode == 1
     assert "not_json" in bad.stdout and "harness_channel" in bad.stdout
@@ -321,7 +310,7 @@ def test_check_worker_names_what_breaks_the_protocol(tmp_path):
     assert sorted(checked) == ["deny-egress", "nominal"]
 
 
-def test_check_worker_takes_a_timeout_and_says_the_hang(tmp_path):
+def test_check_worker_takes_a_timeout_and_says_the_hang(tmp_path, alk):
     started = time.monotonic()
     hung = alk("check-worker", "--lane", LANES / "hangs.toml", "--timeout", "1", cwd=tmp_path)
     assert time.monotonic() - started < 20
@@ -331,7 +320,7 @@ def test_check_worker_takes_a_timeout_and_says_the_hang(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig):
+def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig, alk):
     proc = subprocess.Popen([sys.executable, "-m", "alk", "run", "--lane",
                              str(LANES / "hangs.toml"), "-n", "3", "--timeout", "30"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -350,7 +339,7 @@ def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig):
     lines = log.read_text().splitlines()
     assert json.loads(lines[-1])["type"] == "interrupted"
     spawn = json.loads(lines[0])["payload"]["pid"]
-    assert _gone(spawn)
+    assert gone(spawn)
     # The repeat cut short has no entry in the result, but its transcript can be read.
     shown = alk("show", "latest", "nominal", 1, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
@@ -359,15 +348,7 @@ def test_interrupt_keeps_a_consistent_partial_result(tmp_path, sig):
     assert not list(Path(tempfile.gettempdir()).glob(f"alk-{document['run_id']}-*"))
 
 
-def _gone(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state == "Z"
-
-
-def test_void_repeats_beside_passes_are_never_green(tmp_path):
+def test_void_repeats_beside_passes_are_never_green(tmp_path, alk):
     # Every other start of the worker (the probe is the first) exits before framework_ready.
     # It keeps count in a file outside its workspace, which only `workspace` lets it write.
     lane = write_lane(tmp_path, "half", f'framework = "acts"\nversion = ">=1"\n'
@@ -441,7 +422,7 @@ def shown_seqs(stdout):
             for seq in range(int(match[1]), int(match[2] or match[1]) + 1)]
 
 
-def test_show_pages_a_64_mib_transcript_in_bounded_memory(tmp_path):
+def test_show_pages_a_64_mib_transcript_in_bounded_memory(tmp_path, alk):
     done = alk("run", "--lane", LANES / "trivial.toml", "-n", 1, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     run_id = result_of(tmp_path)["run_id"]
@@ -491,7 +472,7 @@ def assert_no_raw(output, what):
         assert char not in output, (what, hex(ord(char)))
 
 
-def test_hostile_text_reaches_no_view_raw_and_json_stays_ascii(tmp_path):
+def test_hostile_text_reaches_no_view_raw_and_json_stays_ascii(tmp_path, alk):
     program = tmp_path / "hostile_text.py"
     program.write_text(HOSTILE_WORKER)
     lane = write_lane(tmp_path, "hostile", f'framework = "hostile"\nversion = ">=1"\n'
@@ -515,7 +496,7 @@ def test_hostile_text_reaches_no_view_raw_and_json_stays_ascii(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or detect().strongest_filesystem.value != "sandbox",
                     reason="the worker runs as another user only when alk is root, in the sandbox")
-def test_a_program_the_sandboxed_worker_could_not_read_is_said_before_anything_runs(tmp_path):
+def test_a_program_the_sandboxed_worker_could_not_read_is_said_before_anything_runs(tmp_path, alk):
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     worker = private / "w.py"

@@ -46,12 +46,6 @@ def cluster():
             yield local.scheduler_address, client
 
 
-def alk(*args, cwd, timeout=120):
-    return subprocess.run([sys.executable, "-m", "alk", *map(str, args)], cwd=cwd,
-                          env={**os.environ, "COLUMNS": "160"}, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def repeats_of(document):
     return {(s.id, r.repeat): r for s in document.scenarios for r in s.repeats}
 
@@ -191,7 +185,7 @@ def test_a_lanes_max_parallel_holds_on_the_cluster(tmp_path, cluster):
     assert log.read_text().split() == ["start", "end"] * 4  # one at a time, on two workers
 
 
-def test_the_cli_runs_on_the_cluster(tmp_path, cluster):
+def test_the_cli_runs_on_the_cluster(tmp_path, cluster, alk):
     address, _ = cluster
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 1, "-s", "nominal",
                "-s", "crash-after-effect", "--executor", "dask", "--scheduler", address, "-q",
@@ -259,7 +253,6 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
     assert "on Dask worker tcp://" in gate.detail
     assert "E2E_DASK_NEVER_SET" in gate.detail
     assert repeats_of(void.document) == {}
-
 
 
 def test_a_worker_with_another_alk_voids_the_run(tmp_path, cluster, monkeypatch):

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,12 +18,6 @@ TESTS = ROOT / "tests"
 FRAMEWORK = TESTS / "workers" / "tinyagents" / "__init__.py"
 WORKER = TESTS / "workers" / "scripted_agent.py"
 GENERATED = "AgentGenerationError: Error while generating output:"
-
-
-def alk(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "alk", *map(str, args)], cwd=cwd,
-                          env={**os.environ, "COLUMNS": "160"}, capture_output=True, text=True,
-                          timeout=300)
 
 
 def repeats(cwd: Path) -> dict[str, dict]:
@@ -43,9 +34,9 @@ def at(path: Path, text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def scripted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def scripted(tmp_path_factory: pytest.TempPathFactory, alk) -> dict[str, dict]:
     cwd = tmp_path_factory.mktemp("scripted")
-    done = alk("run", "--lane", TESTS / "lanes" / "scripted_agent.toml", cwd=cwd)
+    done = alk("run", "--lane", TESTS / "lanes" / "scripted_agent.toml", cwd=cwd, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     return repeats(cwd)
 
@@ -124,7 +115,7 @@ output_contains = "742"
     ("openai-agents", "agents", "openai_agents_worker.py"),
 ])
 def test_a_real_framework_asking_past_its_script_is_named(tmp_path: Path, lane: str,
-                                                           module: str, worker: str) -> None:
+                                                           module: str, worker: str, alk) -> None:
     """The framework's own OpenAI client asks alk's gateway for a second turn: the gateway
     answers it with a final text and records the exhausted script itself, whatever the worker
     says."""
@@ -133,7 +124,7 @@ def test_a_real_framework_asking_past_its_script_is_named(tmp_path: Path, lane: 
     path = tmp_path / "lanes" / f"{lane}.toml"
     path.parent.mkdir()
     path.write_text(LANE.format(lane=lane, worker=ROOT / "workers" / worker))
-    done = alk("run", "--lane", path, "-n", 1, cwd=tmp_path)
+    done = alk("run", "--lane", path, "-n", 1, cwd=tmp_path, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     repeat = repeats(tmp_path)["short-script"]
     assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "script_exhausted")
@@ -143,8 +134,8 @@ def test_a_real_framework_asking_past_its_script_is_named(tmp_path: Path, lane: 
     assert "framework_runtime/script_exhausted" in done.stdout
 
 
-def test_lines_from_many_threads_arrive_whole(tmp_path: Path) -> None:
-    done = alk("run", "--lane", TESTS / "lanes" / "threads.toml", cwd=tmp_path)
+def test_lines_from_many_threads_arrive_whole(tmp_path: Path, alk) -> None:
+    done = alk("run", "--lane", TESTS / "lanes" / "threads.toml", cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     repeat = repeats(tmp_path)["nominal"]
     assert (repeat["cause"], repeat["violations"]) == ("passed", 0)

@@ -10,7 +10,7 @@ from importlib import metadata
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from gateway_lanes import findings, lane, needs_offline, run_lane, sampled_finding
+from helpers.gateway_lanes import findings, lane, needs_offline, run_lane, sampled_finding
 
 FINDINGS = {
     "nominal": ("pass", []),

@@ -6,8 +6,8 @@ noticed."""
 
 from __future__ import annotations
 
-from framework_lanes import measured, venv_problem
-from gateway_lanes import needs_offline
+from helpers.framework_lanes import measured, venv_problem
+from helpers.gateway_lanes import needs_offline
 
 FINDINGS = {
     "nominal": ("pass", []),

@@ -5,8 +5,8 @@ lane's versions are pinned, so that an upgrade that changes them is noticed."""
 
 from __future__ import annotations
 
-from framework_lanes import dist_problem, measured
-from gateway_lanes import needs_offline
+from helpers.framework_lanes import dist_problem, measured
+from helpers.gateway_lanes import needs_offline
 
 FINDINGS = {
     "nominal": ("pass", []),

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from gateway_lanes import ROOT, findings, lane, needs_offline, run_lane, sampled_finding
+from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane, sampled_finding
 
 PYTHON = ROOT / ".venvs" / "strands" / "bin" / "python"
 

@@ -4,22 +4,13 @@ command line on real workers."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 from alk.plan import repeat_seed
 
 TESTS = Path(__file__).resolve().parents[1]
-
-
-def alk(*args, cwd, env=None, timeout=120):
-    environ = {**os.environ, "COLUMNS": "160", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "alk", *map(str, args)], cwd=cwd, env=environ,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def flaky_copy(folder: Path) -> Path:
@@ -52,7 +43,7 @@ def start_message(cwd: Path, transcript: str) -> dict:
     raise AssertionError(f"{transcript}: no start message")
 
 
-def test_a_failed_repeat_reruns_exactly_and_says_what_changed(tmp_path):
+def test_a_failed_repeat_reruns_exactly_and_says_what_changed(tmp_path, alk):
     lane = flaky_copy(tmp_path)
     seed = mixed_seed()
     first = alk("run", "--lane", lane, "-n", 4, "--seed", seed, cwd=tmp_path)
@@ -119,7 +110,7 @@ def test_a_failed_repeat_reruns_exactly_and_says_what_changed(tmp_path):
     assert shown.stdout.count("rerun of") == 2 and run_id + " " not in shown.stdout.splitlines()[0]
 
 
-def test_fail_under_sets_the_exit_code_by_the_rate_or_its_lower_bound(tmp_path):
+def test_fail_under_sets_the_exit_code_by_the_rate_or_its_lower_bound(tmp_path, alk):
     lane = flaky_copy(tmp_path)
     # Seeds whose 4 repeats pass 3 times (a pass rate of 75%): find one.
     seed = next(s for s in range(500)
@@ -150,7 +141,7 @@ def test_fail_under_sets_the_exit_code_by_the_rate_or_its_lower_bound(tmp_path):
     assert alone.returncode == 2 and "give both" in alone.stderr
 
 
-def test_report_open_hands_the_page_to_the_browser(tmp_path):
+def test_report_open_hands_the_page_to_the_browser(tmp_path, alk):
     lane = flaky_copy(tmp_path)
     assert alk("run", "--lane", lane, "-n", 1, "--seed", 2, cwd=tmp_path).returncode in (0, 1)
     opened = tmp_path / "opened.txt"
@@ -170,7 +161,7 @@ def test_report_open_hands_the_page_to_the_browser(tmp_path):
     assert f"no browser to open here: open reports/{run_id}/report.html" in nowhere.stderr
 
 
-def test_a_rerun_of_a_rerun_reproduces_the_first_run_from_any_folder(tmp_path):
+def test_a_rerun_of_a_rerun_reproduces_the_first_run_from_any_folder(tmp_path, alk):
     lane = flaky_copy(tmp_path / "project")
     project = lane.parent.parent
     assert alk("run", "--lane", "lanes/flaky.toml", "-n", 2, "--seed", mixed_seed(2),

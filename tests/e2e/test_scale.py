@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from alk.plan import repeat_seed
-from test_cli import _gone, alk, write_lane
+
+from helpers.processes import gone, run_alk, write_lane
 
 WORKER = Path(__file__).with_name("scale_worker.py")
 POLL_S = 0.02
@@ -57,7 +58,7 @@ class Scale:
         return write_lane(self.cwd, name, body)
 
     def alk(self, *args, **env) -> subprocess.CompletedProcess:
-        return alk(*args, cwd=self.cwd, env={**self.env, **env})
+        return run_alk(*args, cwd=self.cwd, env={**self.env, **env})
 
     def start(self, *args) -> subprocess.Popen:
         proc = subprocess.Popen([sys.executable, "-m", "alk", *map(str, args)], cwd=self.cwd,
@@ -242,7 +243,7 @@ def test_sigterm_ends_every_running_worker_keeps_what_finished_and_resumes(scale
         events = [json.loads(line) for line in cut.read_text().splitlines()]
         assert (events[-1]["source"], events[-1]["type"]) == ("harness", "interrupted")
         spawns = [e["payload"]["pid"] for e in events if e["type"] == "spawn"]
-        assert spawns and all(map(_gone, spawns))
+        assert spawns and all(map(gone, spawns))
 
     scale.hold(False)
     done = scale.alk("run", "--resume", run_id, "-q", "--json")
@@ -320,7 +321,7 @@ def test_a_resume_refused_for_another_framework_version_leaves_the_run_as_it_was
     assert contents(report) == kept
 
 
-def test_a_resume_that_cannot_start_leaves_the_run_resumable(scale):
+def test_a_resume_that_cannot_start_leaves_the_run_resumable(scale, alk):
     run_id = interrupted(scale)
     # Resumed from a shell that lacks the lane's variable: nothing can start.
     void = alk("run", "--resume", run_id, "-q", cwd=scale.cwd)

@@ -1,4 +1,5 @@
-"""Shared factories for the unit tests: records built by hand, no files, no processes."""
+"""Shared fixtures of the unit tests: records built by hand, a project folder to write lanes
+into, the system's temp folder kept to the test's own."""
 
 from __future__ import annotations
 
@@ -42,3 +43,13 @@ def private_temp(tmp_path, monkeypatch):
     """Workspaces (kept ones too) go under the test's own folder, not the system's /tmp."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
     (tmp_path / "temp").mkdir()
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with `lanes/` and an existing worker file; the current directory."""
+    (tmp_path / "lanes").mkdir()
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "workers" / "w.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

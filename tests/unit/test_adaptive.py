@@ -18,8 +18,8 @@ from alk.records import Observation, Outcome
 from alk.redaction import Redactor
 from alk.result.options import Adaptive, StopReason
 
-from scripted import PASSING, ScriptedRunner, ready
-from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
+from helpers.lane_files import lane_toml, scenario, write
+from helpers.scripted import PASSING, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

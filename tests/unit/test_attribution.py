@@ -26,25 +26,21 @@ from alk.records import (
 )
 from alk.redaction import Redactor
 
-from real_tracebacks import Programs, Ran
+from helpers.observations import (
+    AGENT,
+    INFRA,
+    OK_PREFLIGHT,
+    PASSING,
+    RESULT,
+    RUNTIME,
+    observed,
+    verdict,
+)
+from helpers.real_tracebacks import Programs, Ran
 
-RESULT = {"output": "hello", "stop_reason": "accepted", "end_state": {"phase": "stopped"}}
-OK_PREFLIGHT = Preflight(True, "fw", "1.0")
-PASSING = (Check("output_equals", True, "hello", "hello"),)
 IMPORT_ERROR = "Traceback ...\nModuleNotFoundError: No module named 'fw'\n"
 TRACEBACK = ("Traceback (most recent call last):\n  File \"w.py\", line 3, in <module>\n"
              "RuntimeError: boom\n\n   \n")
-
-
-def observed(**fields: Any) -> Observation:
-    """A clean run with a valid result; each test breaks what it needs."""
-    values: dict[str, Any] = {
-        "spawned": True, "ready": {"framework": "fw", "framework_version": "1.0"},
-        "preflight": OK_PREFLIGHT, "started": True, "exit_code": 0, "duration_s": 1.0,
-        "result": RESULT,
-    }
-    values.update(fields)
-    return Observation(**values)
 
 
 def before_ready(**fields: Any) -> Observation:
@@ -54,16 +50,6 @@ def before_ready(**fields: Any) -> Observation:
 def refused(cause: Cause, detail: str) -> Observation:
     return observed(preflight=Preflight(False, "fw", "9.0", cause, detail), started=False,
                     result=None)
-
-
-def verdict(obs: Observation, checks: tuple[Check, ...] = ()) -> tuple[Outcome, str, str]:
-    found = attribute(obs, checks)
-    return found.outcome, found.cause, found.detail
-
-
-# --- every rule, in order ------------------------------------------------------------------
-
-INFRA, RUNTIME, AGENT = Outcome.LANE_INFRA, Outcome.FRAMEWORK_RUNTIME, Outcome.AGENT
 
 RULES = [
     pytest.param(observed(spawned=False, harness_error="OSError: disk full"), (),

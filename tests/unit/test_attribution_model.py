@@ -8,9 +8,10 @@ import dataclasses
 from typing import Any
 
 import pytest
-from test_attribution import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 from alk.records import Check, ModelSeen, Observation, Outcome
+
+from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 # Failures of each kind, and how attribute names them without the gateway.
 WRONG_OUTPUT = (Check("output_equals", False, "x", "hello"),)

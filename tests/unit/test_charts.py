@@ -9,7 +9,6 @@ import json
 from typing import Any, Iterator
 
 import pytest
-from test_divergence import repeat, scenario_of
 
 from alk.records import ModelSeen, Outcome
 from alk.report.html import figure, spread_charts
@@ -19,7 +18,8 @@ from alk.result.document import ModelTotals, RunDocument
 from alk.result.rule import PassRule
 from alk.stats.summary import summarize_lane
 
-import documents
+from helpers import documents
+from helpers.trajectories import repeat, scenario_of
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 TEMPLATE = "%{x}<b>"

@@ -33,7 +33,7 @@ from alk.stats.two_runs import (
     repeats_to_settle,
 )
 
-import documents
+from helpers import documents
 
 # ---------------------------------------------------------------------------------------------
 # The statistics, over plain numbers

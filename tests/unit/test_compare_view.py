@@ -12,13 +12,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from test_terminal import render
 
 from alk.compare import Change, Comparison, compare_runs
 from alk.report.compare_view import compare_view, verdict
 
-import documents
-from snapshot import check_snapshot
+from helpers import documents
+from helpers.snapshot import check_snapshot
+from helpers.views import render
 
 NEWER = {"framework": "pydantic-ai", "framework_version": "1.1.0"}
 

@@ -49,7 +49,7 @@ from alk.result.store import latest_run_id, read_document, write_document
 from alk.result.verdict import exit_code
 from alk.runner import procfs
 
-from scripted import PASSING, SECRET, ScenarioRunner, ready
+from helpers.scripted import PASSING, SECRET, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

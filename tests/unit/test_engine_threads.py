@@ -27,8 +27,8 @@ from alk.result.document import RunDocument, to_json
 from alk.result.journal import read_journal
 from alk.runner.stop import Stopped
 
-from scripted import PASSING, ScriptedRunner
-from test_lane import WHERE, lane_error, lane_toml, root, write  # noqa: F401 - root is a fixture
+from helpers.lane_files import WHERE, lane_error, lane_toml, write
+from helpers.scripted import PASSING, ScriptedRunner
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

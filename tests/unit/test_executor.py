@@ -33,7 +33,7 @@ from alk.runner.sandbox import worker_uid
 from alk.transcript.writer import TranscriptWriter
 from alk.worker import PROTOCOL_VERSION
 
-from scripted import PASSING, SECRET, ScriptedRunner, ready
+from helpers.scripted import PASSING, SECRET, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

@@ -27,7 +27,7 @@ from alk.records import (
 from alk.redaction import Redactor
 from alk.result.document import ModelTotals, build_document
 
-from scripted import PASSING, ScriptedRunner
+from helpers.scripted import PASSING, ScriptedRunner
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

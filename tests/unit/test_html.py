@@ -17,7 +17,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_junit import CHANGED, UNCHANGED, rerun
 
 from alk import api
 from alk.compare import compare_runs
@@ -30,8 +29,9 @@ from alk.report.html.page import json_for_script
 from alk.report.html.run_page import run_page
 from alk.result.document import RunDocument
 
-import documents
-from scripted import ScenarioRunner
+from helpers import documents
+from helpers.rulings import CHANGED, UNCHANGED, rerun
+from helpers.scripted import ScenarioRunner
 
 # Markup that would run if the page let it: every worker string in these tests holds it.
 HOSTILE = ('<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'

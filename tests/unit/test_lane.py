@@ -15,52 +15,7 @@ from alk.lane.find import find_lane, lane_paths
 from alk.lane.load import lane_warnings, load_lane
 from alk.records import Expectations, FileExpectation
 
-WHERE = "lanes/demo.toml"
-OMIT = object()
-
-
-def scenario(sid: str | None = "a", task: str = "Do it", expect: str = "", extra: str = "") -> str:
-    lines = ["[[scenarios]]"]
-    if sid is not None:
-        lines.append(f"id = {json.dumps(sid)}")
-    lines.append(f"task = {json.dumps(task)}")
-    if extra:
-        lines.append(extra)
-    if expect:
-        lines += ["[scenarios.expect]", expect]
-    return "\n".join(lines) + "\n"
-
-
-def lane_toml(scenarios: str = scenario(), raw: str = "", **top: Any) -> str:
-    """Top-level fields as keyword arguments (JSON literals are valid TOML for these values),
-    `OMIT` to leave one out, `raw` for TOML-only spellings such as `inf`."""
-    fields = {"framework": "fw", "version": ">=1.0,<2",
-              "command": ["{python}", "workers/w.py"], **top}
-    lines = [f"{key} = {json.dumps(value)}" for key, value in fields.items() if value is not OMIT]
-    return "\n".join(lines + [raw]) + "\n" + scenarios
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project folder with `lanes/` and an existing worker file; the current directory."""
-    (tmp_path / "lanes").mkdir()
-    (tmp_path / "workers").mkdir()
-    (tmp_path / "workers" / "w.py").write_text("")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def write(root: Path, text: str, name: str = "demo") -> Path:
-    path = root / "lanes" / f"{name}.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def lane_error(root: Path, text: str) -> str:
-    with pytest.raises(LaneError) as caught:
-        load_lane(write(root, text))
-    return str(caught.value)
-
+from helpers.lane_files import OMIT, WHERE, lane_error, lane_toml, scenario, write
 
 # --- a valid lane --------------------------------------------------------------------------
 

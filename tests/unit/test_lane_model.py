@@ -12,7 +12,7 @@ from alk.gateway.script import FAULT_KINDS
 from alk.lane.load import load_lane
 from alk.records import ModelSetup, Scenario, WireFault
 
-from test_lane import WHERE, lane_error, lane_toml, root, scenario, write  # noqa: F401
+from helpers.lane_files import WHERE, lane_error, lane_toml, scenario, write
 
 SCRIPT_MODEL = '[model]\nmode = "script"'
 UNBOUNDED = 2**31 - 1

@@ -14,7 +14,6 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 from markdown_it import MarkdownIt
-from test_junit import CHANGED, UNCHANGED, rerun, ruled, three_lanes
 
 from alk.records import Outcome
 from alk.report.format import rerun_command as command
@@ -23,8 +22,9 @@ from alk.result.document import RunDocument
 from alk.result.rule import PassRule
 from alk.stats.pass_k import pass_hat_k_at
 
-import documents
-from documents import NEVER_READY, RUN, flaky, made, observation, passing
+from helpers import documents
+from helpers.documents import NEVER_READY, RUN, flaky, made, observation, passing
+from helpers.rulings import CHANGED, UNCHANGED, rerun, ruled, three_lanes
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

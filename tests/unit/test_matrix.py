@@ -16,7 +16,7 @@ from alk.records import Expectations, Scenario
 from alk.report.matrix import lane_matrix
 from alk.result.document import RunDocument
 
-from scripted import PASSING, ScenarioRunner, ready
+from helpers.scripted import PASSING, ScenarioRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

@@ -15,7 +15,7 @@ from alk.records import ExitCode
 from alk.result.rule import PassRule
 from alk.result.verdict import exit_code, judge
 
-import documents
+from helpers import documents
 
 
 def ruled(document, rule: PassRule):

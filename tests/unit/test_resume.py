@@ -19,8 +19,8 @@ from alk.layout import journal_path, result_path
 from alk.result.document import RunDocument, to_json
 from alk.result.journal import read_journal
 
-from scripted import PASSING, ScriptedRunner, ready
-from test_lane import lane_toml, root, scenario, write  # noqa: F401 - root is a fixture
+from helpers.lane_files import lane_toml, scenario, write
+from helpers.scripted import PASSING, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

@@ -3,7 +3,6 @@ run this alk cannot read listed with why, not dropped."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from alk import api
@@ -12,8 +11,8 @@ from alk.lane.load import worker_digest
 from alk.result.group import GroupLane, RunGroup, write_group
 from alk.result.rule import PassRule
 
-from documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
-from scripted import ScenarioRunner
+from helpers.documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
+from helpers.scripted import ScenarioRunner
 
 
 def test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts(tmp_path):

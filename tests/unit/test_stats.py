@@ -16,7 +16,7 @@ from scipy.stats import f_oneway
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Z_95, Estimate, wilson_interval
-from alk.records import Outcome, RepeatResult, Verdict
+from alk.records import RepeatResult, Verdict
 from alk.stats.icc import icc1
 from alk.stats.pass_k import pass_at_k, pass_hat_k, pass_hat_k_at
 from alk.stats.records import (
@@ -31,57 +31,12 @@ from alk.stats.records import (
 )
 from alk.stats.summary import summarize_lane, summarize_scenario
 
-_DEFAULT_CAUSE = {
-    Outcome.PASS: "passed",
-    Outcome.LANE_INFRA: "spawn_failed",
-    Outcome.FRAMEWORK_RUNTIME: "nonzero_exit",
-    Outcome.AGENT: "wrong_output",
-}
-
-
-def rep(
-    outcome: Outcome | str,
-    *,
-    scenario: str = "s1",
-    repeat: int = 1,
-    cause: str | None = None,
-    trajectory: tuple[str, ...] | list[str] = (),
-    duration: float = 1.0,
-) -> RepeatResult:
-    outcome = Outcome(outcome)
-    return RepeatResult(
-        scenario=scenario,
-        repeat=repeat,
-        seed=repeat,
-        outcome=outcome,
-        cause=cause or _DEFAULT_CAUSE[outcome],
-        detail="",
-        duration_s=duration,
-        exit_code=0,
-        signal=None,
-        timed_out=False,
-        peak_rss_mb=None,
-        cpu_s=None,
-        containment=None,
-        network=None,
-        filesystem=None,
-        attempts=1,
-        path_hash="",
-        violations=0,
-        trajectory=tuple(trajectory),
-        claimed=None,
-        transcript="",
-        sha256="",
-    )
+from helpers.results import rep, reps
 
 
 def as_json(record: object) -> dict:
     """A record as result.json holds it."""
     return json.loads(msgspec.json.encode(record))
-
-
-def reps(*outcomes: str, scenario: str = "s1") -> list[RepeatResult]:
-    return [rep(o, scenario=scenario, repeat=i) for i, o in enumerate(outcomes, start=1)]
 
 
 def scenario_from_scores(sid: str, scores: list[int]) -> list[RepeatResult]:

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from scipy.stats import f as f_dist
 from statsmodels.stats.proportion import proportion_confint
-from test_stats import reps
 
 from alk.estimate import Estimate, f_quantile, wilson_bounds, wilson_estimate
 from alk.records import RepeatResult
 from alk.stats.icc import FEW_SCENARIOS, icc1
 from alk.stats.records import RepeatsNeeded
 from alk.stats.summary import repeats_to_see, summarize_lane, summarize_scenario
+
+from helpers.results import reps
 
 
 def repeats(scenario: str, passed: int, failed: int = 0, void: int = 0) -> list[RepeatResult]:

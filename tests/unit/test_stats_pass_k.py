@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 from statsmodels.stats.proportion import proportion_confint
-from test_stats import reps
 
 from alk.estimate import Z_95
 from alk.stats.pass_k import K_EVERY, k_grid, pass_at_k, pass_hat_k, pass_hat_k_at
 from alk.stats.records import LaneStats, ScenarioStats, Tally
 from alk.stats.summary import summarize_lane, summarize_scenario
+
+from helpers.results import reps
 
 TINY = 1e-300  # below it a float has lost digits to underflow; there only the absolute error counts
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 from datetime import datetime, timezone
 from math import comb
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from scipy.stats import f as f_dist
 from statsmodels.stats.proportion import proportion_confint
 
@@ -48,30 +47,10 @@ from alk.report.transcript_view import (
 from alk.result.document import CutShort, RunDocument, build_document
 from alk.transcript.reader import TranscriptPage
 
-RUN = "20261129-120000-ab12"
+from helpers.views import RUN, render, repeat
+
 STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 PROBE = Preflight(True, "pydantic-ai", "1.0.3")
-
-
-def render(renderable: RenderableType, width: int = 120) -> str:
-    console = Console(file=io.StringIO(), width=width, color_system=None)
-    console.print(renderable)
-    return console.file.getvalue()
-
-
-def repeat(n: int, outcome: str = "pass", cause: str = "passed", detail: str = "",
-           scenario: str = "nominal", **fields: Any) -> RepeatResult:
-    """One repeat's record as the executor makes it."""
-    values: dict[str, Any] = dict(
-        scenario=scenario, repeat=n, seed=100 + n, outcome=Outcome(outcome), cause=cause,
-        detail=detail, duration_s=0.05, exit_code=0 if outcome == "pass" else 1, signal=None,
-        timed_out=False, peak_rss_mb=12.3, cpu_s=0.04, containment=None, network=None,
-        filesystem=None, attempts=1, path_hash="", violations=0,
-        trajectory=("lookup_order:ok",), claimed=None,
-        transcript=f"transcripts/{RUN}/{scenario}/repeat-{n:02d}.jsonl", sha256="0" * 64,
-        identities=(("pydantic-ai", "1.0.3"),))
-    values.update(fields)
-    return RepeatResult(**values)
 
 
 def built(repeats: dict[str, list[RepeatResult]], *, status: str = "complete",

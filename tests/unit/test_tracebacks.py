@@ -14,7 +14,7 @@ from alk.attribution import tracebacks
 from alk.attribution.tracebacks import CHAINED, HEADER, MAX_GROUP_DEPTH, Raised, last
 from alk.redaction import Redactor
 
-from real_tracebacks import Programs
+from helpers.real_tracebacks import Programs
 
 GENERATED = "Error while generating output:\nscripted model exhausted after 1 turns"
 

@@ -14,7 +14,6 @@ from typing import Callable
 
 import pytest
 from rich.console import Group, RenderableType
-from test_terminal import RUN, render, repeat
 
 from alk.api import RunEntry
 from alk.conformance import Finding, Level
@@ -33,8 +32,9 @@ from alk.report.transcript_view import (
 from alk.result.document import RerunOf, RunDocument
 from alk.transcript.reader import TranscriptPage
 
-import documents
-from snapshot import check_snapshot
+from helpers import documents
+from helpers.snapshot import check_snapshot
+from helpers.views import RUN, render, repeat
 
 WIDTHS = (80, 120)
 

@@ -12,7 +12,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from alk.gateway.script import sampled_turn
-from gateway_lanes import ROOT, findings, lane, run_lane
+
+from helpers.gateway_lanes import ROOT, findings, lane, run_lane
 
 
 def dist_problem(name: str, dist: str) -> str | None:

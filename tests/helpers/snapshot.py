@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "unit" / "snapshots"
 
 
 def check_snapshot(name: str, text: str, width: int) -> None:

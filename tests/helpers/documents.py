@@ -12,7 +12,7 @@ from alk import api
 from alk.records import Expectations, Lane, Observation, Scenario
 from alk.result.document import Resumption, RunDocument, from_json, to_json
 
-from scripted import ScenarioRunner
+from helpers.scripted import ScenarioRunner
 
 RUN = "20261129-120000-ab12c3"
 SECRET_ENV = {"PATH": "/bin"}
