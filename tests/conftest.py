@@ -113,15 +113,15 @@ def readable_tmp_path(tmp_path):
 RESULT_SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "result.schema.json"
 # Tests whose result documents are not alk's to answer for, and why.
 NOT_ALKS_DOCUMENTS = {
-    "tests/unit/test_document.py::test_reading_a_run_that_is_not_there_or_not_a_result":
+    "tests/unit/result/test_document.py::test_reading_a_run_that_is_not_there_or_not_a_result":
         "writes stand-ins by hand, to test how alk reads files that are not its own",
-    "tests/unit/test_document.py::test_the_latest_run_is_the_last_by_id_with_a_result":
+    "tests/unit/result/test_document.py::test_the_latest_run_is_the_last_by_id_with_a_result":
         "writes stand-ins by hand, to test how alk finds the latest run",
-    "tests/unit/test_document.py::test_the_file_is_redacted_strict_ascii_json":
+    "tests/unit/result/test_document.py::test_the_file_is_redacted_strict_ascii_json":
         "writes a stand-in by hand, to test how alk writes any document",
-    "tests/unit/test_document.py::test_a_hand_edited_record_is_refused_before_a_report_is_written_from_it":
+    "tests/unit/result/test_document.py::test_a_hand_edited_record_is_refused_before_a_report_is_written_from_it":
         "edits a record by hand, to test that alk refuses what it could not have written",
-    "tests/unit/test_runs.py::test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts":
+    "tests/unit/api/test_runs.py::test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts":
         "writes a stand-in of another schema by hand, to test that `alk runs` lists it",
 }
 

@@ -5,7 +5,7 @@ distribution's quantiles (for the ICC's interval).
 The F quantile is computed here, from the regularized incomplete beta function (a continued
 fraction) and Newton's method with bisection, rather than imported: scipy.stats alone takes
 about 0.75 s to import and 140 MB to install, and every `alk` command would pay the first. It
-agrees with scipy.stats.f.ppf to 1e-9 (tests/unit/test_stats_intervals.py).
+agrees with scipy.stats.f.ppf to 1e-9 (tests/unit/stats/test_stats_intervals.py).
 """
 
 from __future__ import annotations

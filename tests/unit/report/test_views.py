@@ -2,8 +2,8 @@
 
 The views are designed for 80 columns first: these tests pin what a reviewer saw and approved,
 so that a change to a view shows up as a diff to look at. After changing a view on purpose, run
-`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_views.py`, read the files it rewrote,
-and commit them with the change.
+`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/report/test_views.py`, read the files it
+rewrote, and commit them with the change.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict, WireFault
 from alk.result.document import SCHEMA, STATUSES, RunDocument, to_json
 from alk.runner.isolation import Containment, Filesystem, Network
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHEMA_PATH = REPO / "docs" / "result.schema.json"
 LANES = REPO / "tests" / "lanes"
 

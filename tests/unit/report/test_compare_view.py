@@ -2,7 +2,7 @@
 read (tests/unit/snapshots/compare-*.txt), from result records alk made itself.
 
 After changing the view on purpose, run
-`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/test_compare_view.py`, read the files it
+`ALK_UPDATE_SNAPSHOTS=1 python -m pytest tests/unit/report/test_compare_view.py`, read the files it
 rewrote, and commit them with the change.
 """
 

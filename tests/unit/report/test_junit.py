@@ -43,7 +43,7 @@ from helpers.rulings import CHANGED, UNCHANGED, rerun, ruled, three_lanes
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
-SCHEMAS = Path(__file__).parent.parent / "data" / "junit"
+SCHEMAS = Path(__file__).resolve().parents[2] / "data" / "junit"
 SUREFIRE = xmlschema.XMLSchema(SCHEMAS / "surefire-test-report-3.0.xsd")
 JENKINS = xmlschema.XMLSchema(SCHEMAS / "junit-10.xsd")
 SUREFIRE_ONLY = ("flakyFailure", "rerunFailure")
