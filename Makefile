@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate bench-reports \
+.PHONY: demo test test-fast browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate bench-reports \
         mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
@@ -18,6 +18,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) browser
 	$(BIN)/python -m pytest
+
+# The unit tier without its slow tests (marked `slow`: real processes, large budgets): a minute
+# or less, for the edit-test loop. `make test` stays the whole suite, and what CI runs.
+test-fast: $(VENV)/.installed-unit
+	$(BIN)/python -m pytest tests/unit -m "not slow" -q
 
 # The HTML report's test opens it in Debian's Chromium (never a downloaded browser): installed
 # here when this user may (as root, or through sudo without a password), else that test is
@@ -77,9 +82,13 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+$(VENV)/.installed-unit: $(VENV)/bin/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,pydantic-ai,langgraph,openai-agents,autogen,smolagents]'
-	touch $@ $(VENV)/.installed
+	touch $@ $(VENV)/.installed $(VENV)/.installed-unit
 
 .venvs/strands/.installed:
 	$(PYTHON) -m venv .venvs/strands

@@ -58,6 +58,7 @@ def open_files_soft_limit(at_least: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+@pytest.mark.slow
 def test_a_5000_deep_chain_is_removed_where_shutil_rmtree_raises(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     chain(tree, 5000)
@@ -84,6 +85,7 @@ def test_a_path_longer_than_path_max_is_removed(tmp_path: Path) -> None:
     assert not tree.exists()
 
 
+@pytest.mark.slow
 def test_a_wide_folder_is_removed(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -220,6 +222,7 @@ def test_a_path_without_a_final_name_is_a_programming_error(tmp_path: Path) -> N
         remove_tree(tmp_path / "..")
 
 
+@pytest.mark.slow
 def test_a_deep_chain_is_removed_with_64_open_files_at_most(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     chain(tree, 3000)

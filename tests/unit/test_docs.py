@@ -279,6 +279,7 @@ def harness_reads(stdout: bytes) -> ProtocolState:
     return state
 
 
+@pytest.mark.slow
 def test_the_twenty_line_example_is_a_conformant_worker(tmp_path: Path,
                                                         schema: dict[str, Any]) -> None:
     code = twenty_line_example()
@@ -305,6 +306,7 @@ def test_the_twenty_line_example_is_a_conformant_worker(tmp_path: Path,
     assert b"scenario count" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_twenty_line_example_exits_quietly_on_abort(tmp_path: Path) -> None:
     script = tmp_path / "tiny_worker.py"
     script.write_text(twenty_line_example(), encoding="utf-8")
@@ -315,6 +317,7 @@ def test_the_twenty_line_example_exits_quietly_on_abort(tmp_path: Path) -> None:
     assert b"preflight probe only" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", [REPO / "workers" / "reference_worker.py",
                                     REPO / "tests" / "workers" / "well_behaved.py"],
                          ids=["reference_worker", "well_behaved"])

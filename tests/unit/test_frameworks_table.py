@@ -221,6 +221,7 @@ wire_faults = [ {{ call = 2, kind = "truncated_stream" }} ]
     return path
 
 
+@pytest.mark.slow
 def test_measure_of_a_real_run_finds_a_retried_429_and_a_cut_stream_not_retried(tmp_path):
     pytest.importorskip("openai")
     from alk.runner.isolation import Network, detect

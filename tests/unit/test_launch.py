@@ -11,6 +11,8 @@ import pytest
 
 from alk import _help
 
+pytestmark = pytest.mark.slow  # each test starts an interpreter
+
 HELP_MODULE = Path(_help.__file__)
 TYPER = "from alk.cli import main; main()"
 LAUNCH = "from alk.launch import main; main()"

@@ -511,6 +511,7 @@ def test_secrets_are_redacted_from_what_the_worker_names(plan, tmp_path):
     assert "tok-value" not in (tmp_path / "c" / result.transcript).read_text()
 
 
+@pytest.mark.slow
 def test_the_sdk_a_worker_imports_is_alks_and_read_only(plan, tmp_path):
     runner = ScriptedRunner(PASSING, PASSING, PASSING, PASSING)
     run(plan, tmp_path, runner, keep_workspaces=True)

@@ -57,6 +57,7 @@ def draws_in_child(hash_seed: str, pairs: list[tuple[int, int]]) -> list[str]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_a_seed_draws_the_same_turns_in_another_process() -> None:
     # String hashing is randomized per process: a draw that depended on it would differ here.
     pairs = [(seed, index) for seed in range(50) for index in range(4)]

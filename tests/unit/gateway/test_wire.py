@@ -452,6 +452,7 @@ def test_usage_counts_must_be_whole_non_negative_numbers():
 # --- frameworks on top of the openai client ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pydantic_ai_reads_a_tool_call_then_a_text():
     pydantic_ai = pytest.importorskip("pydantic_ai")
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -485,6 +486,7 @@ def test_pydantic_ai_reads_a_tool_call_then_a_text():
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_alk_1_0"
 
 
+@pytest.mark.slow
 def test_langchain_openai_reads_a_tool_call_and_a_text():
     langchain_openai = pytest.importorskip("langchain_openai")
     replies = iter([Reply(tool_calls=(ToolCall("lookup", '{"key":"k"}'),)),

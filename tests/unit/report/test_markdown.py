@@ -299,6 +299,7 @@ def test_hostile_text_renders_as_literal_text_and_no_element_comes_from_it(tmp_p
     assert "\nnext line" not in text  # a line break cannot start a block of its own
 
 
+@pytest.mark.slow
 def test_a_huge_run_stays_under_the_comment_limit_and_says_what_it_left_out(tmp_path):
     real = documents.three_lanes(tmp_path)[1]  # tool_error: 20 crashes
     crashed = real.scenario("tool_error")

@@ -439,6 +439,7 @@ def test_a_document_is_written_beside_its_place_then_renamed(tmp_path, make_lane
     assert Path(src).name.startswith(".result.json.") and Path(src).name.endswith(".tmp")
 
 
+@pytest.mark.slow
 def test_alk_does_not_count_the_memory_of_what_started_it(tmp_path):
     """On Linux a child's ru_maxrss starts from its parent's peak: measured that way, a run
     started by a large process would report that process's memory as alk's."""

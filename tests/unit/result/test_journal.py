@@ -204,6 +204,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_a_second_alk_on_a_journal_in_use_is_refused_until_the_first_is_gone(tmp_path):
     path = journal(tmp_path, FULL, end="interrupted")
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE,

@@ -29,6 +29,8 @@ from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict, WireFault
 from alk.result.document import SCHEMA, STATUSES, RunDocument, to_json
 from alk.runner.isolation import Containment, Filesystem, Network
 
+pytestmark = pytest.mark.slow  # real runs of real workers
+
 REPO = Path(__file__).resolve().parents[3]
 SCHEMA_PATH = REPO / "docs" / "result.schema.json"
 LANES = REPO / "tests" / "lanes"

@@ -332,6 +332,7 @@ def test_event_path_steps_are_bounded_in_characters_but_hashed_whole() -> None:
     assert len(state.path) < 5_000
 
 
+@pytest.mark.slow
 def test_fault_points_are_bounded_in_size_and_number() -> None:
     state = started()
     for index in range(protocol.MAX_FAULTS + 10):

@@ -244,6 +244,7 @@ def test_batches_give_each_scenario_what_it_gets_alone() -> None:
                 assert batched.high == pytest.approx(alone.high, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> None:
     # Past MAX_DISTINCT distinct sequences, the most common are compared and a seeded sample
     # of the rest weighted by the inverse of its chance: over seeds, the estimates average to
@@ -261,6 +262,7 @@ def test_many_distinct_trajectories_are_sampled_without_bias(monkeypatch) -> Non
         assert np.mean(values) == pytest.approx(exact(trajectories), abs=tolerance)
 
 
+@pytest.mark.slow
 def test_a_lane_shares_its_budget_of_pairs(monkeypatch) -> None:
     # LANE_PAIRS over 8 scenarios: each may compare sqrt(2·800/8) = 14 distinct sequences, so
     # a scenario of 30 is sampled in the batch (unbiased over seeds), and exact alone.

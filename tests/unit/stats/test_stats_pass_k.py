@@ -61,6 +61,7 @@ def test_the_curve_keeps_every_small_k_then_ten_a_decade_then_n() -> None:
     assert k_grid(2000)[-5:] == (1000, 1259, 1585, 1995, 2000)
 
 
+@pytest.mark.slow
 def test_a_curve_of_100000_repeats_is_proportionate() -> None:
     ks = k_grid(100_000)
     assert ks[-1] == 100_000 and list(ks) == sorted(set(ks))
@@ -229,6 +230,7 @@ CASES = [  # (true pass rates of the lane's scenarios, repeats each, k)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rates,n,k", CASES)
 def test_a_lane_interval_holds_the_true_pass_k_at_least_93_times_in_100(
         rates: list[float], n: int, k: int) -> None:

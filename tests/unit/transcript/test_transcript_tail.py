@@ -67,6 +67,7 @@ def test_a_block_past_the_head_is_split_only_as_far_as_it_is_kept(tmp_path):
     assert path.stat().st_size <= CAP
 
 
+@pytest.mark.slow
 def test_tiny_events_are_counted_with_the_objects_that_hold_them(tmp_path):
     writer = TranscriptWriter(tmp_path / "t.jsonl", 16 * 1024 * 1024, Redactor(),
                               clock=lambda: 0.0)
