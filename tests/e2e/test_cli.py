@@ -19,6 +19,7 @@ import pytest
 from alk.plan import repeat_seed
 from alk.runner.isolation import detect
 
+from helpers.cli import alk_here
 from helpers.processes import gone, write_lane
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -196,19 +197,20 @@ def test_hang_is_a_timeout_and_alk_returns_in_time(tmp_path, alk):
         "framework_runtime", "timeout", True)
 
 
-def test_malformed_lane_is_rejected_before_anything_runs(tmp_path, alk):
+def test_malformed_lane_is_rejected_before_anything_runs(tmp_path):
     lane = write_lane(tmp_path, "broken", 'framework = "x"\nversion = ">=1"\n'
                       'command = ["true"]\ntimout_s = 3\n[[scenarios]]\nid = "a"\ntask = "t"\n')
-    done = alk("run", "--lane", lane, cwd=tmp_path)
+    done = alk_here("run", "--lane", lane, cwd=tmp_path)
     assert done.returncode == 2
     assert "lanes/broken.toml" in done.stderr and "unknown field 'timout_s'" in done.stderr
     assert not (tmp_path / "reports").exists()
 
 
-def test_unknown_scenario_and_lane_are_usage_errors(tmp_path, alk):
-    done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-s", "nope", cwd=tmp_path)
+def test_unknown_scenario_and_lane_are_usage_errors(tmp_path):
+    done = alk_here("run", "--lane", ROOT / "lanes" / "reference.toml", "-s", "nope",
+                    cwd=tmp_path)
     assert done.returncode == 2 and "no scenario 'nope'" in done.stderr
-    done = alk("run", "--lane", "no-such-lane", cwd=tmp_path)
+    done = alk_here("run", "--lane", "no-such-lane", cwd=tmp_path)
     assert done.returncode == 2 and "not found" in done.stderr
 
 
@@ -246,27 +248,28 @@ def test_report_show_lanes_and_causes(tmp_path, alk):
         cwd=tmp_path)
     document = result_of(tmp_path)
     run_id = document["run_id"]
-    again = alk("report", run_id, "--json", cwd=tmp_path)
+    # What reads a saved run starts no worker: in this process.
+    again = alk_here("report", run_id, "--json", cwd=tmp_path)
     assert json.loads(again.stdout) == document
-    rendered = alk("report", cwd=tmp_path)
+    rendered = alk_here("report", cwd=tmp_path)
     assert rendered.returncode == 0 and run_id in rendered.stdout and "nominal" in rendered.stdout
-    shown = alk("show", run_id, "nominal", 1, "--channel", "tool", cwd=tmp_path)
+    shown = alk_here("show", run_id, "nominal", 1, "--channel", "tool", cwd=tmp_path)
     assert shown.returncode == 0 and "write_report" in shown.stdout
     assert "exit 0" in shown.stdout and "peak RSS" in shown.stdout
     assert "workers     peak RSS up to" in rendered.stdout
     assert "framework_ready" not in shown.stdout and "attribution" not in shown.stdout
-    missing = alk("show", run_id, "nominal", 9, cwd=tmp_path)
+    missing = alk_here("show", run_id, "nominal", 9, cwd=tmp_path)
     assert missing.returncode == 2 and "no repeat 9" in missing.stderr
-    listed = alk("lanes", "--dir", LANES, cwd=tmp_path)
+    listed = alk_here("lanes", "--dir", LANES, cwd=tmp_path)
     assert listed.returncode == 0 and "old_version" in listed.stdout and "oldie" in listed.stdout
-    doctor = alk("doctor", cwd=tmp_path)
+    doctor = alk_here("doctor", cwd=tmp_path)
     assert doctor.returncode == 0 and detect().containment.value in doctor.stdout
-    causes = alk("causes", cwd=tmp_path)
+    causes = alk_here("causes", cwd=tmp_path)
     assert "version_unsupported" in causes.stdout and "wrong_files" in causes.stdout
-    one = alk("causes", "timeout", cwd=tmp_path)
+    one = alk_here("causes", "timeout", cwd=tmp_path)
     assert one.returncode == 0 and one.stdout.startswith("timeout  framework_runtime")
     assert "wrong_files" not in one.stdout
-    typo = alk("causes", "timout", cwd=tmp_path)
+    typo = alk_here("causes", "timout", cwd=tmp_path)
     assert typo.returncode == 2 and "no cause 'timout' (did you mean timeout?)" in typo.stderr
 
 
