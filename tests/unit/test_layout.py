@@ -313,6 +313,21 @@ def test_every_alk_name_a_docstring_gives_exists():
     assert unresolved(SRC, names) == []
 
 
+def test_every_alk_name_the_docs_give_exists():
+    """What README.md and docs/ name (`alk.x.y`, and `from alk.x import y` in their examples)."""
+    names = []
+    for path in [SRC.parent / "README.md", *sorted((SRC.parent / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        where = str(path.relative_to(SRC.parent))
+        names += [(where, dotted) for dotted in re.findall(r"`(alk(?:\.\w+)+)`", text)]
+        names += [(where, f"{module}.{name.strip()}")
+                  for module, imported in re.findall(r"^from (alk(?:\.\w+)*) import ([\w, ]+)$",
+                                                     text, re.MULTILINE)
+                  for name in imported.split(",")]
+    assert len(names) > 5  # the docs name some at all
+    assert unresolved(SRC, names) == []
+
+
 def test_only_the_runner_starts_processes():
     assert process_starters(SRC) == []
 
