@@ -26,6 +26,9 @@ unchanged if every compared scenario is, else inconclusive. The pooled differenc
 repeat of the compared scenarios as one sample) is shown beside it as a summary; it treats
 repeats of one scenario as independent, which they are not, so the verdict rests on the
 scenarios, never on it.
+
+The verdict is made here alone: `alk.report.compare_view` and `alk.report.html.compare_page`
+draw a `Comparison`; `alk compare --fail-on-regression` exits on `regression_gate`.
 """
 
 from __future__ import annotations
@@ -262,7 +265,7 @@ def _overall(changes: Sequence[Change]) -> Change:
 
 
 def _signatures(repeats: Sequence[RepeatResult]) -> Counter[str]:
-    """Repeats by tool trajectory, keyed as alk.stats.summary keys them (the digest of every step)."""
+    """Repeats by tool trajectory, keyed as alk.stats.summary keys them (each step's digest)."""
     return Counter(r.trajectory_hash or "\n".join(r.trajectory) for r in repeats)
 
 

@@ -6,8 +6,8 @@ the scenarios come in an order drawn afresh from the OS's randomness, which `--s
 fix: a worker that times its starts (from the SDK folder's age, say) could otherwise tell which
 scenario a start is before the version gate, and void the ones it would fail.
 
-An adaptive run (`alk run --repeats auto`, `alk.execute.adaptive`) has a plan of its maximum repeats, of
-which the executor runs a prefix of each scenario's.
+An adaptive run (`alk run --repeats auto`, `alk.execute.adaptive`) has a plan of its maximum
+repeats, of which the executor runs a prefix of each scenario's.
 """
 
 from __future__ import annotations

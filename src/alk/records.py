@@ -411,7 +411,7 @@ class Execution:
     interrupted: bool = False
     workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None
     jobs: int | None = None  # repeats run at once on this machine (None: elsewhere, or unknown)
-    # An adaptive run (alk.execute.adaptive): scenario -> why its sampling stopped, one of the codes of
-    # alk.result.options.StopReason ("flaky", "ci_width", "max_repeats", "interrupted"); a scenario
-    # still sampling has none yet. Empty for a run of a fixed number of repeats.
+    # An adaptive run (alk.execute.adaptive): scenario -> why its sampling stopped, one of the
+    # codes of alk.result.options.StopReason ("flaky", "ci_width", "max_repeats", "interrupted");
+    # a scenario still sampling has none yet. Empty for a run of a fixed number of repeats.
     stopped: dict[str, str] = field(default_factory=dict)

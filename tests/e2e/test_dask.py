@@ -243,9 +243,9 @@ def test_secrets_come_from_the_workers_environment(tmp_path, cluster):
     # The coordinator's value never travels: a worker without it voids the run.
     never_lane = write_lane(tmp_path / "lanes", "never", env_lane.read_text().replace(
         WORKER_SECRET_NAME, "E2E_DASK_NEVER_SET"))
+    coordinator_env = {**os.environ, "E2E_DASK_NEVER_SET": "on-the-coordinator"}
     void = api.run_lane(api.load_lane(never_lane), api.RunOptions(repeats=2),
-                        api.RunSetup(out_dir=tmp_path / "never",
-                                     environ={**os.environ, "E2E_DASK_NEVER_SET": "on-the-coordinator"},
+                        api.RunSetup(out_dir=tmp_path / "never", environ=coordinator_env,
                                      engine=DaskEngine("", client=client)))
     assert void.exit_code == 3
     gate = void.document.gate

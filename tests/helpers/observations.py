@@ -1,4 +1,5 @@
-"""Observations of a clean run for attribution's tests to break one fact of at a time, and the verdict on one.
+"""Observations of a clean run for attribution's tests to break one fact of at a time, and the
+verdict on one.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Real Python tracebacks for the tests of alk.attribution.tracebacks and alk.attribution.outcome: a tiny framework
-package (`fw`) and a worker script that makes it fail in each shape a traceback takes, run as
-child processes of the interpreter running the tests. Nothing here is typed by hand: the text
-is what Python printed.
+"""Real Python tracebacks for the tests of alk.attribution.tracebacks and alk.attribution.outcome: a
+tiny framework package (`fw`) and a worker script that makes it fail in each shape a traceback
+takes, run as child processes of the interpreter running the tests. Nothing here is typed by hand:
+the text is what Python printed.
 
     programs = Programs(folder)
     crash = programs.run("multiline")           # exits with its exception

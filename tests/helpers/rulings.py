@@ -1,4 +1,5 @@
-"""Documents alk writes under a given pass rule, a rerun's, and a run of three lanes, for the tests of the reports that state the rule and the verdict.
+"""Documents alk writes under a given pass rule, a rerun's, and a run of three lanes, for the tests
+of the reports that state the rule and the verdict.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""alk.plan and alk.attribution.preflight: the order and seeds of repeats, option errors, and the version gate
-on a worker's framework_ready."""
+"""alk.plan and alk.attribution.preflight: the order and seeds of repeats, option errors, and the
+version gate on a worker's framework_ready."""
 
 from __future__ import annotations
 

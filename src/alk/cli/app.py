@@ -44,7 +44,8 @@ def command(name: Optional[str] = None, short_help: Optional[str] = None
             except AlkError as exc:
                 fail(str(exc))
 
-        guarded.registration = {"name": name, "short_help": short_help}  # type: ignore[attr-defined]
+        registration = {"name": name, "short_help": short_help}
+        guarded.registration = registration  # type: ignore[attr-defined]
         return guarded
     return mark
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from alk.cli.app import KOpt, LaneOpt, OutOpt, command, console, echo_json, print_runs, warn
 from alk.errors import UsageError
+
+if TYPE_CHECKING:
+    from alk.api import Adaptive
 
 
 @command(short_help="Run lanes: N fresh worker processes a scenario; report.")
@@ -162,7 +165,7 @@ def check_worker(
     raise typer.Exit(ExitCode.PASS if all(f.ok for f in findings) else ExitCode.FAIL)
 
 def _parse_repeats(value: Optional[str], max_repeats: Optional[int],
-                   ci_width: Optional[float]):  # -> (int | None, alk.result.options.Adaptive | None)
+                   ci_width: Optional[float]) -> tuple[int | None, Adaptive | None]:
     """--repeats N, or auto with its options."""
     from alk.api import Adaptive
 

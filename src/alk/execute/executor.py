@@ -2,8 +2,8 @@
 
 The engine (`alk.execute.engine`) is where repeats run: threads of this process (`-j N`) or a Dask
 cluster. This module decides what runs and in what order of events, keeps what comes back, and
-says why a run is void; nothing here prints. An adaptive run (`alk.execute.adaptive`) runs its repeats
-round by round, each round one batch on the engine, until every scenario is settled.
+says why a run is void; nothing here prints. An adaptive run (`alk.execute.adaptive`) runs its
+repeats round by round, each round one batch on the engine, until every scenario is settled.
 """
 
 from __future__ import annotations

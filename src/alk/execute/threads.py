@@ -104,7 +104,8 @@ class ThreadLane:
                         messages.put(("result", self.context.repeat(item)))
                     except KeyboardInterrupt:
                         if self.stop.is_set():
-                            return  # the run stopped: this repeat is discarded (its transcript says)
+                            # the run stopped: this repeat is discarded (its transcript says)
+                            return
                         raise
             except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
                 messages.put(("error", exc))

@@ -137,8 +137,8 @@ class ScenarioResult:
     stats: ScenarioStats
     repeats: tuple[RepeatResult, ...]  # in repeat order
     model: ModelTotals | None = None
-    # An adaptive run: which rule stopped its sampling (alk.result.options.StopReason), None while it
-    # goes on, and in a run of a fixed number of repeats.
+    # An adaptive run: which rule stopped its sampling (alk.result.options.StopReason), None
+    # while it goes on, and in a run of a fixed number of repeats.
     stopped: str | None = None
 
     @property

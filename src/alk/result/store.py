@@ -1,8 +1,8 @@
 """Where runs are kept: reading and writing `reports/RUN_ID/result.json`.
 
 A result is written atomically (a reader never sees half a file) and redacted as a whole, and
-read back as the typed record (`alk.result.document`), so that `alk report RUN_ID` shows exactly what
-`alk run` showed.
+read back as the typed record (`alk.result.document`), so that `alk report RUN_ID` shows exactly
+what `alk run` showed.
 """
 
 from __future__ import annotations

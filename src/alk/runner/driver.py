@@ -2,9 +2,9 @@
 
 The loop (`runner.loop`) feeds it what happened — a stdout line, the end of a read, the time —
 and carries out the actions it returns: bytes to send, events to record, signals to send. Here
-live the version gate (framework_ready is judged, then answered with start or abort), the phase
-changes, the harness-injected crash (`kill_at`) and the timeout's escalation. Tests drive it
-with plain values.
+live the version gate's turn (framework_ready goes to the `ReadyCheck`, whose verdict is
+answered with start or abort), the phase changes, the harness-injected crash (`kill_at`) and
+the timeout's escalation (`Driver.tick`). Tests drive it with plain values.
 """
 
 from __future__ import annotations

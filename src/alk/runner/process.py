@@ -40,7 +40,8 @@ class LocalRunner:
             self._isolation = detect()
         return self._isolation
 
-    def run(self, request: RunRequest, gate: ReadyCheck, transcript: TranscriptWriter) -> Observation:
+    def run(self, request: RunRequest, gate: ReadyCheck,
+            transcript: TranscriptWriter) -> Observation:
         if request.stop is not None:
             request.stop.check()  # the run is stopping: start nothing more
         isolation = self.isolation

@@ -1,6 +1,7 @@
-"""What the runner is asked to do: one worker process (`RunRequest`), the version gate that
-judges the framework and version it reports (`ReadyCheck`), and the seam every runner fits
-(`Runner`: the sandboxed `alk.runner.process.LocalRunner`, or a test's scripted one)."""
+"""What the runner is asked to do: one worker process (`RunRequest`), the version gate it hands
+the framework and version the worker reports to (`ReadyCheck`: the runner carries it, and
+`alk.attribution.preflight.check_ready` judges), and the seam every runner fits (`Runner`: the
+sandboxed `alk.runner.process.LocalRunner`, or a test's scripted one)."""
 
 from __future__ import annotations
 
@@ -76,5 +77,6 @@ class Runner(Protocol):
     def isolation(self) -> Isolation:
         ...
 
-    def run(self, request: RunRequest, gate: ReadyCheck, transcript: TranscriptWriter) -> Observation:
+    def run(self, request: RunRequest, gate: ReadyCheck,
+            transcript: TranscriptWriter) -> Observation:
         ...

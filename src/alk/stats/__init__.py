@@ -7,4 +7,7 @@
   Levenshtein); `robustness`: what injected faults cost; `bootstrap`: the intervals' engine;
 - `divergence`: where a scenario's repeats part ways;
 - `two_runs`: two samples compared (`alk compare`).
+
+Wilson's interval and the F quantile every statistic here uses are `alk.estimate`'s, on the
+shared bottom with the `Estimate` the records hold.
 """

@@ -112,8 +112,8 @@ class DurationStats:
 @dataclass(frozen=True, slots=True)
 class Consistency:
     """How much the repeats agree, as Rabanser, Kapoor et al. define it ("Towards a Science of
-    AI Agent Reliability", 2026), each with its interval (`alk.stats.consistency` says how): outcome,
-    1 − 4p(1 − p); tool use, 1 − the mean Jensen–Shannon distance of two repeats' tool
+    AI Agent Reliability", 2026), each with its interval (`alk.stats.consistency` says how):
+    outcome, 1 − 4p(1 − p); tool use, 1 − the mean Jensen–Shannon distance of two repeats' tool
     frequencies; steps, the mean normalized Levenshtein similarity of two repeats' steps;
     resources, exp(−mean coefficient of variation) of duration, CPU, peak memory and model
     calls. Over scored repeats; None where too few had what a metric needs. A lane's are the

@@ -1,5 +1,5 @@
-"""alk.attribution.outcome and alk.attribution.expectation: one outcome and one cause per repeat, from records built
-by hand; and the harness's own checks of a result and of the workspace files."""
+"""alk.attribution.outcome and alk.attribution.expectation: one outcome and one cause per repeat,
+from records built by hand; and the harness's own checks of a result and of the workspace files."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""alk.attribution.tracebacks: the exception that ended a process, read from tracebacks that real Python
-child processes printed, in every shape CPython prints them (tests/unit/real_tracebacks.py);
-and whatever else the text is, it never raises."""
+"""alk.attribution.tracebacks: the exception that ended a process, read from tracebacks that real
+Python child processes printed, in every shape CPython prints them
+(tests/helpers/real_tracebacks.py); and whatever else the text is, it never raises."""
 
 from __future__ import annotations
 

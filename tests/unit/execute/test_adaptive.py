@@ -1,5 +1,5 @@
-"""Adaptive repeats (`alk.execute.adaptive`): the stopping rule with hand-worked Wilson widths, and runs
-through the real executor with a scripted runner: each scenario stops where the rule says, the
+"""Adaptive repeats (`alk.execute.adaptive`): the stopping rule with hand-worked Wilson widths, and
+runs through the real executor with a scripted runner: each scenario stops where the rule says, the
 same at any -j, and a resumed run continues as an uninterrupted one would."""
 
 from __future__ import annotations
@@ -396,7 +396,7 @@ def test_a_sampled_scenario_runs_on_where_a_scripted_one_stops(make_lane, tmp_pa
     assert ran(execution) == {"fixed": [1, 2, 3, 4, 5], "sampled": list(range(1, 31))}
 
 
-# --- through the API: the journal, resume, the record ----------------------------------------------
+# --- through the API: the journal, resume, the record -------------------------------------------
 
 
 def interrupting(at: int):

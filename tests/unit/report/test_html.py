@@ -102,11 +102,10 @@ def made(out: Path, **by_scenario: list) -> RunDocument:
     """A real document of a lane whose framework is named with markup; its transcripts on
     disk under `out`."""
     lane = dataclasses.replace(documents.lane(tuple(by_scenario)), framework=FRAMEWORK)
+    runner = HostileRunner(hostile(documents.observation(0.3)), **by_scenario)
     done = api.run_lane(lane,
                         api.RunOptions(repeats=len(next(iter(by_scenario.values()))), seed=7),
-                        api.RunSetup(out_dir=out,
-                                     runner=HostileRunner(hostile(documents.observation(0.3)), **by_scenario),
-                                     environ=documents.SECRET_ENV))
+                        api.RunSetup(out_dir=out, runner=runner, environ=documents.SECRET_ENV))
     return done.document
 
 

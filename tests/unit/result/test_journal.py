@@ -1,5 +1,5 @@
-"""alk.result.journal: what a killed run is rebuilt from. Every record reads back as it was written, a
-line a kill cut short is dropped, anything else unreadable is refused by file and line, and one
+"""alk.result.journal: what a killed run is rebuilt from. Every record reads back as it was written,
+a line a kill cut short is dropped, anything else unreadable is refused by file and line, and one
 alk at a time holds a run."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""alk.stats.divergence: the prefix tree of a scenario's trajectories, its shared prefix and caps, and
-the two repeats shown side by side, on trajectories made by hand."""
+"""alk.stats.divergence: the prefix tree of a scenario's trajectories, its shared prefix and caps,
+and the two repeats shown side by side, on trajectories made by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""alk.stats.summary checked against independent computations: statsmodels, scipy, brute force, by hand."""
+"""alk.stats.summary checked against independent computations: statsmodels, scipy, brute force, by
+hand."""
 
 from __future__ import annotations
 

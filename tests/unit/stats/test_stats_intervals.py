@@ -1,6 +1,6 @@
-"""The intervals of alk.stats.summary and alk.estimate against independent computations: the F quantile
-against scipy, Wilson against statsmodels, the ICC's interval against McGraw & Wong written out
-with scipy, Kish's design effect and the repeats needed to see a failure by hand."""
+"""The intervals of alk.stats.summary and alk.estimate against independent computations: the F
+quantile against scipy, Wilson against statsmodels, the ICC's interval against McGraw & Wong written
+out with scipy, Kish's design effect and the repeats needed to see a failure by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""alk.transcript.writer and alk.redaction: what is written, bounded, hashed and read back, and that no
-declared secret (or a piece of one) reaches the file."""
+"""alk.transcript.writer and alk.redaction: what is written, bounded, hashed and read back, and that
+no declared secret (or a piece of one) reaches the file."""
 
 from __future__ import annotations
 

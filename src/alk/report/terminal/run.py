@@ -1,5 +1,5 @@
-"""The run report: a run's typed record (`alk.result.document.RunDocument`) as rich renderables — the
-header, the scenario table, the void and ICC notes, how alike the repeats are (consistency) and
+"""The run report: a run's typed record (`alk.result.document.RunDocument`) as rich renderables —
+the header, the scenario table, the void and ICC notes, how alike the repeats are (consistency) and
 what injected faults cost (fault robustness), why each scenario did not pass, and where the files
 are.
 
