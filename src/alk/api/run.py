@@ -149,7 +149,8 @@ def _resume_run(run_id: str, setup: RunSetup) -> RunResult:
 def rerun(run_id: str, scenario: str, repeat: int, setup: RunSetup = RunSetup(), *,
           anyway: bool = False) -> RerunResult:
     """Runs one repeat of a saved run again as it ran (`alk.rerun`), as a run of its own, one
-    worker at a time in this process (`setup.jobs` and `setup.engine` do not apply). Raises
+    worker at a time in this process (`setup.jobs` and `setup.engine` do not apply; the rest of
+    `setup` does, its callbacks and `keep_workspaces` too). Raises
     RerunError when the lane file changed since (unless `anyway`), RunNotFoundError when there
     is no such run, scenario or repeat."""
     out_dir = setup.out_dir

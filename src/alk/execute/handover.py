@@ -42,6 +42,6 @@ def hand_over(messages: queue.SimpleQueue, producers: int, handle: Callable[[Any
             continue
         try:
             handle(message)
-        except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the first is the one raised
+        except BaseException:  # noqa: BLE001 - the first error is the one raised,
             pass  # and every running repeat must still end before this returns
     raise error

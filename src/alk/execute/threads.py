@@ -134,6 +134,9 @@ class ThreadLane:
                 except BaseException:
                     running -= 1
                     raise
+            hand_over(messages, running, handle, self.stop.set)
         except BaseException as exc:
+            if self.stop.is_set():
+                raise  # hand_over stopped the run, and every thread has finished
+            # Ctrl-C while the threads started, or before hand_over took over
             hand_over(messages, running, handle, self.stop.set, stopping=exc)
-        hand_over(messages, running, handle, self.stop.set)

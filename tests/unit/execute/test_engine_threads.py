@@ -313,6 +313,44 @@ def test_a_sigint_while_the_repeat_threads_start_sets_the_runs_stop(tmp_path, ma
     assert done.interrupted and woke_to_a_set_stop == [True]
 
 
+def test_a_ctrl_c_just_before_the_hand_over_begins_still_stops_and_waits_for_every_repeat(
+        tmp_path, make_lane, monkeypatch):
+    # The Ctrl-C lands after the threads started and before hand_over's own guard: the engine's
+    # must stop the run and drain it, or repeats race the lane's close and their results are lost.
+    real, calls = threads.hand_over, []
+
+    def interrupted_at_entry(messages, *args, **kwargs):
+        calls.append(kwargs.get("stopping"))
+        if len(calls) == 1:  # once a's result is in, put back for the drain to hand over
+            taken = [messages.get()]
+            while not (isinstance(taken[-1], tuple) and taken[-1][0] == "result"
+                       and taken[-1][1].scenario == "a"):
+                taken.append(messages.get())
+            for message in taken:
+                messages.put(message)
+            raise KeyboardInterrupt
+        real(messages, *args, **kwargs)
+
+    monkeypatch.setattr(threads, "hand_over", interrupted_at_entry)
+    alive_at_close: list[list[str]] = []
+    close = repeat_module.LaneContext.close
+
+    def closing(self):
+        alive_at_close.append([thread.name for thread in repeat_threads()])
+        close(self)
+
+    monkeypatch.setattr(repeat_module.LaneContext, "close", closing)
+
+    def act(request):
+        if scenario_of(request) != "a":  # a finishes; b and c run until the run stops
+            stopped(request)
+
+    done = run(tmp_path, make_lane, ThreadedRunner(together=3, act=act), ids=("a", "b", "c"),
+               repeats=1, jobs=3)
+    assert done.interrupted and alive_at_close == [[]]
+    assert {sid for sid, _ in outcomes(done.document)} == {"a"}
+
+
 def test_a_second_interrupt_while_a_result_is_handed_over_still_waits_for_every_repeat(
         tmp_path, make_lane, monkeypatch):
     c_handed, b_may_end = threading.Event(), threading.Event()

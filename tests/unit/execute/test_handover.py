@@ -34,13 +34,15 @@ def test_a_failed_hand_over_stops_the_run_hands_over_the_rest_and_raises_the_fir
             raise ValueError(message)
         if message == "ctrl-c":  # a callback interrupted while the run stops
             raise KeyboardInterrupt
+        if message == "exit":  # a repeat's thread ended by SystemExit, handed over as its error
+            raise SystemExit(1)
 
     with pytest.raises(ValueError, match="^bad$"):
-        hand_over(messages_of("a", "bad", "b", "worse", "ctrl-c", FINISHED, "c", FINISHED), 2,
-                  handle, lambda: stops.append(True))
+        hand_over(messages_of("a", "bad", "b", "worse", "ctrl-c", "exit", FINISHED, "c",
+                              FINISHED), 2, handle, lambda: stops.append(True))
     # Stopped once; what finished meanwhile was still handed over; later errors swallowed.
     assert stops == [True]
-    assert handled == ["a", "bad", "b", "worse", "ctrl-c", "c"]
+    assert handled == ["a", "bad", "b", "worse", "ctrl-c", "exit", "c"]
 
 
 def test_ctrl_c_while_waiting_stops_and_still_waits_for_every_producer() -> None:
