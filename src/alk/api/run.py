@@ -116,6 +116,8 @@ def resume_run(run_id: str, setup: RunSetup = RunSetup()) -> RunResult:
 
 def _resume_run(run_id: str, setup: RunSetup) -> RunResult:
     path = journal_path(setup.out_dir, run_id)
+    if not path.is_file():
+        read_journal(path)  # refuses it (no journal) before the writer makes the run's folder
     with JournalWriter(path) as journal:
         # Read under the lock: no other alk is appending now.
         past = read_journal(path)
