@@ -123,6 +123,26 @@ def test_the_start_of_a_plan_round_trips(tmp_path, make_lane, monkeypatch):
     assert record["rule"] == {"fail_under": 0.9, "lower": True}
 
 
+@pytest.mark.parametrize("older", [
+    {"adaptive": "absent", "rule": "absent", "rerun_of": "absent"},  # before adaptive, rules
+    {"rule": None},  # a rerun's, before reruns recorded their rule
+])
+def test_a_journal_of_an_older_alk_reads_with_the_defaults_it_ran_under(tmp_path, older):
+    path = tmp_path / "journal.jsonl"
+    JournalWriter(path, dataclasses.replace(
+        START, options=RunOptions(adaptive=Adaptive(), rule=PassRule(0.5)))).close()
+    record = json.loads(path.read_text())
+    for key, value in older.items():
+        if value == "absent":
+            del record[key]
+        else:
+            record[key] = value
+    path.write_text(json.dumps(record) + "\n")
+    options = read_journal(path).start.options
+    assert options.adaptive == (None if "adaptive" in older else Adaptive())
+    assert options.rule == PassRule()
+
+
 def test_a_line_a_kill_cut_short_is_dropped(tmp_path):
     second = other(repeat=4)
     path = journal(tmp_path, FULL, second)
