@@ -1,7 +1,8 @@
 """The hostile suite: one worker per threat of docs/security.md, each through the real CLI.
 
 For every threat it asserts what alk promises whatever a worker does: the outcome and cause,
-that alk returned within the timeout plus 2 s, that no process of the repeat is left (found by
+that alk ended the worker within the timeout plus its signals' graces by its own clock
+(the transcript's times), that no process of the repeat is left (found by
 the test from the host, not assumed), that alk's own peak RSS stayed small, that neither the
 lane's secret nor alk's own is in any file or in the output, and that every transcript is valid
 and within its cap.
@@ -25,12 +26,11 @@ import pytest
 from alk.cleanup import remove_tree
 from alk.runner.isolation import Containment, Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
+from helpers.timing import assert_ended_in_time, repeat_events
 
 WORKER = Path(__file__).resolve().with_name("worker.py")
 CAP_MB = 1
 HARNESS_RSS_LIMIT_MB = 150
-# The CLI's own start (imports) and the preflight probe come before the repeat's timeout.
-START_ALLOWANCE_S = 3.0
 NAMESPACE = detect().containment is Containment.PID_NAMESPACE
 NO_NETWORK = Network.NONE in detect().networks
 SANDBOX = Filesystem.SANDBOX in detect().filesystems
@@ -124,12 +124,10 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
                                   listener.getsockname()[1], level))
         env = {**os.environ, "HOSTILE_TOKEN": token, "HARNESS_PRIVATE": private,
                "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "120"}
-        began = time.monotonic()
         with process_watch(tmp_path / "tmp") as watch:
             done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(lane),
                                    "-n", "1"], cwd=tmp_path, env=env, capture_output=True,
                                   timeout=timeout_s + 60)
-        elapsed = time.monotonic() - began
     try:
         [result] = list((tmp_path / "reports").glob("*/result.json"))
         document = json.loads(result.read_text())
@@ -137,7 +135,9 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
         assert (repeat["outcome"], repeat["cause"]) == (outcome, cause), repeat["detail"]
         assert repeat["filesystem"] == (level or detect().strongest_filesystem.value)
         assert done.returncode == (0 if outcome == "pass" else 1), done.stderr
-        assert elapsed < timeout_s + 2 + START_ALLOWANCE_S, f"alk took {elapsed:.1f} s"
+        # On time by alk's own clock: a loaded machine stretches the interpreter's start-up
+        # and the probe, which come before the repeat's deadline and are not alk's promise.
+        assert_ended_in_time(repeat_events(tmp_path), timeout_s)
         assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
         _no_secret_anywhere(tmp_path, done, token,
                             private if NAMESPACE or threat != "steal_secrets" else None)
@@ -408,7 +408,7 @@ def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_pa
     lane = header("stderr_flood", "1024").replace("timeout_s = 20", "timeout_s = 10")
     lane = lane.replace('required_env = ["HOSTILE_TOKEN"]', 'required_env = ["HOSTILE_TOKEN"]\n'
                         'transcript_cap_mb = 1')
-    done, document, elapsed = run_alk(tmp_path, lane + scenario("a"), "-n", "1", env=TOKEN_ENV)
+    done, document, _ = run_alk(tmp_path, lane + scenario("a"), "-n", "1", env=TOKEN_ENV)
     [repeat] = document["scenarios"][0]["repeats"]
     assert repeat["cause"] == "passed", repeat["detail"]
     assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB

@@ -27,9 +27,13 @@ from alk.runner.protocol import hello_message
 from alk.runner.request import RunRequest
 from alk.transcript.reader import read_transcript
 from alk.transcript.writer import TranscriptWriter
+from helpers.timing import assert_ended_in_time
 
 SRC = Path(alk.__file__).resolve().parent.parent
 ACTS = Path(__file__).resolve().parents[1] / "workers" / "acts.py"
+# How long acts.py's grandchildren hold a pipe or keep writing: a run that waited for them
+# would take this long, so half of it tells a wait from a loaded machine's slowness.
+HELD_S = 60
 START = {"type": "start", "run_id": "r", "scenario": {"id": "s", "task": "t", "input": {}},
          "repeat": 1, "seed": 1}
 
@@ -90,7 +94,7 @@ def test_grandchild_holding_stdout_is_ended_and_does_not_hold_the_harness(tmp_pa
                                                                          process_watch):
     with process_watch(tmp_path / "ws") as watch:
         obs, events, elapsed = run_act(tmp_path, "grandchild_holds_stdout")
-    assert elapsed < 2.0
+    assert elapsed < HELD_S / 2  # alk did not wait for the grandchild to let go of the pipe
     assert len(watch.workers()) >= 2, "the watch did not see the worker and its child"
     assert watch.left() == [], "a process of the repeat survived it"
     assert attribute(obs).cause == Cause.PASSED
@@ -105,14 +109,14 @@ def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path
     kills = [e["payload"]["signal"] for e in events if e["type"] == "kill"]
     assert kills == ["SIGINT", "SIGTERM", "SIGKILL"]
     assert obs.timed_out and obs.signal == 9
-    assert 1.0 <= elapsed < 1.0 + 2.0
+    assert_ended_in_time(events, 1.0, int_grace_s=0.2, term_grace_s=0.2)
     assert watch.workers() and watch.left() == []
     assert attribute(obs).cause == Cause.TIMEOUT
 
 
 def test_silent_worker_times_out_before_ready(tmp_path):
-    obs, _, elapsed = run_act(tmp_path, "silent_before_ready", timeout=0.5)
-    assert elapsed < 0.5 + 2.0
+    obs, events, _ = run_act(tmp_path, "silent_before_ready", timeout=0.5)
+    assert_ended_in_time(events, 0.5)
     verdict = attribute(obs)
     assert (verdict.outcome.value, verdict.cause) == ("lane_infra", "timeout_before_ready")
 
@@ -138,7 +142,7 @@ def test_a_grandchild_that_escaped_the_group_dies_with_the_namespace(tmp_path, p
     with process_watch(tmp_path / "ws") as watch:
         obs, events, elapsed = run_act(tmp_path, "escape")
     assert obs.containment == "pid_namespace"
-    assert elapsed < 2.0
+    assert elapsed < HELD_S / 2  # alk did not wait for the grandchild that writes for a minute
     assert len(watch.workers()) >= 2
     assert watch.left() == [], "a setsid() grandchild survived its worker"
     assert attribute(obs).cause == Cause.PASSED
@@ -169,7 +173,7 @@ def test_process_group_containment_still_returns_in_time(tmp_path, process_watch
         obs, events, elapsed = run_act(tmp_path, "escape",
                                        runner=LocalRunner(PROCESS_GROUP_ONLY))
     try:
-        assert obs.containment == "process_group" and elapsed < 2.0
+        assert obs.containment == "process_group" and elapsed < HELD_S / 2
         assert attribute(obs).cause == Cause.PASSED
         stderr_after_exit = [e for e in events if e["channel"] == "stderr"
                              and e["seq"] > next(x["seq"] for x in events if x["type"] == "exit")]
@@ -222,7 +226,7 @@ def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, proc
     with process_watch(tmp_path / "ws") as watch:
         obs, _, elapsed = run_act(tmp_path, "escape", filesystem=Filesystem.SANDBOX,
                                   visible=visible)
-    assert elapsed < 2.0 and attribute(obs).cause == Cause.PASSED
+    assert elapsed < HELD_S / 2 and attribute(obs).cause == Cause.PASSED
     assert watch.workers() and watch.left() == []
     crashed, _, _ = run_act(tmp_path, "segfault", filesystem=Filesystem.SANDBOX,
                             visible=visible)
@@ -246,7 +250,8 @@ def test_in_the_sandbox_a_timeout_still_shows_where_the_worker_hung(tmp_path, mo
                                    visible=(str(SRC), str(ACTS.parent)))
     stderr = "\n".join(e["payload"]["text"] for e in events if e["channel"] == "stderr")
     assert "KeyboardInterrupt" in stderr and "time.sleep" in stderr
-    assert attribute(obs).cause == Cause.TIMEOUT and elapsed < 1.0 + 2.0
+    assert attribute(obs).cause == Cause.TIMEOUT
+    assert_ended_in_time(events, 1.0)
 
 
 @pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
@@ -312,10 +317,10 @@ def test_clean_exit_without_result(tmp_path):
     ("big_file", "8", Limits(max_file_mb=2), Cause.FILE_SIZE_LIMIT),
 ])
 def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause):
-    obs, events, elapsed = run_act(tmp_path, act, arg, limits=limits, timeout=8)
+    obs, events, _ = run_act(tmp_path, act, arg, limits=limits, timeout=8)
     verdict = attribute(obs)
+    # Its own cause, not the timeout: the limit ended the worker.
     assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", cause), verdict.detail
-    assert elapsed < 8
     spawn = next(e for e in events if e["type"] == "spawn")
     assert spawn["payload"]["limits"] == limits.applied()
 
@@ -418,9 +423,8 @@ def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path, text):
 
 
 def test_output_after_the_worker_exited_is_not_evidence(tmp_path):
-    obs, events, elapsed = run_act(tmp_path, "write_after_exit")
+    obs, events, _ = run_act(tmp_path, "write_after_exit")
     assert "late" not in types(events)
-    assert elapsed < 1.0
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
