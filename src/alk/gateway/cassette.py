@@ -5,20 +5,25 @@ A cassette is a JSON-lines file, one line per model call, in the order the calls
 `{"api", "request", "status", "body", "stream", "events", "fault"}`, where `request` is the
 request as `normalize` leaves it, `body` the response body's text and `events` the frames of a
 streamed one. Replay serves the entries in order, and only to a request equal to the recorded one
-once both are normalized; the first difference is what a mismatch reports.
+once both are normalized and redacted; the first difference is what a mismatch reports.
 
-A request comes from the worker and a cassette file may have been edited by hand: both are read
-within bounds, and whatever they hold is quoted redacted and cut.
+A cassette is a file people commit and replay later. The writer redacts the run's secrets from
+every text of an entry, the request's keys too, and keeps the file within MAX_CASSETTE_BYTES,
+what replay loads: past it the recording stops, and a warning says why. A request comes from
+the worker and a cassette file may have been edited by hand: both are read within bounds, and
+whatever they hold is quoted redacted and cut.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from alk import untrusted_json
 from alk.errors import CassetteError
@@ -37,6 +42,8 @@ DIFFERENCE_CHARS = 200
 VALUE_CHARS = 60
 PATH_CHARS = 80
 CONTEXT_CHARS = 20
+# The most a cassette holds, in bytes: replay loads no more, so recording writes no more.
+MAX_CASSETTE_BYTES = 64 * 1024 * 1024
 _NO_SECRETS = Redactor()
 
 
@@ -88,25 +95,31 @@ def _normalized_item(api: API, item: Any, renamed: Any) -> Any:
     return item
 
 
-def _sorted(value: Any) -> Any:
-    """`value` with every object's keys in sorted order. Walked with a stack, not recursion:
-    parse allows 100 levels."""
-    if not isinstance(value, (dict, list)):
-        return value
+def _sorted(value: Any, text: Callable[[str], str] | None = None) -> Any:
+    """`value` with every object's keys in sorted order and, with `text`, every string (a key
+    too) as `text` makes it. Walked with a stack, not recursion: parse allows 100 levels."""
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         source, target, slot = stack.pop()
         if isinstance(source, dict):
-            copy: Any = {key: None for key in sorted(source)}
-            stack.extend((source[key], copy, key) for key in copy)
+            # Two keys that redact to one are one key: the first in order, popped last.
+            keys = sorted((text(key), key) for key in source) if text else \
+                [(key, key) for key in sorted(source)]
+            copy: Any = dict.fromkeys(new for new, _ in keys)
+            stack.extend((source[old], copy, new) for new, old in keys)
         elif isinstance(source, list):
             copy = [None] * len(source)
             stack.extend((child, copy, index) for index, child in enumerate(source))
         else:
-            copy = source
+            copy = text(source) if text and isinstance(source, str) else source
         target[slot] = copy
     return root[0]
+
+
+def redacted(request: dict, redactor: Redactor) -> dict:
+    """A request with the run's secrets redacted from every string in it, its keys too."""
+    return _sorted(request, redactor.redact) if redactor else request
 
 
 # --- differences -------------------------------------------------------------------------------
@@ -268,7 +281,7 @@ class Cassette:
         return tuple(self._groups[(scenario, chosen, attempt)])
 
     @classmethod
-    def load(cls, path: Path, max_bytes: int = 64 * 1024 * 1024) -> "Cassette":
+    def load(cls, path: Path, max_bytes: int = MAX_CASSETTE_BYTES) -> "Cassette":
         """The cassette at `path`; CassetteError when it cannot be read or a line is wrong."""
         try:
             with open(path, "rb") as file:
@@ -305,7 +318,9 @@ class Cassette:
               key: tuple[str, int, int] | None = None) -> tuple[Entry | None, str]:
         """The call-th entry (1-based) if it was recorded for this request, with ""; else None
         and why not ("call 3: messages[2].content: expected …, got …"). With `key` (scenario,
-        repeat, attempt), among that attempt's calls (`calls`)."""
+        repeat, attempt), among that attempt's calls (`calls`). Both requests are compared
+        redacted: the recording holds a secret of the request as MASK, the worker sends it
+        whole (and may hold another value of it than the recorded run did)."""
         entries = self.entries if key is None else self.calls(*key)
         if not 1 <= call <= len(entries):
             return None, (f"call {call}: the cassette {self.path} holds {len(entries)} "
@@ -314,7 +329,8 @@ class Cassette:
         entry = entries[call - 1]
         if entry.api != api:
             return None, f"call {call}: expected a {entry.api} request, got a {api} request"
-        difference = first_difference(entry.request, normalized, redactor=redactor)
+        difference = first_difference(redacted(entry.request, redactor),
+                                      redacted(normalized, redactor), redactor=redactor)
         if difference is not None:
             return None, f"call {call}: {difference}"
         return entry, ""
@@ -322,19 +338,52 @@ class Cassette:
 
 class CassetteWriter:
     """Writes a cassette as the calls are made, to a temporary file beside it that replaces the
-    cassette at `close`: a run that dies halfway leaves the previous cassette whole."""
+    cassette at `close`: a run that dies halfway leaves the previous cassette whole. Every text
+    of an entry is redacted first. The file stays within `max_bytes`: the first entry that would
+    pass it and every one after are refused (counted in `refused`, `problem` says why), so that
+    the cassette is the run's calls up to there, with no gap an attempt's replay would trip on."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, redactor: Redactor = _NO_SECRETS,
+                 max_bytes: int = MAX_CASSETTE_BYTES) -> None:
+        self.path, self.redactor, self.max_bytes = path, redactor, max_bytes
+        self.size = 0
+        self.refused = 0
+        self._cut_at: tuple[str, int, int] | None = None  # the first call refused
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                                  suffix=".tmp")
         self._temporary = Path(temporary)
-        self._file: Any = os.fdopen(descriptor, "w", encoding="utf-8")
+        self._file: Any = os.fdopen(descriptor, "wb")
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry) -> bool:
+        """Writes the entry redacted; False when the cassette is full and it was refused."""
         if self._file is None:
             raise ValueError(f"{self.path}: the cassette is closed; no more entries are added")
-        self._file.write(entry.line() + "\n")
+        redact = self.redactor.redact
+        if self.redactor:
+            entry = dataclasses.replace(
+                entry, request=redacted(entry.request, self.redactor), body=redact(entry.body),
+                events=tuple(map(redact, entry.events)), scenario=redact(entry.scenario),
+                fault=None if entry.fault is None else redact(entry.fault))
+        data = (entry.line() + "\n").encode()  # ASCII: json.dumps escapes every other character
+        if self._cut_at is not None or self.size + len(data) > self.max_bytes:
+            self._cut_at = self._cut_at or entry.key
+            self.refused += 1
+            return False
+        self._file.write(data)
+        self.size += len(data)
+        return True
+
+    @property
+    def problem(self) -> str | None:
+        """Why the cassette holds fewer calls than the run made, or None when it holds them."""
+        if self._cut_at is None:
+            return None
+        scenario, repeat, attempt = self._cut_at
+        return (f"{self.path}: the recording stopped at {self.max_bytes:,} bytes, the most a "
+                f"cassette holds (replay loads no more): {self.refused} model call(s) were not "
+                f"recorded, from scenario '{scenario}' repeat {repeat} attempt {attempt} on "
+                f"(that attempt's replay stops where its recording did); record fewer repeats "
+                f"or scenarios at a time (-n, --scenario), or calls that send less")
 
     def close(self) -> None:
         """Puts the cassette in place; a second call does nothing."""
@@ -345,6 +394,9 @@ class CassetteWriter:
         os.fsync(file.fileno())
         file.close()
         os.replace(self._temporary, self.path)
+        if self.problem:
+            # Where alk's warnings go, when the lane ends: the cut is the user's to fix.
+            sys.stderr.write(f"warning: {self.redactor.redact(self.problem)}\n")
 
     def discard(self) -> None:
         """Drops what was written; the previous cassette, if any, stays."""

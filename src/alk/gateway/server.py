@@ -44,7 +44,7 @@ class Gateway:
         self._key = environ.get(setup.key_env, "") if setup.key_env else ""
         self.replayed = cassettes.Cassette.load(setup.cassette) \
             if setup.mode == "replay" and setup.cassette else None
-        self.recorder = cassettes.CassetteWriter(setup.record) \
+        self.recorder = cassettes.CassetteWriter(setup.record, redactor) \
             if setup.mode == "proxy" and setup.record else None
         self._client: ClientSession | None = None
         self._loop = asyncio.new_event_loop()

@@ -3,12 +3,21 @@ first path that differs, bad files refused with the file and line, and a record 
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
 
 from alk.errors import CassetteError
-from alk.gateway.cassette import Cassette, CassetteWriter, Entry, first_difference, normalize
+from alk.gateway.cassette import (
+    MAX_CASSETTE_BYTES,
+    Cassette,
+    CassetteWriter,
+    Entry,
+    first_difference,
+    normalize,
+    redacted,
+)
 from alk.gateway.wire.bodies import response_body, stream_events
 from alk.gateway.wire.reply import Reply, Usage
 from alk.gateway.wire.upstream import reply_of_response
@@ -396,3 +405,142 @@ def test_a_mismatch_is_reported_with_the_runs_secrets_redacted(tmp_path):
     entry, why = cassette.match(1, "chat", {"ask": "token " + secret + "!"},
                                 redactor=Redactor([secret]))
     assert entry is None and secret not in why and MASK in why
+
+
+# --- what a recording holds: no secret, and no more than replay loads --------------------------
+
+SECRET = "sk-live-0123456789"
+
+
+def _leaky(secret: str = SECRET, **fields) -> Entry:
+    """An entry with the secret in every text it has, the request's keys among them."""
+    request = {"model": "m-" + secret, secret: {"deep": [secret, {secret: secret * 2}]},
+               "messages": [{"role": "user", "name": secret, "content": f"use {secret}"},
+                            {"role": "assistant", "tool_calls": [{"id": "id-1", "function": {
+                                "arguments": json.dumps({"token": secret})}}]}]}
+    return Entry(**{**dict(api="chat", request=request, status=200, body=f'{{"t": "{secret}"}}',
+                           stream=True, events=(f"data: {secret}\n\n",), fault=secret,
+                           scenario="s", repeat=1, attempt=1), **fields})
+
+
+def test_the_writer_redacts_every_text_of_an_entry_its_keys_too(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path, Redactor([SECRET])) as writer:
+        assert writer.add(_leaky())
+    data = path.read_text()
+    assert "0123456789" not in data and MASK in data
+    (entry,) = Cassette.load(path)
+    assert entry.request == {
+        MASK: {"deep": [MASK, {MASK: MASK + MASK}]}, "model": f"m-{MASK}", "messages": [
+            {"content": f"use {MASK}", "name": MASK, "role": "user"},
+            {"role": "assistant", "tool_calls": [{"function": {
+                "arguments": f'{{"token": "{MASK}"}}'}, "id": "id-1"}]}]}
+    assert (entry.body, entry.events, entry.fault) == (f'{{"t": "{MASK}"}}',
+                                                       (f"data: {MASK}\n\n",), MASK)
+    assert (entry.scenario, entry.repeat, entry.attempt) == ("s", 1, 1)
+
+
+def test_a_writer_with_no_secrets_writes_the_entry_as_it_is(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path) as writer:
+        writer.add(_leaky())
+    assert Cassette.load(path).entries == (_leaky(),)
+
+
+def test_a_deep_request_is_redacted_without_recursion_and_its_keys_sorted(tmp_path):
+    deep: dict = {"z": SECRET, "a": 1}
+    for _ in range(5000):
+        deep = {"next": [deep], SECRET: True}
+    walked = redacted(deep, Redactor([SECRET]))
+    for _ in range(5000):
+        assert list(walked) == [MASK, "next"]
+        walked = walked["next"][0]
+    assert walked == {"a": 1, "z": MASK} and list(walked) == ["a", "z"]
+    assert redacted(deep, Redactor()) is deep  # no secrets: nothing to walk
+
+
+def test_keys_that_redact_to_one_are_one_key_the_first_in_order():
+    assert redacted({"k" + SECRET: 2, "k" + MASK: 1}, Redactor([SECRET])) == {"k" + MASK: 1}
+    assert redacted({"kz" + SECRET: 2, "ka" + SECRET: 1},
+                    Redactor([SECRET])) == {"ka" + MASK: 1, "kz" + MASK: 2}
+
+
+def test_a_redacted_recording_matches_the_request_it_was_made_of_and_no_other(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path, Redactor([SECRET])) as writer:
+        writer.add(_leaky())
+    cassette = Cassette.load(path)
+    sent = _leaky().request
+    assert cassette.match(1, "chat", sent, redactor=Redactor([SECRET]))[1] == ""
+    # A run with another value of the secret sends it instead: redacted, the same request.
+    other = "sk-live-9876543210"
+    assert cassette.match(1, "chat", _leaky(other).request, redactor=Redactor([other]))[1] == ""
+    # What differs besides the secret is still a difference, quoted redacted.
+    changed = {**sent, "messages": [{**sent["messages"][0], "content": f"use {SECRET}!"},
+                                    sent["messages"][1]]}
+    entry, why = cassette.match(1, "chat", changed, redactor=Redactor([SECRET]))
+    assert entry is None and why == (f"call 1: messages[0].content: expected 'use {MASK}', "
+                                     f"got 'use {MASK}!'")
+    # A run that does not declare the secret sends it as a text like any other.
+    entry, why = cassette.match(1, "chat", sent)
+    assert entry is None and why.startswith(f"call 1: {MASK}: expected {{\"deep\"")
+
+
+def test_a_cassette_made_before_redaction_matches_too(tmp_path):
+    # Recorded unredacted, as alk did before: both sides redacted alike, still one request.
+    cassette = Cassette(tmp_path / "old.jsonl", [_leaky()])
+    assert cassette.match(1, "chat", _leaky().request, redactor=Redactor([SECRET]))[1] == ""
+
+
+def test_writer_and_loader_share_one_limit():
+    assert MAX_CASSETTE_BYTES == 64 * 1024 * 1024
+    for method in (Cassette.load, CassetteWriter.__init__):
+        assert inspect.signature(method).parameters["max_bytes"].default == MAX_CASSETTE_BYTES
+
+
+def test_the_recording_stops_before_the_entry_that_would_pass_the_limit(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    first, second, small = _call("a", "s", 1), _call("bb", "s", 2), _call("c", "s", 2, 1)
+    limit = len(first.line()) + len(second.line()) + 2  # the first two exactly, newlines too
+    writer = CassetteWriter(path, max_bytes=limit)
+    assert [writer.add(first), writer.add(second)] == [True, True]
+    assert writer.problem is None and writer.size == limit
+    assert writer.add(small) is False
+    assert writer.refused == 1 and writer.size == limit
+    assert writer.problem == (
+        f"{path}: the recording stopped at {limit:,} bytes, the most a cassette holds (replay "
+        f"loads no more): 1 model call(s) were not recorded, from scenario 's' repeat 2 "
+        f"attempt 1 on (that attempt's replay stops where its recording did); record fewer "
+        f"repeats or scenarios at a time (-n, --scenario), or calls that send less")
+    assert capsys.readouterr().err == ""
+    writer.close()
+    assert capsys.readouterr().err == f"warning: {writer.problem}\n"
+    assert path.stat().st_size == limit
+    assert [e.body for e in Cassette.load(path, max_bytes=limit)] == ["a", "bb"]
+
+
+def test_after_the_cut_nothing_is_recorded_not_even_a_call_that_would_fit(tmp_path):
+    # A later call written after a refused one would leave a gap inside an attempt's calls,
+    # which its replay would meet as a mismatch: the cassette is the calls up to the cut.
+    path = tmp_path / "run.jsonl"
+    first, big, small = _call("a", "s", 1), _call("b" * 500, "s", 2), _call("c", "t", 1)
+    with CassetteWriter(path, max_bytes=len(first.line()) + len(small.line()) + 2) as writer:
+        assert [writer.add(first), writer.add(big), writer.add(small)] == [True, False, False]
+    assert writer.refused == 2 and "from scenario 's' repeat 2 attempt 0 on" in writer.problem
+    assert [e.body for e in Cassette.load(path)] == ["a"]
+
+
+def test_an_entry_larger_than_the_limit_leaves_an_empty_cassette_that_loads(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path, Redactor([SECRET]), max_bytes=100) as writer:
+        assert writer.add(_call("x" * 200 + SECRET)) is False
+    assert path.read_bytes() == b"" and len(Cassette.load(path)) == 0
+    said = capsys.readouterr().err
+    assert "1 model call(s) were not recorded" in said and "0123456789" not in said
+
+
+def test_a_discarded_recording_says_nothing_of_its_cut(tmp_path, capsys):
+    writer = CassetteWriter(tmp_path / "run.jsonl", max_bytes=10)
+    writer.add(_call("a"))
+    writer.discard()
+    assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
