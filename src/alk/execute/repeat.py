@@ -42,6 +42,7 @@ from alk.records import (
     Preflight,
     RepeatResult,
     RepeatSpec,
+    Scenario,
 )
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Network
@@ -260,12 +261,8 @@ class LaneContext:
             # The crash is injected once, in the first attempt; the next ones must finish.
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
-            session = None
-            if self.gateway is not None:
-                from alk.gateway.session import Session  # aiohttp, with the gateway alone
-
-                session = Session(self.gateway, scenario, item.seed, attempt, item.repeat)
-                request = self.model_request(request, start, session)
+            request, session = self.model_request(request, scenario, item.seed, attempt,
+                                                  item.repeat)
             try:
                 with self.starts.slot(self.stop) as ready:
                     seen.append(self.runner.run(request, ready(self.gate), log))
@@ -278,28 +275,41 @@ class LaneContext:
             log.harness("restart", {"attempt": attempt + 1, "resume": True})
         return combine_attempts(seen, scenario)
 
-    def model_request(self, request: RunRequest, start: dict, session: Any) -> RunRequest:
-        """The request with the gateway's session: its variables and the start message's
-        `model`. Without a network the listener is made at a fixed port inside the worker's
-        own namespace (any port is free there); with one, on alk's loopback."""
+    def model_request(self, request: RunRequest, scenario: Scenario | None, seed: int,
+                      attempt: int, repeat: int) -> tuple[RunRequest, Any]:
+        """The request with a session of the gateway, if the lane has one: its variables and
+        the start message's `model`. The probe (no scenario) gets a session too, the same
+        variables and the same answers before start: a worker cannot tell it from a repeat.
+        Without a network the listener is made at a fixed port inside the worker's own
+        namespace (any port is free there); with one, on alk's loopback."""
+        if self.gateway is None:
+            return request, None
         from alk.gateway.server import NAMESPACE_PORT, base_url
+        from alk.gateway.session import Session  # aiohttp, with the gateway alone
 
+        session = Session(self.gateway, scenario, seed, attempt, repeat)
         offline = self.network is Network.NONE
         port = NAMESPACE_PORT if offline else session.listen_on_host()
         url = base_url(port)
-        start["model"] = session.start_fields(url)
+        start = request.start
+        if start is not None:
+            start = {**start, "model": session.start_fields(url)}
         return dataclasses.replace(request, env={**request.env, **session.environment(url)},
                                    start=start, gateway=session,
-                                   gateway_port=port if offline else None)
+                                   gateway_port=port if offline else None), session
 
     def probe(self) -> Observation:
         path = self.out_dir / probe_transcript(self.plan.run_id)
         workspace = self.workspace()
+        session = None
         try:
+            request, session = self.model_request(self.request(workspace, None), None, 0, 1, 0)
             with TranscriptWriter(path, self.plan.lane.transcript_cap_bytes,
                                   self.redactor) as log, self.starts.slot(self.stop) as ready:
-                return self.runner.run(self.request(workspace, None), ready(self.gate), log)
+                return self.runner.run(request, ready(self.gate), log)
         finally:
+            if session is not None:
+                session.release()
             if not self.keep_workspaces:
                 remove_tree(workspace)
 

@@ -3,6 +3,12 @@ scenario's script, a cassette (replay) or the provider (proxy, `alk.gateway.prox
 the scenario's wire faults (`alk.gateway.faults`), and records every call as the harness's own
 evidence. The handler runs on the gateway's thread; the runner's loop reads `events` and
 `wake_fd` on its own, and writes what a session saw to the transcript.
+
+Until alk sends the attempt's `start` (`open`), a session serves nothing of its scenario: a
+model call is answered by the one refusal below, the same in every scenario and in the probe,
+and counted as nothing of the script or its faults. A worker that asked for its first turn
+before the version gate would otherwise learn which scenario it is in, and void the repeats it
+would fail by failing the gate in those alone.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import time
 from typing import Any
 
@@ -41,6 +48,12 @@ MAX_CONCURRENT_CALLS = 16
 MAX_RECORDED_CALLS = 1000
 # How long closing a session waits for a handler still running (a stall) before cancelling it.
 CLOSE_GRACE_S = 0.05
+# Calls before `start` recorded in the transcript; past them, only counted.
+MAX_RECORDED_EARLY_CALLS = 16
+BEFORE_START = ("alk's gateway serves the model once alk has sent this repeat's start message "
+                "(after framework_ready); call it from the agent's run, not before")
+# The probe's session: never started, so none of this is ever served.
+_PROBE = Scenario(id="", task="")
 _PATHS = {"chat/completions": "chat", "responses": "responses"}
 _SILENT = logging.getLogger("alk.gateway.http")
 _SILENT.addHandler(logging.NullHandler())
@@ -51,13 +64,18 @@ class Session:
     """One attempt's model: its token, its listener, and everything it answered. The handler
     runs on the gateway's thread; the runner's loop reads `events` and `wake_fd` on its own."""
 
-    def __init__(self, gateway: Gateway, scenario: Scenario, seed: int, attempt: int,
+    def __init__(self, gateway: Gateway, scenario: Scenario | None, seed: int, attempt: int,
                  repeat: int = 0) -> None:
-        self.gateway, self.scenario, self.seed = gateway, scenario, seed
+        """`scenario` is None for the preflight probe, which is never started: its session
+        answers as every session does before its start, and nothing else."""
+        self.gateway, self.seed = gateway, seed
+        self.scenario = scenario if scenario is not None else _PROBE
         self.attempt, self.repeat = attempt, repeat
         self.key = "alk-" + secrets.token_urlsafe(24)
         self.port: int | None = None
-        self.faults: dict[int, WireFault] = {f.call: f for f in scenario.wire_faults}
+        self.faults: dict[int, WireFault] = {f.call: f for f in self.scenario.wire_faults}
+        self._started = threading.Event()
+        self.early_calls = 0
         self._events: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
@@ -127,6 +145,12 @@ class Session:
     def served_turns(self) -> int:
         return self.turns
 
+    def open(self) -> None:
+        """alk is sending the attempt's start: from now on the scenario is served."""
+        if self.scenario is _PROBE:
+            raise ValueError("the probe's session has no scenario to serve")
+        self._started.set()
+
     def close(self) -> ModelSeen:
         """Stops serving (a stalled call is cancelled) and says what was seen."""
         if not self._closed:
@@ -192,6 +216,8 @@ class Session:
         if request.method != "POST" or api is None:
             return json_response(404, error_body(404, "alk's gateway serves POST /v1/chat/"
                                                  "completions and /v1/responses"))
+        if not self._started.is_set():
+            return self._before_start(api)
         body = await _read_bounded(request)
         if body is None:
             return json_response(413, error_body(413, f"request body over {MAX_REQUEST_BYTES} "
@@ -222,6 +248,15 @@ class Session:
                         self._served(request, asked, body, call, began, retry))
         self._last = (digest, answer.status >= 400)
         return answer
+
+    def _before_start(self, api: str) -> web.Response:
+        """A call before start: the same refusal whatever the scenario, its body unread."""
+        self.early_calls += 1
+        if self.early_calls <= MAX_RECORDED_EARLY_CALLS:
+            self._events.append(("before_start", {"api": api, "status": 503,
+                                                  "count": self.early_calls}))
+            self._wake()
+        return json_response(503, error_body(503, BEFORE_START))
 
     async def _served(self, request: web.BaseRequest, asked: Asked, body: bytes,
                       call: int, began: float, retry: bool) -> web.StreamResponse:
@@ -316,6 +351,9 @@ class Session:
         if problem:
             payload["problem"] = redact.cut(problem, 300)
         self._events.append(("call", payload))
+        self._wake()
+
+    def _wake(self) -> None:
         if self._closed:
             return  # the write end is closed, and its number may name another file by now
         try:

@@ -204,6 +204,8 @@ class Driver:
             self._next_phase = Phase.STARTED
             kind = "start"
             message = {**start, "deadline_s": round(max(0.0, self.deadline - now), 3)}
+            if self.request.gateway is not None:
+                self.request.gateway.open()  # before start goes out: nothing of it earlier
         else:
             self._next_phase = Phase.ABORTED
             self._escalation = [(now + ABORT_GRACE_S, signal.SIGKILL)]

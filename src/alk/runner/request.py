@@ -20,7 +20,8 @@ LINE_LIMIT_BYTES = 1024 * 1024
 
 class ModelLink(Protocol):
     """The gateway's session for this worker (`alk.gateway.session.Session`), as the runner
-    uses it: serve a listener, hand over what it recorded, say how many turns it served."""
+    uses it: serve a listener, open it to the scenario as start goes out, hand over what it
+    recorded, say how many turns it served."""
 
     @property
     def wake_fd(self) -> int: ...
@@ -30,6 +31,8 @@ class ModelLink(Protocol):
     def events(self) -> list[tuple[str, dict[str, Any]]]: ...
 
     def served_turns(self) -> int: ...
+
+    def open(self) -> None: ...
 
     def close(self) -> ModelSeen: ...
 

@@ -59,7 +59,12 @@ def checks(tmp_path, result) -> list[dict]:
 def test_a_repeat_reaches_the_gateway_through_its_environment_and_start(make_lane, tmp_path):
     _, runner, _ = run(make_lane, tmp_path, dataclasses.replace(PASSING, model=SEEN))
     probe, repeat = runner.requests
-    assert probe.gateway is None and "OPENAI_API_KEY" not in probe.env
+    # The probe has a session of its own and the same variables: a worker cannot tell it
+    # from a repeat before start (which it is never sent).
+    assert probe.start is None and probe.gateway is not None
+    assert probe.gateway is not repeat.gateway and probe.gateway.key != repeat.gateway.key
+    assert sorted(probe.env) == sorted(repeat.env)
+    assert probe.env["OPENAI_API_KEY"] == probe.gateway.key
     model = repeat.start["model"]
     assert set(model) == {"base_url", "api_key", "mode", "name"}
     assert (model["mode"], model["name"]) == ("script", "alk-script")

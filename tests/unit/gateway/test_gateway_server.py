@@ -72,6 +72,7 @@ def test_a_closed_gateway_leaves_no_file_open() -> None:
     before = open_files()
     with Gateway(ModelSetup("script"), Redactor()) as serving:
         session = Session(serving, Scenario("s", "task", script=SCRIPT), 1, attempt=1)
+        session.open()
         assert Client(session).chat()[0] == 200
         session.release()
     assert open_files() == before
@@ -92,6 +93,7 @@ def connect(gateway: Gateway) -> Iterator[Callable[..., Client]]:
              seed: int = 1) -> Client:
         session = Session(gateway, Scenario("s", "task", script=script, wire_faults=wire_faults),
                           seed, attempt=1)
+        session.open()  # as the runner does when it sends start
         sessions.append(session)
         return Client(session)
 
@@ -111,6 +113,50 @@ def calls(client: Client) -> list[dict]:
 
 
 # --- who may call, and what -----------------------------------------------------------------
+
+
+def test_before_start_every_session_answers_alike_and_serves_nothing_of_its_scenario(
+        gateway) -> None:
+    """Two scenarios (one with a stall at call 1, a timing tell) and the probe's session,
+    before start: the same answer, no turn, no fault, no call counted. Once open, the first
+    call is the scenario's call 1."""
+    stall = (WireFault(call=1, kind="stall"),)
+    sessions = [Session(gateway, Scenario("easy", "t", script=SCRIPT), 1, attempt=1),
+                Session(gateway, Scenario("hard", "t", script=({"text": "hard"},),
+                                          wire_faults=stall), 1, attempt=1),
+                Session(gateway, None, 0, attempt=1)]
+    try:
+        clients = [Client(session) for session in sessions]
+        answers = [client.send("POST", CHAT, request_body())[::2] for client in clients]
+        assert answers[0][0] == 503 and b"start message" in answers[0][1]
+        assert answers[1:] == answers[:1] * 2
+        for session in sessions:
+            assert session.events() == [("before_start", {"api": "chat", "status": 503,
+                                                           "count": 1})]
+        assert [(s.close().calls, s.turns, s.fired) for s in sessions] == [(0, 0, [])] * 3
+    finally:
+        for session in sessions:
+            session.release()
+    easy = Session(gateway, Scenario("easy", "t", script=SCRIPT), 1, attempt=1)
+    try:
+        client = Client(easy)
+        assert client.send("POST", CHAT, request_body())[0] == 503
+        easy.open()
+        status, _, answer = client.chat()
+        assert status == 200 and message(answer)["tool_calls"][0]["function"]["name"] == \
+            "lookup_order"
+        assert [payload["call"] for kind, payload in easy.events() if kind == "call"] == [1]
+    finally:
+        easy.release()
+
+
+def test_the_probes_session_is_never_opened(gateway) -> None:
+    probe = Session(gateway, None, 0, attempt=1)
+    try:
+        with pytest.raises(ValueError, match="probe"):
+            probe.open()
+    finally:
+        probe.release()
 
 
 @pytest.mark.parametrize("key", [None, "wrong", "", "alk-"])
