@@ -44,6 +44,7 @@ class Cause(StrEnum):
     PROCESS_LIMIT = "process_limit"
     OPEN_FILES_LIMIT = "open_files_limit"
     FILE_SIZE_LIMIT = "file_size_limit"
+    DISK_LIMIT = "disk_limit"
     SCRIPT_EXHAUSTED = "script_exhausted"
     FAULT_UNRECOVERED = "fault_unrecovered"
     REPLAY_MISMATCH = "replay_mismatch"
@@ -232,6 +233,15 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker crashed writing a file larger than the lane's `max_file_mb` limit.",
         "Raise `[limits] max_file_mb` if such files are expected.",
+    ),
+    Cause.DISK_LIMIT: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The worker's workspace grew past the lane's `disk_mb` limit, or filled the disk it "
+        "shares with alk's output during the repeat (alk ended it, or it crashed on `No space "
+        "left on device`). A scored failure, never void: a disk full before the repeat began "
+        "is alk's (`harness_error`).",
+        "The transcript's `disk_limit` event says how large the workspace grew and what the "
+        "disk had left; raise `[limits] disk_mb`, give the disk room, or find what writes.",
     ),
     Cause.SCRIPT_EXHAUSTED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

@@ -11,6 +11,9 @@ Limits and where they fall short:
 - `max_processes` (RLIMIT_NPROC) counts every process of alk's user, and does nothing for root;
   it is off unless set, and then also bounds the worker's whole tree through a pids cgroup
   where alk may make one (`runner.pids_cgroup`).
+- `disk_mb` is no rlimit (RLIMIT_FSIZE bounds one file, not the total) but alk's own measure
+  of the workspace, taken as the worker runs (`runner.disk`); the disk's free space bounds a
+  repeat too, with room kept for what alk still has to write.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ _RLIMITS = {
     "max_open_files": (resource.RLIMIT_NOFILE, "--nofile", 1),
     "max_file_mb": (resource.RLIMIT_FSIZE, "--fsize", 1024 * 1024),
 }
+# Limits alk enforces itself, as the worker runs: no rlimit.
+MEASURED = ("disk_mb",)
 
 # The cause a limit's breach is attributed to, and what a Python worker prints when it hits one.
 CAUSES = {
@@ -44,6 +49,7 @@ CAUSES = {
     "max_processes": Cause.PROCESS_LIMIT,
     "max_open_files": Cause.OPEN_FILES_LIMIT,
     "max_file_mb": Cause.FILE_SIZE_LIMIT,
+    "disk_mb": Cause.DISK_LIMIT,
 }
 SIGNS = {
     # Only the errors a failed allocation gives; "out of memory" alone is also a GPU's.
@@ -51,6 +57,7 @@ SIGNS = {
     "max_processes": ("Resource temporarily unavailable",),
     "max_open_files": ("Too many open files",),
     "max_file_mb": ("File too large",),
+    "disk_mb": ("No space left on device", "Disk quota exceeded"),
 }
 
 
@@ -66,6 +73,8 @@ def _pairs(limits: Limits) -> list[tuple[int, str, int, int]]:
     """(rlimit, prlimit option, soft, hard) for each limit in force, and no core dumps."""
     pairs = [(resource.RLIMIT_CORE, "--core", 0, 0)]
     for name, value in limits.applied().items():
+        if name in MEASURED:
+            continue
         rlimit, option, unit = _RLIMITS[name]
         # CPU: soft then hard one second later, so the worker gets SIGXCPU (a cause alk can
         # name) before the SIGKILL the kernel sends at the hard limit.

@@ -53,10 +53,10 @@ class Limits:
     max_processes: int | None = None
     max_open_files: int | None = 1024
     max_file_mb: int | None = 1024
+    disk_mb: int | None = 4096
 
     def applied(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__
-                if getattr(self, name) is not None}
+        return {n: v for n in self.__dataclass_fields__ if (v := getattr(self, n)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from alk import conformance
 from alk import rerun as reruns
+from alk.cleanup import remove_left_folders
 from alk.api.read import read_runs, repeat_entry
 from alk.api.recorder import RunRecorder
 from alk.api.setup import RunSetup
@@ -119,6 +120,7 @@ def _resume_run(run_id: str, setup: RunSetup) -> RunResult:
     if not path.is_file():
         read_journal(path)  # refuses it (no journal) before the writer makes the run's folder
     with JournalWriter(path) as journal:
+        remove_left_folders(run_id)  # what an alk killed running it left in the temporary folder
         # Read under the lock: no other alk is appending now.
         past = read_journal(path)
         start = past.start

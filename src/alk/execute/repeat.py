@@ -28,7 +28,7 @@ from alk.attribution import expectation
 from alk.attribution.outcome import attribute, void
 from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
-from alk.cleanup import remove_tree
+from alk.cleanup import make_run_folder, release_run_folder, remove_tree
 from alk.execute.attempts import combine_attempts
 from alk.execute.slots import StartSlots, cores
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
@@ -105,7 +105,7 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
     except Exception as exc:  # noqa: BLE001 - a cassette that cannot be read voids the run
         raise RunVoid(void(Cause.HARNESS_ERROR, redactor.cut(
             f"the model gateway could not start: {exc}", DETAIL_CHARS))) from None
-    root = Path(tempfile.mkdtemp(prefix="alk-"))
+    root = make_run_folder(plan.run_id, keep=keep_workspaces)  # a killed run's resume removes it
     context = LaneContext(plan, out_dir, runner, functools.partial(check_ready, lane,
                                                                    redactor=redactor),
                           redactor, env, root, keep_workspaces, _install_sdk(root), network,
@@ -180,6 +180,7 @@ class LaneContext:
             self.gateway.close()
         if not self.keep_workspaces:
             remove_tree(self.root)
+        release_run_folder(self.root)
 
     def workspace(self) -> Path:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one,

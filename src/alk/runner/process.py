@@ -7,11 +7,13 @@ handshake, version gate, kill_at, timeout), and turns what they saw into an `Obs
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
 
 from alk.records import ModelSeen, Observation
+from alk.runner.disk import DiskWatch, Judged
 from alk.runner.driver import REAP_LIMIT_S, Driver
 from alk.runner.isolation import Isolation, detect
 from alk.runner.loop import Loop, LoopEnd
@@ -48,12 +50,22 @@ class LocalRunner:
         started = time.monotonic()
         parent_hwm_kb = peak_rss_kb("self")
         containment = isolation.containment.value
+        disk = _disk_watch(request, transcript)
+        if disk is not None and disk.short_before:
+            detail = disk.describe_short()
+            disk.close()
+            transcript.harness("disk_full", {"detail": detail})
+            return Observation(spawned=False, harness_error=detail, containment=containment)
         try:
             spawned = start(request, isolation, seccomp_program() if self._seccomp else None)
         except OSError as exc:
+            if disk is not None:
+                disk.close()
             detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
             transcript.harness("spawn_failed", {"argv": list(request.argv), "error": detail})
             return Observation(spawned=False, spawn_error=detail, containment=containment)
+        if disk is not None:
+            disk.watch(spawned.kill, transcript, spawned.sandboxed)
         driver = Driver(request, gate, started)
         stderr = StderrSink(transcript, request.redactor, request.line_limit_bytes)
         seen: ModelSeen | None = None
@@ -77,21 +89,44 @@ class LocalRunner:
                 loop.model_events()
         except BaseException:
             # alk itself is stopping (Ctrl-C, SIGTERM, a bug): never leave the group behind.
+            if disk is not None:
+                disk.close()
             spawned.reap_after_kill(REAP_LIMIT_S)
             raise
         finally:
+            if disk is not None:
+                disk.stop()  # before the worker's descriptors are closed: it may kill
             spawned.close()
             if request.gateway is not None:
                 request.gateway.close()
                 request.gateway.release()
+        limits = request.limits.applied()
+        judged = disk.judge() if disk is not None else Judged()
+        if judged.breach is not None:
+            # The limit in force may have been the disk's room rather than disk_mb.
+            limits_hit, limits = ("disk_mb", *limits_hit), {**limits, "disk_mb": judged.limit_mb}
+            transcript.harness("disk_limit", judged.breach)
+        if judged.harness_error is not None and end.harness_error is None:
+            end = dataclasses.replace(end, harness_error=judged.harness_error)
         return _observation(request, spawned, driver, stderr, end, reported, limits_hit,
-                            containment, time.monotonic() - started, parent_hwm_kb, transcript,
-                            seen)
+                            limits, containment, time.monotonic() - started, parent_hwm_kb,
+                            transcript, seen)
+
+
+def _disk_watch(request: RunRequest, transcript: TranscriptWriter) -> DiskWatch | None:
+    """The attempt's disk watch, measured now, before the worker starts; None where the
+    workspace or the transcript's folder cannot be looked at (then nothing is measured)."""
+    path = getattr(transcript, "path", None)
+    try:
+        return DiskWatch(request.cwd, path.parent, request.limits.disk_mb) if path else None
+    except OSError:
+        return None
 
 
 def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: StderrSink,
                  end: LoopEnd, reported: tuple[int | None, int | None] | None,
-                 limits_hit: tuple[str, ...], containment: str, duration: float,
+                 limits_hit: tuple[str, ...], limits: dict[str, int], containment: str,
+                 duration: float,
                  parent_hwm_kb: int, transcript: TranscriptWriter,
                  seen: ModelSeen | None) -> Observation:
     exit_code = sig = None
@@ -130,7 +165,7 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
         containment=containment,
         network=request.network.value,
         filesystem=request.filesystem.value,
-        limits=request.limits.applied(),
+        limits=limits,
         limits_hit=limits_hit,
         faults_fired=frozenset(state.faults_fired),
         path_hash=state.path_hash.hexdigest(),

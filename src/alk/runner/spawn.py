@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -77,6 +78,8 @@ class Spawned:
         self._worker_pid: int | None = proc.pid if depth == 0 else None
         self.listener: socket.socket | None = None  # the gateway's, from the worker's namespace
         self.exit_fd = procfs_pidfd(proc.pid)
+        self._lock = threading.Lock()  # `kill` (another thread) against reaping and closing
+        self._reaped = False
         # The worker's /proc/PID/status and memory-backed folders, opened once it is found and
         # read through these descriptors at every sample: opening them by path each time
         # costs about ten times as much (~95 µs a sample, against ~10), and a descriptor
@@ -110,10 +113,28 @@ class Spawned:
             return None
         return target is None
 
+    def kill(self) -> None:
+        """SIGKILL from another thread than the loop's (the disk watch). To the started
+        process through its pidfd, which names no other process once it is reaped; the loop
+        then sees it exit and kills its group (its namespace ends with it). Without a pidfd,
+        to the group, and only while it is not reaped: its id could name another by then."""
+        with self._lock:
+            if self.exit_fd is not None:
+                try:
+                    signal.pidfd_send_signal(self.exit_fd, signal.SIGKILL)
+                except (AttributeError, OSError):
+                    pass
+                else:
+                    return
+            if not self._reaped:
+                self.signal(signal.SIGKILL, group=True)
+
     def reap(self) -> tuple[int, Any] | None:
         """Waits for the started process: (wait status, rusage), None when it was lost."""
         try:
-            _, status, rusage = os.wait4(self.pid, 0)
+            with self._lock:
+                self._reaped = True
+                _, status, rusage = os.wait4(self.pid, 0)
         except ChildProcessError:
             return None
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must know
@@ -125,7 +146,10 @@ class Spawned:
         until = time.monotonic() + limit_s
         while time.monotonic() < until:
             try:
-                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                with self._lock:
+                    reaped = os.waitpid(self.pid, os.WNOHANG)[0]
+                    self._reaped = self._reaped or bool(reaped)
+                if reaped:
                     self.proc.returncode = -signal.SIGKILL
                     return
             except ChildProcessError:
@@ -196,13 +220,14 @@ class Spawned:
                 pass
         # A folder's descriptor would keep the worker's tmpfs, and what it holds, alive.
         status, folders = self._watched or (None, ())
-        for fd in (self.exit_fd, self._status_fd, status, *folders):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self.exit_fd = self._status_fd = None
+        with self._lock:
+            for fd in (self.exit_fd, self._status_fd, status, *folders):
+                if fd is not None:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self.exit_fd = self._status_fd = None
         self._watched = (None, ())
         if self._cgroup:
             self._cgroup.remove()

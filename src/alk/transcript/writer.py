@@ -7,10 +7,16 @@ stderr as channel `stderr`), `harness` for what alk observed and decided (channe
 When a transcript reaches its cap, its head is kept, then a `truncated` marker, then its tail:
 the most recent events, up to half the cap and at most `TAIL_MAX_BYTES`, and the head takes the
 rest of the cap.
+
+Lines reach the file whole or not at all: a write that fails (a full disk) is cut back to the
+last whole line, and what could not be written is kept as the tail from there on, for `close`
+to write once there is room again; the writer says what failed (`write_error`) rather than
+raise in the middle of a repeat, and only `close` raises.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -48,6 +54,9 @@ MARKER_BYTES = 256
 # Lines encoded at `close` are joined this many at a time, so that a tail of tiny events is not
 # held as as many objects.
 JOIN_LINES = 4096
+# The head's lines are gathered up to this much and written with one call: whole lines only,
+# so that a failed write can be cut back to where a line ends.
+FLUSH_BYTES = 64 * 1024
 _STDERR_PREFIX = b',"source":"worker","channel":"stderr","type":"line","payload":{"text":'
 
 
@@ -62,7 +71,12 @@ class TranscriptWriter:
                  clock: Callable[[], float] = time.monotonic) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file = path.open("wb")
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        self._size = 0  # bytes of whole lines in the file
+        self._pending: list[tuple[int, float, bytes]] = []  # head lines not yet written
+        self._pending_bytes = 0
+        # The first write that failed: the runner judges it (runner.disk), the rest is kept.
+        self.write_error: OSError | None = None
         self._hash = hashlib.sha256()
         self._redactor = redactor
         self._clock = clock
@@ -84,7 +98,7 @@ class TranscriptWriter:
     def harness(self, type: str, payload: Mapping[str, Any] | None = None) -> None:
         self._append(HARNESS, HARNESS, type, payload or {})
         if type in FLUSHED_TYPES:
-            self._file.flush()
+            self._flush()
 
     def worker(self, channel: str, type: str, payload: Mapping[str, Any]) -> None:
         self._append(WORKER, channel, type, payload)
@@ -127,6 +141,7 @@ class TranscriptWriter:
         """Writes the tail, closes the file and returns the sha256 of its bytes."""
         if self.sha256 is not None:
             return self.sha256
+        self._flush()
         tail = self._final_tail()
         if self._dropped_events:
             # The marker stands where the dropped events stood, with the first one's seq and t,
@@ -135,22 +150,27 @@ class TranscriptWriter:
             marker = {"dropped_events": self._dropped_events,
                       "dropped_bytes": self._dropped_bytes,
                       "seqs": [seq, seq + self._dropped_events - 1]}
-            self._write(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
+            self._put(self._line(seq, t, HARNESS, HARNESS, "truncated", marker))
         for piece in tail:
-            self._write(piece)
-        # Durable before the repeat's journal record says it is finished (alk.result.journal).
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+            self._put(piece)
+        # Ends at its last whole line, even where a failed write could not be cut back then;
+        # durable before the repeat's journal record says it is finished (alk.result.journal).
+        os.ftruncate(self._fd, self._size)
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = -1
         self.sha256 = self._hash.hexdigest()
         return self.sha256
 
     def abandon(self) -> None:
-        """Closes without writing more (the file could not be written)."""
-        try:
-            self._file.close()
-        except OSError:
-            pass
+        """Closes without writing more (the file could not be written): what it holds is
+        whole lines, the last write that failed cut back."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
         self.sha256 = ""
 
     def __enter__(self) -> TranscriptWriter:
@@ -169,7 +189,7 @@ class TranscriptWriter:
     def _place(self, seq: int, t: float, line: bytes) -> None:
         if len(line) <= self._head_left:
             self._head_left -= len(line)
-            self._write(line)
+            self._write(seq, t, line)
             return
         self._head_left = 0
         self._hold(seq, t, line, len(line))
@@ -287,9 +307,46 @@ class TranscriptWriter:
             line = self._encoder.encode(event).encode("ascii") + b"\n"
         return line
 
-    def _write(self, line: bytes) -> None:
-        self._file.write(line)
-        self._hash.update(line)
+    def _write(self, seq: int, t: float, line: bytes) -> None:
+        """A head line, written with the others gathered since the last write."""
+        self._pending.append((seq, t, line))
+        self._pending_bytes += len(line)
+        if self._pending_bytes >= FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Writes the gathered head lines. When that fails they become the start of the tail,
+        and so does all that comes after: the file keeps its whole lines, and `close` tries
+        again once the repeat is over (its workspace emptied, there may be room)."""
+        if not self._pending:
+            return
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        try:
+            self._put(b"".join(line for _, _, line in pending))
+        except OSError as exc:
+            if self.write_error is None:
+                self.write_error = exc
+            self._head_left = 0
+            for seq, t, line in pending:
+                self._hold(seq, t, line, len(line))
+
+    def _put(self, data: bytes) -> None:
+        """Writes whole lines at the end of the file, or none of them: a short or failed write
+        is cut back to the last whole line, then raised."""
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                written = os.pwrite(self._fd, view[done:], self._size + done)
+                if written <= 0:
+                    raise OSError(errno.EIO, f"{self.path}: nothing written")
+                done += written
+        except OSError:
+            if done:
+                os.ftruncate(self._fd, self._size)  # needs no room; only a dead disk refuses
+            raise
+        self._size += done
+        self._hash.update(data)
 
 
 _ascii_json = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]

@@ -297,10 +297,13 @@ def test_lane_not_found_without_a_lanes_dir(tmp_path: Path,
 
 def test_limits_default_to_safe_values_and_can_be_set_or_lifted(root: Path) -> None:
     assert load_lane(write(root, lane_toml())).limits.applied() == {
-        "memory_mb": 8192, "max_open_files": 1024, "max_file_mb": 1024}
-    text = lane_toml(raw="[limits]\ncpu_s = 5\nmemory_mb = 0\nmax_open_files = 64")
+        "memory_mb": 8192, "max_open_files": 1024, "max_file_mb": 1024, "disk_mb": 4096}
+    text = lane_toml(raw="[limits]\ncpu_s = 5\nmemory_mb = 0\nmax_open_files = 64\n"
+                         "disk_mb = 0")
     limits = load_lane(write(root, text)).limits
     assert limits.applied() == {"cpu_s": 5, "max_open_files": 64, "max_file_mb": 1024}
+    limits = load_lane(write(root, lane_toml(raw="[limits]\ndisk_mb = 16"))).limits
+    assert limits.disk_mb == 16
 
 
 @pytest.mark.parametrize("raw, expected", [
