@@ -11,6 +11,10 @@ any writer costs, `json.dumps` of the document to a file.
 Then the bound on a large transcript: one repeat's transcript grown to 64 MiB (the default
 cap), and the page built again: its size and time must stay close to the first.
 
+And the memory report.html takes, in a fresh process over the documents it read: the page
+made whole (one string, encoded, written) and in pieces as `alk.report.outputs` writes it,
+Plotly's 4.6 MiB bundle read from its file as it is written.
+
 Times are medians over the rounds, on a machine others may share: the load average is printed
 before and after. Target: all three reports under 1 s for 20 × 10; exit status 1 when missed.
 
@@ -92,6 +96,33 @@ def grow(transcript: Path, mib: int) -> None:
         out.write(lines[-1])
 
 
+# report.html written whole or in pieces; prints the peak RSS it added, in MiB.
+MEMORY = """
+import sys
+from pathlib import Path
+from alk import api
+from alk.report.html import run_page
+def peak():
+    return next(int(line.split()[1]) for line in open("/proc/self/status")
+                if line.startswith("VmHWM"))
+documents = api.read_runs(sys.argv[1], Path("."))
+before = peak()
+with open("page.html", "wb") as out:
+    if sys.argv[2] == "whole":
+        out.write(run_page.run_page(documents, Path(".")).encode("utf-8"))
+    else:
+        for piece in run_page.run_page_pieces(documents, Path(".")):
+            out.write(piece)
+print((peak() - before) / 1024)
+"""
+
+
+def page_peak_mb(folder: Path, run_id: str, how: str) -> float:
+    done = subprocess.run([sys.executable, "-c", MEMORY, run_id, how], cwd=folder,
+                          capture_output=True, text=True, timeout=600, check=True)
+    return float(done.stdout)
+
+
 def load() -> str:
     return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
@@ -110,7 +141,7 @@ def main() -> int:
         from alk.layout import result_path
         from alk.redaction import Redactor
         from alk.report import junit, markdown
-        from alk.report.html.run_page import run_page
+        from alk.report.html import run_page
         from alk.report.outputs import write_reports
         from alk.result.store import write_document
 
@@ -149,6 +180,9 @@ def main() -> int:
               f"{failed.repeat}): report.html in {big_s:.3f} s "
               f"({big_s / seconds['  report.html']:.2f}× the first), "
               f"{big_size / 1024:,.0f} KiB ({big_size / sizes['report.html']:.2f}× the first)")
+        whole, pieces = (page_peak_mb(folder, run_id, how) for how in ("whole", "pieces"))
+        print(f"\nreport.html's peak over the documents read: {whole:.1f} MiB made whole, "
+              f"{pieces:.1f} MiB in pieces")
     total = seconds["all three reports"]
     print(f"\nload average {load()} at the end")
     print(f"target: all three reports under {TARGET_S:.0f} s: {total:.3f} s, "

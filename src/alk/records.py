@@ -247,13 +247,15 @@ class ModelSeen:
     provider_error: str | None = None  # proxy: the upstream failed (refused, 5xx)
     unmatched: str | None = None  # replay: the first request the cassette did not hold
     steps: tuple[str, ...] = ()  # per call, "status:tool,tool" or "status:text"
+    over_bounds: int = 0  # connections, request heads, bodies refused past its bounds, unread
 
     def summary(self) -> dict[str, Any]:
         """What a result document keeps of it (`RepeatResult.model`)."""
         return {"calls": self.calls, "turns": self.turns, "retries": self.retries,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "faults": list(self.faults_fired[:20])}
+                "faults": list(self.faults_fired[:20]),
+                **({"over_bounds": self.over_bounds} if self.over_bounds else {})}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_DEPTH = 100
+# A JSON string, escapes and all: its commas and brackets are text, not values.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 class Rejected(ValueError):
@@ -41,11 +44,14 @@ def _finite(text: str) -> float:
 def parse(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_values: int | None = None
           ) -> Any:
     """The JSON value in `text`, or `Rejected`. `max_values` bounds the number of values,
-    checked before parsing (from the separators and brackets, which can only overcount)."""
+    checked before parsing: from the brackets and commas, which can only overcount, and when
+    those are too many, from those outside strings (`values_outside_strings`)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     brackets = data.count(b"[") + data.count(b"{")
     if max_values is not None:
         values = brackets + data.count(b",") + 1
+        if values > max_values:
+            values = values_outside_strings(data)
         if values > max_values:
             raise Rejected("too_many", f"about {values:,} JSON values, more than the "
                                        f"{max_values:,} alk reads")
@@ -60,6 +66,16 @@ def parse(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_values: int | No
     if brackets > max_depth and depth_exceeds(value, max_depth):
         raise Rejected("too_deep", f"JSON nested deeper than {max_depth} levels")
     return value
+
+
+def values_outside_strings(data: bytes) -> int:
+    """At least as many as the values `json.loads(data)` makes, counted without parsing:
+    brackets and commas outside strings, and one (a conversation's text has many commas).
+    Up to where json.loads stops, it reads strings as this does, so invalid bytes are bounded
+    too. UTF-16 and UTF-32, which json.loads also reads, hold NUL bytes, which JSON in UTF-8
+    never does: their strings are not looked into (the count then includes their commas)."""
+    bare = data if b"\0" in data else _STRING.sub(b"", data)
+    return bare.count(b"[") + bare.count(b"{") + bare.count(b",") + 1
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:

@@ -42,3 +42,8 @@ def test_a_record_keeps_the_gateways_counts_and_its_first_twenty_faults():
     assert seen.summary() == {"calls": 9, "turns": 4, "retries": 3, "prompt_tokens": 120,
                               "completion_tokens": 45,
                               "faults": [f"http_429@{n}" for n in range(1, 21)]}
+
+
+def test_what_the_gateway_refused_is_in_the_summary_only_when_it_refused_some() -> None:
+    assert ModelSeen(over_bounds=3).summary()["over_bounds"] == 3
+    assert "over_bounds" not in ModelSeen().summary()

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from aiohttp import ClientSession, ClientTimeout
 
+from alk.gateway import bounds
 from alk.gateway import cassette as cassettes
 from alk.records import ModelSetup
 from alk.redaction import Redactor
@@ -46,6 +47,8 @@ class Gateway:
             if setup.mode == "replay" and setup.cassette else None
         self.recorder = cassettes.CassetteWriter(setup.record, redactor) \
             if setup.mode == "proxy" and setup.record else None
+        # What every session's connections, heads and bodies may hold at once, together.
+        self.pool = bounds.run_pool()
         self._client: ClientSession | None = None
         self._loop = asyncio.new_event_loop()
         ready = threading.Event()

@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
+from alk.gateway import bounds
 from alk.gateway import cassette as cassettes
 from alk.gateway.faults import inject
 from alk.gateway.http import SSE, json_response
@@ -178,7 +179,9 @@ class Session:
     # -- the gateway's thread --------------------------------------------------------------------
 
     async def _start(self, listener: socket.socket) -> None:
-        self._web = web.Server(self._handle, logger=_SILENT, access_log=None)
+        # Its connections, heads and bodies bounded, the session's and the run's together.
+        self._web = bounds.server(self._handle, self.gateway.pool, self._events.append,
+                                  logger=_SILENT, access_log=None)
         self._server = await asyncio.get_running_loop().create_server(self._web, sock=listener)
 
     async def _stop(self) -> None:
@@ -363,15 +366,6 @@ class Session:
 
 
 async def _read_bounded(request: web.BaseRequest) -> bytes | None:
-    """The body, or None past MAX_REQUEST_BYTES (a worker's flood stops at the bound)."""
-    if request.content_length is not None and request.content_length > MAX_REQUEST_BYTES:
-        return None
-    chunks, size = [], 0
-    while True:
-        chunk = await request.content.read(64 * 1024)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
-            return None
-        chunks.append(chunk)
+    """The body, or None past MAX_REQUEST_BYTES (a worker's flood stops at the bound); a 503
+    unread while the session or the run holds all the bodies it may."""
+    return await bounds.read_body(request, MAX_REQUEST_BYTES)

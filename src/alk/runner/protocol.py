@@ -31,6 +31,9 @@ MAX_NAME_CHARS = 128
 # Deeper JSON is a violation: every later stage (redaction, hashing, encoding) may then walk
 # what it is given without a recursion limit to hit.
 MAX_JSON_DEPTH = untrusted_json.MAX_DEPTH
+# More JSON values on one line is a violation, counted before it is parsed: a 1 MiB line of
+# `{}` is 350,000 objects, tens of MiB in alk once parsed, and eight workers write at once.
+MAX_LINE_VALUES = 20_000
 # Per repeat: the tool trajectory and the event path, in characters of their steps.
 MAX_TRAJECTORY_CHARS = 8 * 1024
 MAX_PATH_CHARS = 8 * 1024
@@ -87,7 +90,8 @@ def decode_line(raw: bytes, cut: bool = False,
     except UnicodeDecodeError:
         return "invalid_utf8", f"line is not UTF-8: {_excerpt(raw, redactor)}"
     try:
-        message = untrusted_json.parse(text, max_depth=MAX_JSON_DEPTH)
+        message = untrusted_json.parse(text, max_depth=MAX_JSON_DEPTH,
+                                       max_values=MAX_LINE_VALUES)
     except untrusted_json.Rejected as exc:
         if exc.kind == "not_json":
             return "not_json", f"line is not JSON: {_excerpt(raw, redactor)}"

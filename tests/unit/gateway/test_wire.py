@@ -584,3 +584,19 @@ def test_a_request_says_how_many_model_turns_its_conversation_holds(api, items, 
     field = "messages" if api == "chat" else "input"
     asked = read_request(api, json.dumps({"model": "m", field: items}).encode())
     assert asked.answered == answered
+
+
+def test_a_request_of_more_values_than_the_bound_is_refused_before_it_is_parsed():
+    from alk.gateway.wire.request import MAX_REQUEST_VALUES
+
+    body = (b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "x": ['
+            + b"{}," * MAX_REQUEST_VALUES + b"{}]}")
+    problem = read_request("chat", body)
+    assert isinstance(problem, str) and f"{MAX_REQUEST_VALUES:,} alk reads" in problem
+
+
+def test_a_request_of_long_text_full_of_commas_is_read():
+    text = "a, b, [c], {d}, " * 200_000
+    asked = read_request("chat", json.dumps({"model": "m", "messages": [
+        {"role": "user", "content": text}]}).encode())
+    assert isinstance(asked, Asked) and asked.items == 1

@@ -22,11 +22,11 @@ from alk import api
 from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
 from alk.report.format import rerun_command
-from alk.report.html import excerpts
+from alk.report.html import excerpts, page
 from alk.report.html import run_page as run_page_module
 from alk.report.html.compare_page import compare_page
 from alk.report.html.page import json_for_script
-from alk.report.html.run_page import run_page
+from alk.report.html.run_page import run_page, run_page_pieces
 from alk.result.document import RunDocument
 
 from helpers import documents
@@ -425,3 +425,35 @@ def test_at_most_so_many_scenarios_are_set_side_by_side_and_the_rest_counted(
     words = Page(run_page([document], out)).words
     assert "… and 1 more scenario whose repeats diverge: their transcripts are below." in words
     assert "differ from their first step" not in words
+
+
+# The page in pieces as they are made (`page.stream`): Plotly's bundle read from its file.
+BUNDLE = Path(str(page._bundle_path()))
+
+
+def test_the_pieces_are_the_page_and_none_is_large(run) -> None:
+    document, out = run
+    pieces = list(run_page_pieces([document], out))
+    assert b"".join(pieces).decode() == run_page([document], out)
+    assert max(map(len, pieces)) <= 2 * page.PIECE_BYTES
+    assert BUNDLE.read_bytes() in b"".join(pieces)  # the bundle as its file holds it
+
+
+def test_the_policy_allows_the_bundle_by_the_digest_of_its_file(run) -> None:
+    text = run_page([run[0]], run[1])
+    digest = base64.b64encode(hashlib.sha256(BUNDLE.read_bytes()).digest()).decode()
+    assert f"sha256-{digest}" in text
+
+
+def test_a_script_that_would_end_its_element_is_never_embedded() -> None:
+    page._check_script([b"var a = 1; </scr", b"x"])
+    with pytest.raises(ValueError, match="</script"):
+        page._check_script([b"var a = 1; </scr", b"IPT>"])
+
+
+
+def test_the_model_column_says_what_the_gateway_refused_past_its_bounds() -> None:
+    shown = run_page_module._model_calls
+    assert shown({"calls": 2, "retries": 1, "over_bounds": 3}) == "2 (1 retried, 3 refused)"
+    assert shown({"calls": 2, "retries": 0}) == "2"
+    assert shown(None) == "—"

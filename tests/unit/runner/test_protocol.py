@@ -104,9 +104,10 @@ def test_invalid_utf8() -> None:
     b'{"channel":"agent","type":"x","payload":{"p":' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
 ])
 def test_deep_nesting_is_a_violation_not_a_crash(raw: bytes) -> None:
+    # 100,000 brackets are more values than a line may hold: refused before json.loads.
     kind, detail = decode_line(raw)
-    assert kind == "not_json"
-    assert detail.startswith("line is not JSON: ")
+    assert kind == "too_many"
+    assert detail.startswith("about 100,00")
     assert detail.endswith("…")  # the excerpt is bounded, not 200,000 characters
     assert len(detail) < 300
 
@@ -592,3 +593,17 @@ def test_a_type_of_the_longest_name_allowed_is_accepted() -> None:
 def test_nesting_is_bounded_where_the_line_enters() -> None:
     deep = b'{"channel": "agent", "type": "x", "payload": ' + b"[" * 150 + b"]" * 150 + b"}"
     assert decode_line(deep)[0] == "too_deep"
+
+
+def test_a_line_of_more_values_than_the_bound_is_a_violation_before_it_is_parsed() -> None:
+    many = "{}," * protocol.MAX_LINE_VALUES
+    kind, detail = decode_line(
+        f'{{"channel":"agent","type":"x","payload":{{"p":[{many}{{}}]}}}}'.encode())
+    assert kind == "too_many"
+    assert f"more than the {protocol.MAX_LINE_VALUES:,} alk reads" in detail
+
+
+def test_a_line_of_long_text_full_of_commas_is_read() -> None:
+    text = "a, b, [c], {d}" * 20_000
+    decoded = decode_line(line(channel="agent", type="x", payload={"text": text}))
+    assert isinstance(decoded, WorkerEvent) and decoded.payload["text"] == text

@@ -9,12 +9,16 @@ import base64
 import functools
 import hashlib
 import json
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 from alk.report.safe_text import DASH
 
 TEMPLATES = Path(__file__).parent / "templates"
+# A page is written in pieces of about this size.
+PIECE_BYTES = 256 * 1024
 
 
 def json_for_script(value: Any) -> str:
@@ -29,14 +33,16 @@ def json_for_script(value: Any) -> str:
 
 
 def render(name: str, context: dict[str, Any]) -> str:
-    """The page: the template filled in, the inline scripts hashed into its policy."""
-    from alk.report.html.figure import plotly_js
+    """The page whole, as `stream` writes it."""
+    return b"".join(stream(name, context)).decode("utf-8")
 
-    scripts = [plotly_js(), _asset("report.js")] if context.get("charts") else []
-    for script in scripts:
-        if "</script" in script.lower():  # would end the element early: never embed it
-            raise ValueError("an inline script holds '</script': it cannot be embedded")
-    hashes = " ".join(f"'sha256-{_sha256(script)}'" for script in scripts)
+
+def stream(name: str, context: dict[str, Any]) -> Iterator[bytes]:
+    """The page in UTF-8 pieces of about PIECE_BYTES, as they are made: the template filled
+    in, its inline scripts hashed into its policy, and Plotly's bundle (4.6 MiB) read from its
+    file as it is written, so that neither the page nor the bundle is ever whole in memory."""
+    scripts = [_bundle(), _inline(_asset("report.js"))] if context.get("charts") else []
+    hashes = " ".join(f"'sha256-{script.digest}'" for script in scripts)
     policy = ("default-src 'none'; "
               f"script-src {hashes or chr(39) + 'none' + chr(39)}; "
               # Images only from the page itself: a chart's "download as PNG" draws its SVG
@@ -45,13 +51,86 @@ def render(name: str, context: dict[str, Any]) -> str:
               "form-action 'none'")
     from markupsafe import Markup
 
-    return _environment().get_template(name).render(
+    # Where each script goes, by a mark no text of the page can hold (its values are escaped,
+    # and controls in a worker's text are shown as escapes before they reach it).
+    marks = {f"\0script-{secrets.token_hex(8)}\0": script for script in scripts}
+    pieces = _environment().get_template(name).generate(
         **context, policy=policy, style=Markup(_asset("report.css")),
-        scripts=[Markup(script) for script in scripts])
+        scripts=[Markup(mark) for mark in marks])
+    held: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        script = marks.get(piece)
+        if script is None and "\0script-" in piece:
+            raise ValueError("a script's place is not a piece of its own: it cannot be filled")
+        if script is not None or size >= PIECE_BYTES:
+            yield b"".join(held)
+            held, size = [], 0
+        if script is not None:
+            yield from script.read()
+            continue
+        data = piece.encode("utf-8")
+        held.append(data)
+        size += len(data)
+    yield b"".join(held)
 
 
-def _sha256(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+@dataclass(frozen=True, slots=True)
+class _Script:
+    """An inline script: the sha256 of its UTF-8 (base64, as a policy gives it), and its
+    text in pieces."""
+
+    digest: str
+    read: Callable[[], Iterator[bytes]]
+
+
+def _inline(text: str) -> _Script:
+    data = text.encode("utf-8")
+    _check_script([data])
+    return _Script(base64.b64encode(hashlib.sha256(data).digest()).decode("ascii"),
+                   lambda: iter((data,)))
+
+
+def _bundle() -> _Script:
+    """Plotly's bundle, read from its file in pieces whenever a page is written."""
+    path = _bundle_path()
+
+    def read() -> Iterator[bytes]:
+        with path.open("rb") as file:
+            yield from iter(lambda: file.read(PIECE_BYTES), b"")
+
+    return _Script(_bundle_digest(path), read)
+
+
+def _bundle_path() -> Any:
+    from importlib.resources import files
+
+    return files("plotly") / "package_data" / "plotly.min.js"
+
+
+@functools.cache
+def _bundle_digest(path: Any) -> str:
+    """The bundle's digest, read once: in pieces, checked as they come."""
+    digest = hashlib.sha256()
+
+    def pieces() -> Iterator[bytes]:
+        with path.open("rb") as file:
+            while piece := file.read(PIECE_BYTES):
+                digest.update(piece)
+                yield piece
+
+    _check_script(pieces())
+    return base64.b64encode(digest.digest()).decode("ascii")
+
+
+def _check_script(pieces: Iterable[bytes]) -> None:
+    """A script holding '</script' would end its element early: it is never embedded. The
+    pieces are read with the end of the one before, where the words may begin."""
+    before = b""
+    for piece in pieces:
+        if b"</script" in (before + piece).lower():
+            raise ValueError("an inline script holds '</script': it cannot be embedded")
+        before = piece[-len(b"</script"):]
 
 
 @functools.cache

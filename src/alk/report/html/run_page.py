@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from alk.causes import CATALOGUE
@@ -27,7 +27,7 @@ from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.format import rerun_command, rerun_words, share
 from alk.report.html.excerpts import as_json, excerpts
-from alk.report.html.page import json_for_script, percent, render
+from alk.report.html.page import json_for_script, percent, render, stream
 from alk.report.safe_text import DASH, cut, inline, printable
 from alk.result.document import RerunOf, RunDocument, ScenarioResult
 from alk.result.verdict import judge
@@ -55,6 +55,16 @@ _RULING = {ExitCode.PASS: ("✓", "pass", "the run meets the rule"),
 def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
     """The report of one run (one document per lane) as one HTML page. Transcripts are read
     from under `out_dir` and linked relative to the run's report folder."""
+    return render("run.html.j2", _context(documents, out_dir))
+
+
+def run_page_pieces(documents: Sequence[RunDocument], out_dir: Path) -> Iterator[bytes]:
+    """The same page in UTF-8 pieces as they are made, to be written as they come: a long
+    run's page is never whole in memory, nor is Plotly's bundle (`page.stream`)."""
+    return stream("run.html.j2", _context(documents, out_dir))
+
+
+def _context(documents: Sequence[RunDocument], out_dir: Path) -> dict[str, Any]:
     from alk.report.html.charts import run_charts  # plotly: only when a page is made
 
     if not documents:
@@ -86,7 +96,7 @@ def run_page(documents: Sequence[RunDocument], out_dir: Path) -> str:
         "tables": _tables(shown, rows, views, folder, out_dir),
         "left_out": left_out,
     }
-    return render("run.html.j2", context)
+    return context
 
 
 def _rerun_of(of: RerunOf) -> dict[str, Any]:
@@ -292,17 +302,12 @@ def _tables(documents: Sequence[RunDocument], rows: Sequence[_Row],
 def _repeat(document: RunDocument, repeat: RepeatResult, view: dict[str, Any], folder: Path,
             out_dir: Path) -> dict[str, Any]:
     symbol, word, tone = _OUTCOMES.get(repeat.outcome, ("?", str(repeat.outcome), "void"))
-    model = repeat.model if isinstance(repeat.model, Mapping) else {}
-    calls = model.get("calls")
-    retries = model.get("retries")
     return {
         "repeat": repeat.repeat, "symbol": symbol, "word": word, "tone": tone,
         "cause": repeat.cause, "detail": cut(repeat.detail, DETAIL_CHARS),
         "duration": _seconds(repeat.duration_s),
         "memory": DASH if repeat.peak_rss_mb is None else f"{repeat.peak_rss_mb:.1f} MB",
-        "model": (DASH if not isinstance(calls, int) else
-                  f"{calls}" + (f" ({retries} retried)" if isinstance(retries, int) and retries
-                                else "")),
+        "model": _model_calls(repeat.model),
         "claimed": (None if repeat.claimed is None else
                     cut(printable(as_json(repeat.claimed)), DETAIL_CHARS)),
         "rerun": (None if repeat.passed else
@@ -310,6 +315,17 @@ def _repeat(document: RunDocument, repeat: RepeatResult, view: dict[str, Any], f
         "link": _link(repeat.transcript, folder, out_dir),
         "transcript": view,
     }
+
+
+def _model_calls(model: Any) -> str:
+    """The gateway's calls, those retried, and what it refused past its bounds (unread)."""
+    model = model if isinstance(model, Mapping) else {}
+    calls, retries, refused = (model.get(key) for key in ("calls", "retries", "over_bounds"))
+    if not isinstance(calls, int):
+        return DASH
+    notes = [f"{n} {word}" for n, word in ((retries, "retried"), (refused, "refused"))
+             if isinstance(n, int) and n]
+    return f"{calls}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _link(transcript: str, folder: Path, out_dir: Path) -> str | None:
