@@ -47,6 +47,7 @@ class Cause(StrEnum):
     DISK_LIMIT = "disk_limit"
     SCRIPT_EXHAUSTED = "script_exhausted"
     FAULT_UNRECOVERED = "fault_unrecovered"
+    UPSTREAM_REFUSED = "upstream_refused"
     REPLAY_MISMATCH = "replay_mismatch"
     # agent: the run finished, the harness's own check of the result failed
     WRONG_STOP_REASON = "wrong_stop_reason"
@@ -137,11 +138,11 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     Cause.PROVIDER_UNAVAILABLE: CauseInfo(
         Outcome.LANE_INFRA,
         "alk's gateway, proxying the model, saw the upstream provider fail (connection "
-        "refused or timed out, a 5xx it was not told to inject, or a refusal of alk's own key), "
-        "and the repeat did not pass. Decided by the gateway's own observation, never by what "
-        "the worker says.",
+        "refused or timed out, a 5xx, or a refusal of alk's own key), confirmed it by a "
+        "request of its own making that failed too, and the repeat did not pass. Decided by "
+        "the gateway's own observation, never by what the worker says or sends.",
         "Check the upstream (`model.upstream`) and the key alk reads (`model.key_env`); the "
-        "transcript's model/call events show each answer.",
+        "transcript's model/call events show each answer and alk's own check.",
     ),
     Cause.CHECK_ERROR: CauseInfo(
         Outcome.LANE_INFRA,
@@ -264,6 +265,15 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "never void.",
         "Read the transcript's model/call events around the fault: did the client retry, "
         "honour Retry-After, raise? Configure the framework's retries, or report it upstream.",
+    ),
+    Cause.UPSTREAM_REFUSED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "The upstream provider refused a request the framework made (a 5xx, 401 or 403: a body "
+        "it could not take, content it would not serve, a burst past its limits) while it "
+        "answered alk's own check at once, and the repeat did not pass. The request was the "
+        "framework's; handling the refusal was too, so the failure is scored, never void.",
+        "The transcript's model/call events show the refused request's answer and alk's check; "
+        "look at what the framework sent, and at how it handles a provider's error.",
     ),
     Cause.REPLAY_MISMATCH: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

@@ -244,7 +244,8 @@ class ModelSeen:
     faults_fired: tuple[str, ...] = ()  # WireFault.label of each fault injected
     recovered: bool = True  # a call after the last fault fired was answered in full
     exhausted: tuple[int, int] | None = None  # (call asked past the script, scripted turns)
-    provider_error: str | None = None  # proxy: the upstream failed (refused, 5xx)
+    provider_error: str | None = None  # proxy: the upstream failed, and alk's own check too
+    upstream_refused: str | None = None  # proxy: it refused the worker's request, not alk's
     unmatched: str | None = None  # replay: the first request the cassette did not hold
     steps: tuple[str, ...] = ()  # per call, "status:tool,tool" or "status:text"
     over_bounds: int = 0  # connections, request heads, bodies refused past its bounds, unread

@@ -36,12 +36,19 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
                                    reason="no network namespaces on this machine")
 
 
+MODEL = "gpt-fake"
+
+
 class FakeUpstream:
     """A provider on loopback: answers chat completions from TURNS by the number of tool
-    results the request holds, and only to the real key."""
+    results the request holds, and only to the real key; `GET /models/gpt-fake` (alk's own
+    check) while it is `up`, 503 to everything once it is not."""
 
     def __init__(self) -> None:
         self.authorizations: list[str] = []
+        self.checks = 0
+        self.up = True
+        self.down_after_first_check = False
         self.loop = asyncio.new_event_loop()
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -58,6 +65,15 @@ class FakeUpstream:
         self.authorizations.append(request.headers.get("Authorization", ""))
         if request.headers.get("Authorization") != f"Bearer {UPSTREAM_KEY}":
             return web.Response(status=401, body=error_body(401, "bad key"))
+        if not self.up:
+            return web.Response(status=503, body=error_body(503, "down"))
+        if request.method == "GET":
+            self.checks += 1
+            self.up = not self.down_after_first_check
+            found = request.path == f"/v1/models/{MODEL}"
+            return web.json_response({"id": MODEL, "object": "model"} if found else
+                                     {"error": {"message": "no such model"}},
+                                     status=200 if found else 404)
         asked = read_request("chat", await request.read())
         assert not isinstance(asked, str), asked
         reply = TURNS[min(asked.tool_results, len(TURNS) - 1)]
@@ -124,6 +140,7 @@ def test_the_proxy_keeps_the_key_from_the_worker_and_a_replay_reproduces_its_mod
     proxy = lane(tmp_path, f"""mode = "proxy"
 upstream = "http://127.0.0.1:{upstream.port}/v1"
 key_env = "ALK_TEST_UPSTREAM_KEY"
+name = "gpt-fake"
 record = "{cassette}"
 """, "proxied")
     document, recorded = run(tmp_path, proxy, "-n", "2")
@@ -145,14 +162,34 @@ record = "{cassette}"
 
     # The cassette, replayed with no upstream at all, gives the same model events.
     upstream.close()
-    replay = lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\n', "replayed")
+    # The model's name as recorded: the worker asks for it, and replay matches it.
+    replay = lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\nname = "{MODEL}"\n',
+                  "replayed")
     document, replayed = run(tmp_path, replay, "-n", "2")
     assert [r["outcome"] for r in document["scenarios"][0]["repeats"]] == ["pass", "pass"]
     assert replayed == recorded
 
 
 @needs_offline
-def test_an_upstream_that_refuses_voids_the_repeat_as_provider_unavailable(tmp_path):
+def test_an_upstream_that_fails_alks_own_check_too_voids_the_repeat(tmp_path, upstream):
+    # Up for the check before the run, down (503 to everything) from then on.
+    upstream.down_after_first_check = True
+    proxy = lane(tmp_path, f"""mode = "proxy"
+upstream = "http://127.0.0.1:{upstream.port}/v1"
+key_env = "ALK_TEST_UPSTREAM_KEY"
+name = "gpt-fake"
+""", "refused")
+    document, calls = run(tmp_path, proxy, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("lane_infra", "provider_unavailable")
+    assert calls[0][0]["status"] == 503
+    checks = [c for c in calls[0] if "detail" in c and c.get("call") == 1]
+    assert checks and checks[0]["status"] == 503, calls[0]
+    assert "alk's own check" in repeat["detail"]
+
+
+@needs_offline
+def test_an_upstream_that_answers_nothing_voids_the_run_before_anything_starts(tmp_path):
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
@@ -160,11 +197,12 @@ def test_an_upstream_that_refuses_voids_the_repeat_as_provider_unavailable(tmp_p
     proxy = lane(tmp_path, f"""mode = "proxy"
 upstream = "http://127.0.0.1:{port}/v1"
 key_env = "ALK_TEST_UPSTREAM_KEY"
+name = "gpt-fake"
 """, "refused")
-    document, calls = run(tmp_path, proxy, "-n", "1")
-    [repeat] = document["scenarios"][0]["repeats"]
-    assert (repeat["outcome"], repeat["cause"]) == ("lane_infra", "provider_unavailable")
-    assert calls[0][0]["status"] == 502
+    document, _ = run(tmp_path, proxy, "-n", "1")
+    assert document["gate"]["cause"] == "provider_unavailable", document["gate"]
+    assert "nothing was started" in document["gate"]["detail"]
+    assert not list((tmp_path / "transcripts").rglob("repeat-*.jsonl"))
 
 
 @needs_offline

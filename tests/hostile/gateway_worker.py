@@ -5,6 +5,7 @@ asks for a scenario's model before the version gate, makes the upstream refuse i
 alk's own key in what comes back, or claims turns it was never served.
 """
 
+import base64
 import json
 import os
 import re
@@ -76,6 +77,34 @@ def main():
     if THREAT in ("peek_model", "peek_model_timing", "fingerprint"):
         output = "wrong" if start.scenario_id == "hard" else "done"
         worker.result(output=output, stop_reason="accepted", end_state={})
+        return
+    if THREAT == "refused_first":
+        # It knows it will fail, so it first sends what the upstream refuses (content it will
+        # not serve, a body it cannot take): were that alk's proof of a failing provider, the
+        # failure would be void.
+        for text in ("forbidden", "poison"):
+            status, body = call(ask(text))
+            worker.emit("agent", "refused", {"status": status})
+        worker.result(output="wrong", stop_reason="accepted", end_state={})
+        return
+    if THREAT == "harvest_key":
+        # An upstream whose errors quote the request's headers: anything like a bearer token
+        # in what came back is stored reversed, encoded, in every place the worker can write.
+        found = []
+        for stream in (False, True):
+            status, body = call(ask("echo", stream=stream))
+            found += re.findall(r"Bearer ([A-Za-z0-9_\-]{16,})", body)
+        for token in found:
+            forms = [token[::-1], base64.b64encode(token.encode()).decode(),
+                     token.encode().hex()]
+            for form in forms:
+                print(form, file=sys.stderr, flush=True)
+                worker.emit("agent", "harvest", {"form": form})
+            os.makedirs("lab-output", exist_ok=True)
+            with open("lab-output/harvest.txt", "a") as handle:
+                handle.write(" ".join(forms) + "\n")
+        worker.result(output=" ".join(t[::-1] for t in found) or "done",
+                      stop_reason="accepted", end_state={"found": len(found)})
         return
     worker.result(output=f"unknown threat {THREAT}", stop_reason="accepted", end_state={})
 

@@ -3,13 +3,23 @@ alk serves it (`gateway_worker.py`). docs/security.md names each threat and its 
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import os
+import secrets
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
+
+from alk.runner.isolation import Network, detect
 from alk.transcript.reader import read_transcript
+
+web = pytest.importorskip("aiohttp.web")
 
 WORKER = Path(__file__).resolve().with_name("gateway_worker.py")
 
@@ -35,8 +45,9 @@ def run(tmp_path: Path, text: str, *args: str, env: dict | None = None):
                           cwd=tmp_path, capture_output=True, timeout=180,
                           env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), "COLUMNS": "100",
                                **(env or {})})
-    [result] = list((tmp_path / "reports").glob("*/result.json"))
-    return done, json.loads(result.read_bytes())
+    results = list((tmp_path / "reports").glob("*/result.json"))
+    assert len(results) == 1, done.stderr.decode(errors="replace")[-3000:]
+    return done, json.loads(results[0].read_bytes())
 
 
 def causes(document: dict) -> dict[str, list[str]]:
@@ -81,3 +92,120 @@ def test_the_probe_and_every_repeat_look_alike_until_start(tmp_path):
     assert first["gateway"][0] == 503
     different = {name: text for name, text in seen.items() if json.loads(text) != first}
     assert not different, f"the probe saw {first}, these saw otherwise: {different}"
+
+
+# --- the gateway's refusals, and alk's key ---------------------------------------------------
+
+UPSTREAM_KEY = "sk-alk-hostile-" + secrets.token_hex(16)
+MODEL = "gpt-fake"
+needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
+                                   reason="no network namespace here: the proxy lanes say "
+                                          "network = \"none\"")
+
+
+class Upstream:
+    """A provider on loopback that refuses what a worker can make it refuse (403 for content
+    it will not serve, 500 for a body it cannot take) and whose errors quote the request's
+    headers, alk's key among them, as a debugging proxy's do; it answers alk's own check."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        sock = socket.create_server(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop).result(5)
+
+    async def _serve(self, sock: socket.socket) -> None:
+        await self.loop.create_server(web.Server(self._answer), sock=sock)
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
+        headers = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
+        if request.headers.get("Authorization") != f"Bearer {UPSTREAM_KEY}":
+            return web.json_response({"error": {"message": "bad key"}}, status=401)
+        if request.method == "GET":
+            if request.path != f"/v1/models/{MODEL}":
+                return web.json_response({"error": {"message": "no such model"}}, status=404)
+            return web.json_response({"id": MODEL, "object": "model"})
+        text = json.dumps(json.loads(await request.read()))
+        if "forbidden" in text:
+            return web.json_response({"error": {"message": "flagged by moderation"}}, status=403)
+        if "poison" in text:
+            return web.json_response({"error": {"message": "internal error"}}, status=500)
+        if "echo" in text and '"stream": true' in text:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            delta = {"choices": [{"index": 0, "delta": {"content": f"you sent {headers}"}}]}
+            await response.write(f"data: {json.dumps(delta)}\n\n".encode())
+            await response.write(b"data: [DONE]\n\n")
+            return response
+        if "echo" in text:
+            return web.json_response({"error": {"message": f"bad request; headers:\n{headers}"}},
+                                     status=400)
+        return web.json_response({"error": {"message": "unexpected"}}, status=400)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+@pytest.fixture
+def upstream():
+    fake = Upstream()
+    yield fake
+    fake.close()
+
+
+def proxied(upstream: Upstream) -> str:
+    return (f'mode = "proxy"\nupstream = "http://127.0.0.1:{upstream.port}/v1"\n'
+            f'key_env = "ALK_HOSTILE_UPSTREAM_KEY"\nname = "{MODEL}"')
+
+
+KEY_ENV = {"ALK_HOSTILE_UPSTREAM_KEY": UPSTREAM_KEY}
+
+
+@needs_offline
+def test_a_refusal_the_worker_provoked_is_its_failure_not_a_void_repeat(tmp_path, upstream):
+    done, document = run(tmp_path, lane("refused_first", scenario("a"), model=proxied(upstream)),
+                         "-n", "2", env=KEY_ENV)
+    [attack] = document["scenarios"]
+    assert [(r["outcome"], r["cause"]) for r in attack["repeats"]] == [
+        ("framework_runtime", "upstream_refused")] * 2, attack["repeats"][0]["detail"]
+    assert "alk's own check was answered" in attack["repeats"][0]["detail"]
+    assert attack["stats"]["counts"]["void"] == 0 and done.returncode == 1
+
+
+@needs_offline
+def test_alks_key_quoted_back_by_the_upstream_never_reaches_the_worker(tmp_path, upstream):
+    done, document = run(tmp_path, lane("harvest_key", scenario("a"), model=proxied(upstream),
+                                        extra="filesystem = \"sandbox\""),
+                         "-n", "1", "--keep-workspaces", env=KEY_ENV)
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert repeat["cause"] == "passed", repeat["detail"]  # it found no token to harvest
+    forms = [UPSTREAM_KEY, UPSTREAM_KEY[::-1], UPSTREAM_KEY.encode().hex(),
+             base64.b64encode(UPSTREAM_KEY.encode()).decode()]
+    report = subprocess.run([sys.executable, "-m", "alk", "report", "--json"], cwd=tmp_path,
+                            capture_output=True, env={**os.environ, **KEY_ENV})
+    blobs = [done.stdout, done.stderr, report.stdout,
+             *(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
+               and "tmp" not in p.relative_to(tmp_path).parts[:1])]
+    for blob in blobs:
+        text = blob.decode("utf-8", "replace")
+        assert not [form for form in forms if form in text]
+
+
+@pytest.mark.parametrize("name_line, why", [
+    ("", "is required in mode 'proxy'"),
+    ('name = "gpt-unknown"', "the upstream does not serve a model named 'gpt-unknown'")])
+def test_a_proxy_that_names_no_model_or_one_the_upstream_lacks_is_the_lanes_error(
+        tmp_path, upstream, name_line, why):
+    """Not a failure of the framework's: alk says so before any worker starts."""
+    model = proxied(upstream).replace(f'name = "{MODEL}"', name_line)
+    path = tmp_path / "lanes" / "attack.toml"
+    path.parent.mkdir()
+    path.write_text(lane("refused_first", scenario("a"), model=model))
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(path), "-n", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **KEY_ENV, "COLUMNS": "200"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    shown = " ".join(done.stderr.split())
+    assert "attack.toml: model.name" in shown and why in shown, done.stderr
+    assert not list(tmp_path.glob("transcripts/**/repeat-*.jsonl"))

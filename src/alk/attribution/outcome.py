@@ -81,6 +81,11 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     if model is not None and model.provider_error and found.outcome is not Outcome.PASS:
         return _make(Cause.PROVIDER_UNAVAILABLE,
                      f"{model.provider_error}; then {found.cause}: {found.detail}")
+    # The upstream refused a request the framework chose while it answered alk's own check:
+    # the refusal, and what the framework made of it, are the framework's (scored).
+    if model is not None and model.upstream_refused and failed:
+        return _make(Cause.UPSTREAM_REFUSED, f"{model.upstream_refused}; then {found.cause}: "
+                                             f"{found.detail}")
     if model is not None and model.unmatched and failed:
         return _make(Cause.REPLAY_MISMATCH, f"{model.unmatched}; then {found.cause}: "
                                             f"{found.detail}")

@@ -29,6 +29,7 @@ from alk.attribution.outcome import attribute, void
 from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
 from alk.cleanup import make_run_folder, release_run_folder, remove_tree
+from alk.errors import LaneError
 from alk.execute.attempts import combine_attempts
 from alk.execute.slots import StartSlots, cores
 from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
@@ -105,6 +106,7 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
     except Exception as exc:  # noqa: BLE001 - a cassette that cannot be read voids the run
         raise RunVoid(void(Cause.HARNESS_ERROR, redactor.cut(
             f"the model gateway could not start: {exc}", DETAIL_CHARS))) from None
+    _check_upstream(lane, gateway, redactor)
     root = make_run_folder(plan.run_id, keep=keep_workspaces)  # a killed run's resume removes it
     context = LaneContext(plan, out_dir, runner, functools.partial(check_ready, lane,
                                                                    redactor=redactor),
@@ -124,6 +126,22 @@ def _open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) ->
     from alk.gateway.server import Gateway
 
     return Gateway(lane.model, redactor, environ)
+
+
+def _check_upstream(lane: Lane, gateway: Any, redactor: Redactor) -> None:
+    """In proxy mode alk asks the upstream itself before any worker starts: a model it does not
+    serve or a key it refuses is the lane's error; an upstream that does not answer voids."""
+    if lane.model is None or lane.model.mode != "proxy":
+        return
+    from alk.gateway.proxy import first_check
+
+    problem = first_check(gateway)
+    if problem is not None:
+        gateway.close()
+        field, why = problem[0], redactor.cut(problem[1], DETAIL_CHARS)
+        if field == "upstream":
+            raise RunVoid(void(Cause.PROVIDER_UNAVAILABLE, f"{why}; nothing was started"))
+        raise LaneError(f"{lane.path}: model.{field}: {why}")
 
 
 def _install_sdk(root: Path) -> Path:

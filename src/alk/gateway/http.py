@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 from aiohttp import web
 
@@ -32,11 +32,15 @@ class Answering(Protocol):
     turns: int
     fault_pending: bool
     provider_error: str | None
+    upstream_refused: str | None
+    upstream_checks: int
 
     def record(self, call: int, api: str, asked: Asked | None, status: int | None,
                began: float, *, retry: bool = False, reply: Reply | None = None,
                usage: Usage | None = None, turn: int | None = None,
                fault: str | None = None, problem: str | None = None) -> None: ...
+
+    def note(self, type: str, payload: dict[str, Any]) -> None: ...
 
     async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,

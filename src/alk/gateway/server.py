@@ -62,9 +62,9 @@ class Gateway:
         self._loop.call_soon(ready.set)
         self._loop.run_forever()
 
-    def call(self, coroutine: Any) -> Any:
+    def call(self, coroutine: Any, wait_s: float = THREAD_WAIT_S) -> Any:
         """Runs a coroutine on the gateway's loop and waits for its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(THREAD_WAIT_S)
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(wait_s)
 
     async def client(self) -> ClientSession:
         if self._client is None:

@@ -95,6 +95,8 @@ class Session:
         self.fault_pending = False  # a fault fired and no call since was answered in full
         self.exhausted: tuple[int, int] | None = None
         self.provider_error: str | None = None
+        self.upstream_refused: str | None = None
+        self.upstream_checks = 0
         self.unmatched: str | None = None
         self.steps: list[str] = []
         self._last: tuple[str, bool] | None = None  # (the last call's body digest, it failed)
@@ -166,6 +168,7 @@ class Session:
             prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
             faults_fired=tuple(self.fired), recovered=not self.fault_pending,
             exhausted=self.exhausted, provider_error=self.provider_error,
+            upstream_refused=self.upstream_refused,
             unmatched=self.unmatched, steps=tuple(self.steps))
 
     def release(self) -> None:
@@ -256,9 +259,7 @@ class Session:
         """A call before start: the same refusal whatever the scenario, its body unread."""
         self.early_calls += 1
         if self.early_calls <= MAX_RECORDED_EARLY_CALLS:
-            self._events.append(("before_start", {"api": api, "status": 503,
-                                                  "count": self.early_calls}))
-            self._wake()
+            self.note("before_start", {"api": api, "status": 503, "count": self.early_calls})
         return json_response(503, error_body(503, BEFORE_START))
 
     async def _served(self, request: web.BaseRequest, asked: Asked, body: bytes,
@@ -353,7 +354,11 @@ class Session:
             payload["model"] = redact.bounded(asked.model, 100)
         if problem:
             payload["problem"] = redact.cut(problem, 300)
-        self._events.append(("call", payload))
+        self.note("call", payload)
+
+    def note(self, type: str, payload: dict[str, Any]) -> None:
+        """An event of the gateway's for the transcript (channel `model`)."""
+        self._events.append((type, payload))
         self._wake()
 
     def _wake(self) -> None:

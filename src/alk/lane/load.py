@@ -216,6 +216,9 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
         table.fail("cassette", f"names {cassette!r}, which is not a file under {root} (record "
                                "one with mode = \"proxy\" and record = ...)")
     record = table.text("record")
+    if mode == "proxy" and "name" not in raw:
+        table.fail("name", "is required in mode 'proxy': the provider's model that workers ask "
+                           "for (the default, alk-script, names alk's scripted model)")
     name = table.text("name", default="alk-script")
     if not name.strip() or len(name) > 100:
         table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")

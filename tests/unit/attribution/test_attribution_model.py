@@ -86,6 +86,33 @@ def test_a_provider_error_is_named_before_a_replay_mismatch_or_a_fault() -> None
     assert verdict(obs, WRONG_OUTPUT)[:2] == (INFRA, "provider_unavailable")
 
 
+# --- upstream_refused: the upstream refused the worker's own request -------------------------
+
+REFUSED = "call 1: the upstream answered 403 to the worker's request, while alk's own check " \
+          "was answered (GET u/models/m answered 200)"
+
+
+@pytest.mark.parametrize("fields, checks, then", [
+    pytest.param({}, WRONG_OUTPUT, WRONG_OUTPUT_IS, id="wrong_output"),
+    pytest.param(CRASH, (), CRASH_IS, id="nonzero_exit"),
+    pytest.param(HANG, (), HANG_IS, id="timeout"),
+])
+def test_a_refusal_of_the_workers_own_request_is_a_scored_failure(
+        fields: dict[str, Any], checks: tuple[Check, ...], then: str) -> None:
+    obs = with_model(observed(**fields), upstream_refused=REFUSED)
+    assert verdict(obs, checks) == (RUNTIME, "upstream_refused", f"{REFUSED}; then {then}")
+
+
+def test_a_refusal_the_framework_got_past_is_still_a_pass() -> None:
+    assert verdict(with_model(observed(), upstream_refused=REFUSED), PASSING)[:2] == (
+        Outcome.PASS, "passed")
+
+
+def test_a_failing_provider_outranks_a_refusal_of_the_workers_request() -> None:
+    obs = with_model(observed(), upstream_refused=REFUSED, provider_error=PROVIDER)
+    assert verdict(obs, WRONG_OUTPUT)[:2] == (INFRA, "provider_unavailable")
+
+
 # --- replay_mismatch: the run left the recorded path ----------------------------------------
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from alk.causes import Cause
 from alk.execute.executor import execute
+from alk.gateway import proxy
 from alk.plan import build_plan
 from alk.records import (
     Expectations,
@@ -240,9 +241,10 @@ def test_a_cassette_that_cannot_be_read_voids_the_run_saying_where(make_lane, tm
     assert runner.requests == []
 
 
-def test_the_gateway_holds_alks_key_and_the_runs_redactor(make_lane, tmp_path):
+def test_the_gateway_holds_alks_key_and_the_runs_redactor(make_lane, tmp_path, monkeypatch):
     """In proxy mode the gateway reads the key from alk's own environment, and redacts with
     the run's redactor (which holds that key)."""
+    monkeypatch.setattr(proxy, "first_check", lambda gateway: None)  # no upstream here
     key = "sk-upstream-0123456789abcdef"
     setup = ModelSetup("proxy", upstream="http://127.0.0.1:9/v1", key_env="ALK_UPSTREAM_KEY")
     plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1", repeats=1,

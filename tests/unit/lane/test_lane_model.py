@@ -59,13 +59,20 @@ def test_replay_mode_reads_a_cassette_under_the_lane_root(root: Path) -> None:
 def test_proxy_mode_reads_its_upstream_key_variable_and_recording(root: Path) -> None:
     lane = load_lane(write(root, model_lane(model_table(
         mode="proxy", upstream="https://api.example.com/v1", key_env="PROVIDER_KEY",
-        record="tapes/new.jsonl"))))
-    assert lane.model == ModelSetup("proxy", upstream="https://api.example.com/v1",
+        name="gpt-4o-mini", record="tapes/new.jsonl"))))
+    assert lane.model == ModelSetup("proxy", name="gpt-4o-mini",
+                                    upstream="https://api.example.com/v1",
                                     key_env="PROVIDER_KEY",
                                     record=lane.root / "tapes" / "new.jsonl")
     # The recording is optional; it need not exist yet.
-    bare = model_table(mode="proxy", upstream="http://127.0.0.1:9", key_env="K")
+    bare = model_table(mode="proxy", upstream="http://127.0.0.1:9", key_env="K", name="m")
     assert load_lane(write(root, model_lane(bare))).model.record is None
+
+
+def test_proxy_mode_needs_the_providers_model_name(root: Path) -> None:
+    # Without it the worker would ask the provider for alk-script, and fail as the agent.
+    unnamed = model_table(mode="proxy", upstream="http://127.0.0.1:9", key_env="K")
+    assert "model.name is required in mode 'proxy'" in lane_error(root, model_lane(unnamed))
 
 
 @pytest.mark.parametrize("fields, message", [
