@@ -182,6 +182,8 @@ def _unrecovered(obs: Observation, cause: str) -> str:
 def _limit_breached(obs: Observation) -> str | None:
     """The limit that ended a failed run, from the kernel's signal or the limit's own error as
     the last lines of stderr show it; None when the run did not fail or no limit explains it."""
+    if "disk_mb" in obs.limits_hit and "disk_mb" in obs.limits:
+        return "disk_mb"  # alk's own measure: a breach found as the worker exited counts too
     if obs.exit_code == 0 or not obs.limits:
         return None
     # CPU time is measured, not only read from the signal: a worker that handles or blocks

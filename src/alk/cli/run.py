@@ -55,7 +55,7 @@ def run(
                                          "workspace folder (in the system temp folder)."),
     limit: List[str] = typer.Option([], "--limit", help="NAME=VALUE, over the lane's [limits] "
                                     "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
-                                    "max_open_files, max_file_mb."),
+                                    "max_open_files, max_file_mb, disk_mb."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     fail_under: Optional[float] = typer.Option(None, "--fail-under", metavar="RATE",
                                                help="Exit 1 only when a scenario's pass rate "

@@ -957,3 +957,12 @@ def test_an_exhausted_script_explains_no_pass_void_or_limit(obs: Observation,
                                                             checks: tuple[Check, ...],
                                                             cause: str) -> None:
     assert verdict(obs, checks)[1] == cause
+
+
+def test_a_disk_limit_alk_measured_fails_a_worker_that_exited_cleanly_after_it() -> None:
+    # alk found the workspace past disk_mb as the worker ended: exit 0 and a good result do not
+    # make the breach a pass (nor a worker that writes fast and leaves quickly).
+    obs = observed(limits={"disk_mb": 16}, limits_hit=("disk_mb",))
+    found = attribute(obs, ())
+    assert (found.outcome, found.cause) == (Outcome.FRAMEWORK_RUNTIME, "disk_limit")
+    assert attribute(observed(limits={"disk_mb": 16}), ()).cause == "passed"
