@@ -65,6 +65,7 @@ def combine_models(seen: list[ModelSeen]) -> ModelSeen | None:
         faults_fired=tuple(f for s in seen for f in s.faults_fired),
         provider_error=next((s.provider_error for s in seen if s.provider_error), None),
         upstream_refused=next((s.upstream_refused for s in seen if s.upstream_refused), None),
+        over_bounds=sum(s.over_bounds for s in seen),
         unmatched=next((s.unmatched for s in seen if s.unmatched), None))
 
 

@@ -169,7 +169,8 @@ class Session:
             faults_fired=tuple(self.fired), recovered=not self.fault_pending,
             exhausted=self.exhausted, provider_error=self.provider_error,
             upstream_refused=self.upstream_refused,
-            unmatched=self.unmatched, steps=tuple(self.steps))
+            unmatched=self.unmatched, steps=tuple(self.steps),
+            over_bounds=bounds.refused(self._web))
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number

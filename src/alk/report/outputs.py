@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from alk.files import write_atomically
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, report_folder
@@ -34,10 +34,10 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
     """report.html, report.md and junit.xml of one run (one document per lane)."""
     folder = report_folder(out_dir, documents[0].run_id)
 
-    def html() -> bytes:
-        from alk.report.html.run_page import run_page
+    def html() -> Iterable[bytes]:
+        from alk.report.html.run_page import run_page_pieces
 
-        return run_page(documents, out_dir).encode("utf-8")
+        return run_page_pieces(documents, out_dir)  # written as made: never whole in memory
 
     def markdown() -> bytes:
         from alk.report.markdown import run_markdown
@@ -49,7 +49,7 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
 
         return run_junit(documents)
 
-    makers: tuple[tuple[str, Callable[[], bytes]], ...] = (
+    makers: tuple[tuple[str, Callable[[], bytes | Iterable[bytes]]], ...] = (
         (HTML_NAME, html), (MARKDOWN_NAME, markdown), (JUNIT_NAME, junit))
     return _write(folder, makers)
 
@@ -63,7 +63,8 @@ def write_compare_page(comparison: Comparison, out_dir: Path) -> Written:
                   ((name, lambda: compare_page(comparison, out_dir).encode("utf-8")),))
 
 
-def _write(folder: Path, makers: Sequence[tuple[str, Callable[[], bytes]]]) -> Written:
+def _write(folder: Path,
+           makers: Sequence[tuple[str, Callable[[], bytes | Iterable[bytes]]]]) -> Written:
     paths: list[Path] = []
     problems: list[str] = []
     for name, make in makers:
