@@ -78,6 +78,18 @@ def main():
         output = "wrong" if start.scenario_id == "hard" else "done"
         worker.result(output=output, stop_reason="accepted", end_state={})
         return
+    if THREAT == "skip_turns":
+        # Served the first turn, then crashed by the scenario's kill_at; resumed, it claims a
+        # second turn it never got, to skip to the script's last one.
+        if not start.resume:
+            call(ask("go"))
+            worker.tool_call("step", {})
+            time.sleep(30)  # the kill_at SIGKILL ends it here
+        turns = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "t1"},
+                 {"role": "assistant", "content": "t2"}]
+        call({"model": "alk-script", "messages": turns})
+        worker.result(output="done", stop_reason="accepted", end_state={})
+        return
     if THREAT == "refused_first":
         # It knows it will fail, so it first sends what the upstream refuses (content it will
         # not serve, a body it cannot take): were that alk's proof of a failing provider, the

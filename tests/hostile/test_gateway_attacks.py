@@ -94,6 +94,21 @@ def test_the_probe_and_every_repeat_look_alike_until_start(tmp_path):
     assert not different, f"the probe saw {first}, these saw otherwise: {different}"
 
 
+# --- a resumed attempt is answered from what the gateway served ------------------------------
+
+def test_a_resumed_attempt_cannot_claim_turns_it_was_never_served(tmp_path):
+    # Three turns; the first attempt is served one and crashed; the resumed one claims two.
+    kill = 'kill_at = { channel = "tool", type = "call", name = "step" }\nmax_attempts = 2'
+    text = lane("skip_turns", scenario(
+        "a", '[ { text = "t1" }, { text = "t2" }, { text = "t3" } ]', extra=kill).replace(
+        'output_equals = "done"', 'output_equals = "done"\nscript_consumed = true'))
+    done, document = run(tmp_path, text, "-n", "2")
+    for repeat in document["scenarios"][0]["repeats"]:
+        assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime",
+                                                        "protocol_violation"), repeat["detail"]
+        assert "alk's gateway served 1 to this repeat" in repeat["detail"]
+
+
 # --- the gateway's refusals, and alk's key ---------------------------------------------------
 
 UPSTREAM_KEY = "sk-alk-hostile-" + secrets.token_hex(16)

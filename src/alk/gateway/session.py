@@ -66,12 +66,14 @@ class Session:
     runs on the gateway's thread; the runner's loop reads `events` and `wake_fd` on its own."""
 
     def __init__(self, gateway: Gateway, scenario: Scenario | None, seed: int, attempt: int,
-                 repeat: int = 0) -> None:
+                 repeat: int = 0, served_before: int = 0) -> None:
         """`scenario` is None for the preflight probe, which is never started: its session
-        answers as every session does before its start, and nothing else."""
+        answers as every session does before its start, and nothing else. `served_before`:
+        the script's turns this repeat's earlier attempts were served (where a resumed one
+        may go on from, and no further)."""
         self.gateway, self.seed = gateway, seed
         self.scenario = scenario if scenario is not None else _PROBE
-        self.attempt, self.repeat = attempt, repeat
+        self.attempt, self.repeat, self.served_before = attempt, repeat, served_before
         self.key = "alk-" + secrets.token_urlsafe(24)
         self.port: int | None = None
         self.faults: dict[int, WireFault] = {f.call: f for f in self.scenario.wire_faults}
@@ -239,7 +241,14 @@ class Session:
         if self.attempt > 1 and call == 1 and self.gateway.setup.mode == "script":
             # A resumed attempt: a framework that kept its state sends the conversation so far,
             # and the model answers where it stands; one that starts over gets the first turn.
-            self.turns = min(asked.answered, len(self.scenario.script))
+            # Only turns served to this repeat are credited: a claim past them is a violation.
+            self.turns = min(asked.answered, self.served_before)
+            if asked.answered > self.served_before:
+                self.note("violation", {
+                    "kind": "unserved_claim",
+                    "detail": f"the resumed attempt's first request holds {asked.answered} "
+                              f"assistant turn(s); alk's gateway served {self.served_before} "
+                              "to this repeat"})
         digest = hashlib.sha256(body).hexdigest()
         retry = self._last is not None and self._last == (digest, True)
         if retry:

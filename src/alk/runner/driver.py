@@ -179,6 +179,13 @@ class Driver:
         return [_harness("violation", {"kind": violation.kind, "line": violation.line,
                                        "detail": violation.detail})]
 
+    def gateway_violation(self, payload: dict[str, Any]) -> list[Action]:
+        """What the gateway found the worker claiming of the model (a resumed attempt's turns
+        it never served): a violation of the worker's, as one on its stdout is."""
+        violation = self.state.violate(str(payload.get("kind")), str(payload.get("detail")))
+        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
+                                       "detail": violation.detail})]
+
     def _kill_at(self, event: WorkerEvent, now: float) -> list[Action]:
         """The scenario's harness-injected crash: SIGKILL at the named event, at once."""
         kill = self.request.kill_at

@@ -174,6 +174,8 @@ class Loop:
         if gateway is not None:
             for type, payload in gateway.events():
                 self.transcript.observed("model", type, payload)
+                if type == "violation":
+                    self.carry_out(self.driver.gateway_violation(payload))
 
     def _read(self, fd: int) -> bool:
         """Reads one chunk; False at EOF (or nothing more to read when draining)."""

@@ -423,3 +423,27 @@ def test_past_the_concurrent_bound_a_request_is_refused_unread(connect, monkeypa
     for caller in held:
         caller.join(CLIENT_TIMEOUT_S)
     assert seen.calls == 2
+
+
+@pytest.mark.parametrize("served, claimed, turn, violation", [
+    (2, 2, 2, False),  # it kept its state: it goes on where it stands
+    (2, 0, 0, False),  # it starts over: the first turn again
+    (1, 2, 1, True),   # it claims a turn it was never served: credited no further, a violation
+])
+def test_a_resumed_attempt_is_credited_only_the_turns_its_repeat_was_served(
+        gateway, served, claimed, turn, violation) -> None:
+    session = Session(gateway, Scenario("s", "task", script=SCRIPT), 1, attempt=2,
+                      served_before=served)
+    session.open()
+    try:
+        client = Client(session)
+        history = [{"role": "user", "content": "go"}] + [
+            {"role": "assistant", "content": f"turn {n}"} for n in range(claimed)]
+        status, _, answer = client.send("POST", CHAT, json.dumps(
+            {"model": "m", "messages": history}).encode())
+        assert status == 200
+        kinds = [kind for kind, _ in session.events()]
+        assert ("violation" in kinds) is violation
+        assert session.close().turns == turn + 1  # the turn it was answered with, served
+    finally:
+        session.release()
