@@ -16,6 +16,7 @@ record keeps them relative, so that a run folder can be moved and read elsewhere
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +37,14 @@ def new_run_id(now: datetime | None = None) -> str:
     """Sortable by time, unique enough for one machine: 20261129-120501-3fa9c2."""
     now = now or datetime.now(timezone.utc)
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def worker_run_id(run_id: str) -> str:
+    """The run id a worker is told: the same for a run and every rerun of its repeats, and
+    telling nothing of when the run began (a run id starts with its time, from which a worker
+    could tell a rerun from the repeat it reproduces and behave otherwise). Its 24 random bits
+    and a time unknown to the worker make it too costly to turn back."""
+    return "run-" + hashlib.sha256(run_id.encode()).hexdigest()[:20]
 
 
 def group_of(run_id: str) -> str:

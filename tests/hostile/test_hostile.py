@@ -412,3 +412,21 @@ def test_a_gibibyte_of_stderr_before_the_result_passes_within_ten_seconds(tmp_pa
     [repeat] = document["scenarios"][0]["repeats"]
     assert repeat["cause"] == "passed", repeat["detail"]
     assert document["harness_peak_rss_mb"] < HARNESS_RSS_LIMIT_MB
+
+
+def test_a_rerun_looks_to_the_worker_as_the_repeat_it_reproduces(tmp_path):
+    # The worker fails, unless what it is sent says it is being rerun (the run's start time,
+    # seconds ago, or a field of the rerun's own): then it passes, and the rerun reads "fixed".
+    done, document, _ = run_alk(tmp_path, header("tell_rerun") + scenario("a"), "-n", "1",
+                                env=TOKEN_ENV)
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert repeat["cause"] == "wrong_output", repeat["detail"]
+    time.sleep(6)  # the original is now older than the worker's threshold for "a rerun"
+    again = subprocess.run([sys.executable, "-m", "alk", "rerun", document["run_id"], "a", "1"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, **TOKEN_ENV, "TMPDIR": str(tmp_path / "tmp")})
+    assert again.returncode == 1, again.stdout + again.stderr
+    [rerun] = [d for path in (tmp_path / "reports").glob("*/result.json")
+               if (d := json.loads(path.read_text()))["run_id"] != document["run_id"]]
+    [rerun_repeat] = rerun["scenarios"][0]["repeats"]
+    assert rerun_repeat["cause"] == "wrong_output", rerun_repeat["detail"]

@@ -4,6 +4,7 @@ Every threat also tries to leak the lane's declared secret (HOSTILE_TOKEN) in as
 it can, and to find alk's own secret, so that every run checks redaction too.
 """
 
+import calendar
 import json
 import os
 import random
@@ -177,6 +178,16 @@ def main():
                        if int(fd) > 2 and fd != str(out().fileno()))
         opened = [fd for fd in extra if os.path.exists(f"/proc/self/fd/{fd}")]
         finish("clean" if not opened else f"inherited {opened}")
+    elif THREAT == "tell_rerun":
+        # A rerun reproduces a failure only if the worker cannot tell it from the original: by
+        # the start's time in its run id, or a field the original never had.
+        stamp = start.run_id[:15]
+        try:
+            began = calendar.timegm(time.strptime(stamp, "%Y%m%d-%H%M%S"))
+        except ValueError:
+            began = time.time()
+        rerun = time.time() - began > 5 or "reproduces" in start.message
+        finish("done" if rerun else "wrong")
     elif THREAT == "peek_scenario":
         finish("wrong" if start.scenario_id == "hard" else "done")
     elif THREAT == "deep_event":

@@ -51,3 +51,10 @@ def test_a_run_id_is_its_utc_start_and_a_random_tail(far_from_utc):
     stamp = datetime.strptime(run_id[:15], "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
     assert before <= stamp <= after  # UTC, not the local time 14 hours on
     assert layout.new_run_id(datetime(2026, 11, 29, 12, 5, 1)).startswith("20261129-120501-")
+
+
+def test_the_run_id_a_worker_is_told_says_nothing_of_when_the_run_began():
+    told = layout.worker_run_id("20261129-120501-3fa9c2")
+    assert re.fullmatch(r"run-[0-9a-f]{20}", told)
+    assert "2026" not in told and told == layout.worker_run_id("20261129-120501-3fa9c2")
+    assert told != layout.worker_run_id("20261129-120501-3fa9c3")

@@ -29,10 +29,16 @@ from alk.attribution.outcome import attribute, void
 from alk.attribution.preflight import check_ready, same_identity
 from alk.causes import Cause
 from alk.cleanup import make_run_folder, release_run_folder, remove_tree
-from alk.errors import LaneError
 from alk.execute.attempts import combine_attempts
+from alk.execute.model_gateway import GatewayNotStarted, open_gateway
 from alk.execute.slots import StartSlots, cores
-from alk.layout import REPORTS_DIR, TRANSCRIPTS_DIR, probe_transcript, repeat_transcript
+from alk.layout import (
+    REPORTS_DIR,
+    TRANSCRIPTS_DIR,
+    probe_transcript,
+    repeat_transcript,
+    worker_run_id,
+)
 from alk.records import (
     PYTHON_PLACEHOLDER,
     Attribution,
@@ -96,17 +102,10 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
             raise RunVoid(void(Cause.ISOLATION_UNAVAILABLE,
                                f"the lane asks for {name} = \"{level}\", which this machine "
                                f"cannot give ({why}); nothing was started"))
-    model = lane.model
-    if model is not None and model.key_env and model.key_env not in environ:
-        raise RunVoid(void(Cause.ENV_MISSING, f"{lane.path}: model.key_env names "
-                                              f"{model.key_env}, which is not set in alk's "
-                                              "environment; nothing was started"))
     try:
-        gateway = _open_gateway(lane, redactor, environ)
-    except Exception as exc:  # noqa: BLE001 - a cassette that cannot be read voids the run
-        raise RunVoid(void(Cause.HARNESS_ERROR, redactor.cut(
-            f"the model gateway could not start: {exc}", DETAIL_CHARS))) from None
-    _check_upstream(lane, gateway, redactor)
+        gateway = open_gateway(lane, redactor, environ)
+    except GatewayNotStarted as exc:
+        raise RunVoid(void(exc.cause, exc.detail)) from None
     root = make_run_folder(plan.run_id, keep=keep_workspaces)  # a killed run's resume removes it
     context = LaneContext(plan, out_dir, runner, functools.partial(check_ready, lane,
                                                                    redactor=redactor),
@@ -117,31 +116,6 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
         context.close()
         raise RunVoid(void(Cause.SPAWN_FAILED, problem))
     return context
-
-
-def _open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) -> Any:
-    """The run's model gateway when the lane has `[model]` (aiohttp is imported only then)."""
-    if lane.model is None:
-        return None
-    from alk.gateway.server import Gateway
-
-    return Gateway(lane.model, redactor, environ)
-
-
-def _check_upstream(lane: Lane, gateway: Any, redactor: Redactor) -> None:
-    """In proxy mode alk asks the upstream itself before any worker starts: a model it does not
-    serve or a key it refuses is the lane's error; an upstream that does not answer voids."""
-    if lane.model is None or lane.model.mode != "proxy":
-        return
-    from alk.gateway.proxy import first_check
-
-    problem = first_check(gateway)
-    if problem is not None:
-        gateway.close()
-        field, why = problem[0], redactor.cut(problem[1], DETAIL_CHARS)
-        if field == "upstream":
-            raise RunVoid(void(Cause.PROVIDER_UNAVAILABLE, f"{why}; nothing was started"))
-        raise LaneError(f"{lane.path}: model.{field}: {why}")
 
 
 def _install_sdk(root: Path) -> Path:
@@ -271,7 +245,8 @@ class LaneContext:
         seen: list[Observation] = []
         while True:
             attempt = len(seen) + 1
-            start = {"type": "start", "run_id": self.plan.reproduces or self.plan.run_id,
+            start = {"type": "start",
+                     "run_id": worker_run_id(self.plan.reproduces or self.plan.run_id),
                      "scenario": {"id": scenario.id, "task": scenario.task,
                                   "input": dict(scenario.input), "script": list(scenario.script),
                                   "faults": [dataclasses.asdict(f) for f in scenario.faults]},

@@ -15,6 +15,7 @@ from alk.causes import Cause
 from alk.cleanup import remove_tree
 from alk.execute import repeat
 from alk.execute.executor import execute
+from alk.layout import worker_run_id
 from alk.plan import build_plan
 from alk.records import (
     Expectations,
@@ -251,7 +252,8 @@ def test_each_start_names_the_scenario_the_repeat_and_the_attempt(make_lane, tmp
                             "retryable": True}]}
     seed = plan.items[0].seed
     assert probe.start is None and probe.kill_at is None
-    assert first.start == {"type": "start", "run_id": "run-1", "scenario": scenario,
+    # The run's id as a worker is told it: a digest, nothing of when the run began.
+    assert first.start == {"type": "start", "run_id": worker_run_id("run-1"), "scenario": scenario,
                            "repeat": 1, "seed": seed, "attempt": 1, "resume": False}
     assert second.start == {**first.start, "attempt": 2, "resume": True}
     # The crash is injected once: the resumed attempt must finish.
