@@ -57,6 +57,8 @@ class Provider:
         await self.loop.create_server(web.Server(self._answer), sock=sock)
 
     async def _answer(self, request: web.BaseRequest) -> web.Response:
+        if request.method == "GET":  # alk's own check of the model it names, before the run
+            return web.json_response({"id": "m", "object": "model"})
         self.calls += 1
         asked = json.loads(await request.content.read())  # no 1 MiB cap, as read() has
         api = "chat" if request.path.endswith("chat/completions") else "responses"
@@ -111,7 +113,7 @@ def alk_run(tmp_path: Path, name: str, lane: str, token: str, *args: str):
 
 def proxy(upstream: str, record: Path) -> str:
     return (f'mode = "proxy"\nupstream = "{upstream}"\nkey_env = "ALK_TEST_UPSTREAM_KEY"\n'
-            f'record = "{record}"')
+            f'name = "m"\nrecord = "{record}"')
 
 
 def test_the_declared_secret_in_every_part_of_a_request_never_reaches_the_cassette(
