@@ -8,14 +8,24 @@ each it prints the worker's MiB/s on both sides and their ratio (alk over bare; 
 stderr is at least 0.5), alk's own peak RSS (VmHWM, from the result document) against the
 150 MiB bound, and the transcript's size against its cap.
 
-    python benchmarks/floods.py [--scale 1.0] [--rounds 3]
+First, in this process, the cost of redaction, in MiB/s on 16 MiB of stderr-like text
+(tracebacks, log lines, digests, progress bars, JSON, base64), whole and a line at a time as
+stderr is redacted: `Redactor.redact` with no secret; four secrets looked for as redaction did
+before it knew their other forms (raw, JSON-escaped and as repr, in one alternation); and
+`Redactor.redact` with one and with four, each in every form (reversed, hex, base64 at each
+alignment, escapes). The ratio is to the row marked (before).
+
+    python benchmarks/floods.py [--scale 1.0] [--rounds 3] [--redaction-mb 16] [--redaction-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import random
+import re
 import selectors
 import statistics
 import subprocess
@@ -23,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from alk.redaction import Redactor
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "hostile" / "worker.py"
@@ -33,6 +45,70 @@ TOKEN = "benchmark-token-0000"
 FLOODS = (("stderr_flood", 1024, "lines on stderr"),
           ("flood_stdout_lines", 2048, "JSON lines on stdout"),
           ("endless_line", 512, "one line, no newline"))
+
+
+# Four secrets of the shapes lanes declare: a token, a provider key, a password, a PEM line.
+SECRETS = ("tok-" + "3f9a0c1d" * 5, "sk-proj-Zx81_kq0LmN3-vT6pQwE2rYuI9oA5sDfGhJ",
+           "hunter2-Correct-Horse",
+           "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj")
+WORDS = ("the of and to in is for on that with as at by error warning info debug request response "
+         "user session value None True False self return import from module retry timeout "
+         "connection worker tool call result step agent model").split()
+
+
+def stderr_like(size_mb: int) -> list[str]:
+    """Lines of what frameworks write on stderr, the same every run."""
+    rng = random.Random(7)
+
+    def words(count: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(count))
+
+    makers = [
+        lambda: f'  File "/usr/lib/python3.11/site-packages/{rng.choice(WORDS)}/core.py", '
+                f"line {rng.randint(1, 2000)}, in {rng.choice(WORDS)}",
+        lambda: f"2025-01-{rng.randint(1, 28):02d}T12:{rng.randint(0, 59):02d}:00Z INFO "
+                f"sha={rng.getrandbits(160):040x} {words(6)}",
+        lambda: f"{rng.randint(0, 100)}%|{'#' * rng.randint(0, 30)}| {rng.randint(0, 999)}/999 "
+                f"[00:{rng.randint(10, 59)}<00:{rng.randint(10, 59)}, {rng.random() * 99:.2f}it/s]",
+        lambda: json.dumps({"event": words(5), "detail": f'said "{rng.choice(WORDS)}"'}),
+        lambda: "payload=" + base64.b64encode(rng.randbytes(48)).decode(),
+        *[lambda: words(rng.randint(4, 16))] * 5,
+    ]
+    lines, size = [], 0
+    while size < size_mb * 2**20:
+        lines.append(rng.choice(makers)())
+        size += len(lines[-1]) + 1
+    return lines
+
+
+def redaction(size_mb: int, rounds: int) -> None:
+    """MiB/s of each way to redact, on the whole text and a line at a time."""
+    lines = stderr_like(size_mb)
+    text = "\n".join(lines)
+    # What redaction cost before its forms were more than the text as alk writes it: one
+    # alternation of the four values raw, JSON-escaped and as repr.
+    written = re.compile("|".join(re.escape(form) for value in SECRETS for form in {
+        value, json.dumps(value)[1:-1], repr(value)[1:-1]}))
+    ways = {"no secret": Redactor().redact,
+            "4 secrets as written (before)": lambda text: written.sub("[REDACTED]", text),
+            "1 secret, every form": Redactor(SECRETS[:1]).redact,
+            "4 secrets, every form": Redactor(SECRETS).redact}
+    print(f"{f'redaction of {size_mb} MiB of stderr':32}{'whole MiB/s':>12}{'ratio':>7}"
+          f"{'by line MiB/s':>15}{'ratio':>7}")
+    before: list[float] = []
+    for label, redact in ways.items():
+        speeds = []
+        for run in (lambda: redact(text), lambda: [redact(line) for line in lines]):
+            seconds = []
+            for _ in range(rounds):
+                began = time.perf_counter()
+                run()
+                seconds.append(time.perf_counter() - began)
+            speeds.append(len(text) / 2**20 / statistics.median(seconds))
+        before = speeds if label.endswith("(before)") else before
+        ratios = [f"{now / then:7.2f}" for now, then in zip(speeds, before)] or [""] * 2
+        print(f"{label:32}{speeds[0]:12.0f}{ratios[0]:>7}{speeds[1]:15.1f}{ratios[1]:>7}")
+    print(f"ratio: MiB/s over that before (medians of {rounds}; the text holds no secret)\n")
 
 
 def through_alk(threat: str, size_mb: int, scratch: Path) -> dict:
@@ -91,7 +167,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the full sizes")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per flood")
+    parser.add_argument("--redaction-mb", type=int, default=16,
+                        help="MiB of text the redaction line redacts (0: no redaction line)")
+    parser.add_argument("--redaction-only", action="store_true", help="only the redaction line")
     args = parser.parse_args()
+    if args.redaction_mb:
+        redaction(args.redaction_mb, args.rounds)
+    if args.redaction_only:
+        return
     print(f"{'flood':24}{'MiB':>6}{'bare MiB/s':>12}{'alk MiB/s':>11}{'ratio':>7}"
           f"{'alk RSS':>9}{'transcript':>12}  outcome")
     with tempfile.TemporaryDirectory(prefix="alk-floods-") as scratch:

@@ -1,21 +1,29 @@
 """Redacts the values of a lane's declared environment from everything alk writes or prints, and
 is the one place where alk shortens text.
 
-Values are replaced in every form they take on the way out: raw, JSON-escaped (a value with a
-quote, a backslash or a non-ASCII character is spelled differently inside a JSON string), as
-Python's repr spells it, and, for a value of several lines (a PEM key, a service-account JSON),
-line by line, since a stream is stored a line at a time. Every cut of text goes through `cut`,
-`tail`, `excerpt` or `bounded`, which redact first and drop a partial secret at the cut, so that
-no part of a value survives a length limit, wherever the limit is.
+Values are replaced in every form they take on the way out, and in the common ones a worker can
+turn them into: raw and reversed; in hex; in base64 and URL-safe base64, padded or not, at any
+of the three alignments a value may have inside a longer encoded text (`base64("Bearer " +
+key)`); and with any of their characters escaped as JSON, Python's repr or a URL write it
+(`\\u0073ecret`, `%73ecret`), as alk itself writes text. A value of several lines (a PEM key, a
+service-account JSON) is also replaced line by line, since a stream is stored a line at a time.
+Every cut of text goes through `cut`, `tail`, `excerpt` or `bounded`, which redact first and
+drop a partial secret, in any of those forms, at the cut, so that no part of a value survives a
+length limit, wherever the limit is.
+
+However many forms there are, a text is searched once for all fixed ones, from each one's
+rarest character, and around an escape for those spelled with escapes.
 """
 
 from __future__ import annotations
 
+import base64
 import bisect
 import hashlib
 import itertools
 import json
 import re
+import string
 from typing import Any, Iterable
 
 MASK = "[REDACTED]"
@@ -60,56 +68,257 @@ _ONE_ESCAPERS = (lambda char: json.dumps(char)[1:-1],
                  lambda char: "\\'" if char == "'" else repr(char)[1:-1])
 
 
-def _forms(value: str) -> set[str]:
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-            repr(value)[1:-1]}
+# The characters base64 writes in either alphabet, and the one it writes from a value's bits and
+# a neighbour's, masked with the value's own (its padding holds none).
+_BASE64 = frozenset(string.ascii_letters + string.digits + "+/-_")
+_EDGE = "[A-Za-z0-9+/_-]?"
+_URL_SAFE = str.maketrans("+/", "-_")
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "'": "'", "\b": "b", "\f": "f", "\n": "n",
+                  "\r": "r", "\t": "t"}
+# Characters from the commonest in logs and prose to the rarest (unlisted ones rarer still).
+_COMMON = (" etaoinsrlhdcu\n0123456789mp.fgy,_-:/=bwvk\"'()ETASRINOCDLPMFxHBUGjW[]qzKVYX{}<>"
+           "JQZ+*#@!?$%&;|\\^`~")
+
+# A form is a sequence of slots, a slot the spellings a character may take, a spelling tokens,
+# each an expression of one character (so that a form reverses as its text does); a fixed form
+# is tokens, and whether a partial character precedes it and one follows it.
+Slot = tuple[tuple[str, ...], ...]
+Fixed = tuple[tuple[str, ...], bool, bool]
+
+
+def _hex(number: int, width: int) -> tuple[str, ...]:
+    """A number's hex digits as tokens, a letter in either case."""
+    return tuple(d if d.isdigit() else f"[{d}{d.upper()}]" for d in f"{number:0{width}x}")
+
+
+def _spellings(char: str) -> Slot:
+    """A character as itself, and escaped as JSON, Python's repr or percent-encoding write it
+    (a worker may escape any character, not only those that need it)."""
+    code = ord(char)
+    found = [(re.escape(char),)]
+    if code > 0xFFFF:
+        high, low = divmod(code - 0x10000, 0x400)
+        found += [("\\\\", "u", *_hex(0xD800 + high, 4), "\\\\", "u", *_hex(0xDC00 + low, 4)),
+                  ("\\\\", "U", *_hex(code, 8))]
+    else:
+        found.append(("\\\\", "u", *_hex(code, 4)))
+    if code < 0x100:
+        found.append(("\\\\", "x", *_hex(code, 2)))
+    if char in _SHORT_ESCAPES:
+        found.append(("\\\\", re.escape(_SHORT_ESCAPES[char])))
+    found.append(tuple(token for byte in char.encode("utf-8", "surrogatepass")
+                       for token in ("%", *_hex(byte, 2))))
+    return tuple(found + [("\\+",)] * (char == " "))  # quote_plus
+
+
+def _encoded(value: str) -> list[Fixed]:
+    """`value` in hex, and in base64: inside a longer encoded text, it is written one of three
+    ways, by its offset modulo 3; only the characters made of its bits alone are fixed, and
+    one on either side may mix in a neighbour's."""
+    data = value.encode("utf-8", "surrogatepass")
+    found = [(tuple(token for byte in data for token in _hex(byte, 2)), False, False)]
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + data).decode("ascii")
+        fixed = encoded[-(-8 * shift // 6):8 * (shift + len(data)) // 6]
+        for text in dict.fromkeys((fixed, fixed.translate(_URL_SAFE))):
+            found.append((tuple(map(re.escape, text)), shift != 0, (shift + len(data)) % 3 != 0))
+    return found
+
+
+def _forms(parts: list[str]) -> tuple[dict[Fixed, None], ...]:
+    """Each value's text as alk writes it (raw, JSON-escaped, as repr), encoded and with any
+    character escaped, for the value and the value reversed; and the encoded text reversed."""
+    written: dict[Fixed, None] = {}
+    encoded: dict[Fixed, None] = {}
+    escaped: dict[Any, None] = {}
+    for part in parts:
+        single = len(part.splitlines()) == 1  # else it is encoded or escaped as its lines are
+        for value in (part, part[::-1]):
+            written.update(dict.fromkeys((tuple(map(re.escape, text)), False, False) for text in (
+                value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+                repr(value)[1:-1])))
+            if single:
+                escaped[tuple(map(_spellings, value))] = None
+                encoded.update(dict.fromkeys(_encoded(value)))
+        # Written backwards, a partial character after an encoded value is before it.
+        encoded.update(dict.fromkeys((form[::-1], after, before)
+                                     for form, before, after in (_encoded(part) if single else ())))
+    return written, encoded, escaped
+
+
+def _chars(token: str) -> str:
+    return token[1:3] if len(token) == 4 and token[0] == "[" else token[-1]
+
+
+def _rarity(token: str) -> int:
+    return min(_COMMON.find(c) if c in _COMMON else len(_COMMON) for c in _chars(token))
+
+
+def _render(slots: Iterable[Slot]) -> str:
+    return "".join("".join(slot[0]) if len(slot) == 1 else
+                   "(?:" + "|".join(map("".join, slot)) + ")" for slot in slots)
+
+
+def _reversed(slots: tuple[Slot, ...]) -> tuple[Slot, ...]:
+    return tuple(tuple(spelling[::-1] for spelling in slot) for slot in reversed(slots))
+
+
+def _fixed_pattern(fixed: Iterable[Fixed]) -> tuple[re.Pattern[str], list[tuple[int, bool]]]:
+    """The fixed forms in one expression, each looked for from its rarest character (a hex
+    letter is two: ordinary text offers the search few places to try one), what comes before it
+    checked behind. Each ends in an empty group, whose number the list maps to how far before
+    that character the form begins and whether a partial one may precede it."""
+    by_anchor: dict[str, list[tuple[str, int, bool]]] = {}
+    for form, before, after in sorted(fixed, key=lambda form: -len(form[0])):
+        at = max(range(len(form)), key=lambda i: (_rarity(form[i]), -i))
+        behind = f"(?<={''.join(form[:at])}(?s:.{{{len(form) - at}}}))" if at else ""
+        rest = f"{''.join(form[at + 1:])}{behind}{_EDGE if after else ''}()"
+        for anchor in form[at][1:3] if form[at][0] == "[" else [form[at]]:
+            by_anchor.setdefault(anchor, []).append((rest, at, before))
+    marks, branches = [(0, False)], []
+    for anchor in sorted(by_anchor, key=_rarity):
+        marks += [(at, before) for _, at, before in by_anchor[anchor]]
+        branches.append(f"{anchor}(?:{'|'.join(rest for rest, _, _ in by_anchor[anchor])})")
+    return re.compile("|".join(branches)), marks
+
+
+def _escaped_patterns(escaped: Iterable[tuple[Slot, ...]]) -> list[tuple[re.Pattern[str], list]]:
+    """The forms with escapes, in two expressions, so that the rest of a form is written once in
+    each and each alternative begins with what the search can skip to: the forms that begin
+    with a character as itself, by that character; those that begin with an escape, by its
+    first character, each form's escapes then told apart by a look behind at it."""
+    itself: dict[str, list[str]] = {}
+    firsts, escapes = set(), []
+    for form in escaped:
+        rest = _render(form[1:])
+        [(first,), *others] = form[0]  # a character's first spelling is itself
+        itself.setdefault(first, []).append(rest)
+        firsts.update(spelling[0] for spelling in others)
+        escapes.append("(?:" + "|".join(f"(?<={spelling[0]}){''.join(spelling[1:])}"
+                                        for spelling in others) + f"){rest}")
+    return [(re.compile("|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in
+                                 sorted(itself.items(), key=lambda way: _rarity(way[0])))), []),
+            (re.compile(f"[{''.join(sorted(firsts))}](?:{'|'.join(escapes)})"), [])] \
+        if escapes else []
 
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: set[str] = set()
+        parts: list[str] = []
         for value in secrets:
-            parts = [value, *(line for line in value.splitlines() if line != value)]
-            for part in parts:
+            for part in [value, *(line for line in value.splitlines() if line != value)]:
                 part = part.strip() if part is not value else part
                 if len(part) >= MIN_SECRET_CHARS and part.lower() not in NOT_SECRETS:
-                    forms.update(_forms(part))
-        self._forms = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
+                    parts.append(part)
+        self._fixed: tuple[re.Pattern[str], list[tuple[int, bool]]] | None = None
+        self._longest, self._partials = 0, [None, None]  # see `_dangling`
+        if not parts:
+            return
+        written, encoded, escaped = _forms(parts)
+        fixed = [*written, *encoded]
+        self._fixed = _fixed_pattern(fixed)
+        self._escaped = _escaped_patterns(escaped)
+        # Every form as slots, for a cut's partial matches.
+        self._cores = [tuple(((token,),) for token in form) for form, _, _ in fixed] + [*escaped]
+        self._longest = max([len(form) + before + after for form, before, after in fixed]
+                            + [sum(max(map(len, slot)) for slot in form) for form in escaped])
+        # Only around an escape of a character a value holds can it be spelled with escapes.
+        tails: dict[str, set[str]] = {}
+        for spelling in {spelling for form in escaped for slot in form for spelling in slot[1:]}:
+            tails.setdefault(spelling[0], set()).add("".join(spelling[1:]))
+        self._escapes = re.compile("|".join(f"{first}(?:{'|'.join(sorted(found))})" for first,
+                                            found in sorted(tails.items())) or "(?!)")
+        # When no value holds a quote, a backslash or a character that escapes, alk's escapes
+        # of a quote or a backslash add no character a form could take up, nor do those of a
+        # control character none of whose letters begins a form.
+        self._plain = all(part.isascii() and part.isprintable()
+                          and not any(c in part for c in "\"\\'") for part in parts)
+        firsts = {c for form, _, _ in fixed for c in _chars(form[0])}
+        self._unsafe = [c for c in map(chr, [*range(32), 127]) if firsts & {
+            letter for escape in _ONE_ESCAPERS for letter in escape(c)[1:]}]
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return self._fixed is not None
 
     @property
     def longest(self) -> int:
         """Length of the longest form a secret takes; text kept around a cut needs this much."""
-        return len(self._forms[0]) if self._forms else 0
+        return self._longest
+
+    def _spans(self, text: str, escapes: bool = True) -> list[list[int]]:
+        """Where the secrets' forms are in `text`, in order, overlapping ones merged; with
+        `escapes`, those a worker spelled with escapes too, looked for only around one."""
+        found = self._matches(self._fixed, text, 0, len(text))
+        reach, windows = self._longest, []
+        hit = self._escapes.search(text) if escapes else None
+        while hit:
+            # A form with an escape lies within `reach` of it; those of the escapes that follow
+            # within `reach` lie in this window too.
+            start = max(0, hit.start() - reach)
+            if windows and start <= windows[-1][1]:
+                start = windows.pop()[0]
+            windows.append([start, hit.start() + 2 * reach])
+            hit = self._escapes.search(text, hit.start() + reach)
+        for start, end in windows:
+            for compiled in self._escaped:
+                found += self._matches(compiled, text, start, end)
+        spans: list[list[int]] = []
+        for span in sorted(found):
+            if spans and span[0] < spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], span[1])
+            else:
+                spans.append(span)
+        return spans
+
+    @staticmethod
+    def _matches(compiled: tuple[re.Pattern[str], list[tuple[int, bool]]], text: str,
+                 start: int, end: int) -> list[list[int]]:
+        pattern, marks = compiled
+        found = []
+        for match in pattern.finditer(text, start, end):
+            back, before = marks[match.lastindex] if marks else (0, False)
+            first = match.start() - back
+            if before and first and text[first - 1] in _BASE64:
+                first -= 1
+            found.append([first, match.end()])
+        return found
 
     def redact(self, text: str) -> str:
-        if not self._pattern:
+        if not self._fixed:
             return text
-        text = self._pattern.sub(MASK, text)
+        # Most texts need no closer look than a search of the fixed forms and of escapes.
+        if self._fixed[0].search(text) or self._escapes.search(text):
+            pieces, at = [], 0
+            for start, end in self._spans(text):
+                pieces += (text[at:start], MASK)
+                at = end
+            text = "".join(pieces) + text[at:]
         # A secret can also be spelled by an escape's tail and the text after it: a worker
         # that writes "\f" then "z-key" for the secret "fz-key" holds no secret, but JSON and
-        # repr write it back as \fz-key. A text with nothing that escapes cannot do that (the
-        # common case, and a flood of plain text costs nothing more); one with something that
-        # does is checked in the escaped forms alk writes (with the C encoders, and slowly
-        # only on a hit).
-        if text.isascii() and text.isprintable() and not any(c in text for c in "\"\\'"):
+        # repr write it back as \fz-key. A text with nothing that escapes cannot do that, nor one
+        # whose escapes add nothing a form could take up (`_plain`, `_unsafe`): the common case,
+        # and a flood of plain text costs nothing more. Any other is checked in the escaped forms
+        # alk writes (with the C encoders, and slowly only on a hit).
+        if text.isascii() and (text.isprintable() and (
+                self._plain or not any(c in text for c in "\"\\'")) or self._plain and not any(
+                c in text for c in self._unsafe)):
             return text
         return self._escape_safe(text)
 
     def _escape_safe(self, text: str) -> str:
         """`text` with every character masked whose escaped form takes part in a secret."""
         for _ in range(len(text) + 1):  # each pass masks at least one more character
-            if not any(self._pattern.search(escaped(text)) for escaped in _ESCAPERS):
+            # ASCII is written alike by JSON's two ways; what alk's own escapes can spell is a
+            # fixed form.
+            step = 2 if text.isascii() else 1
+            if not any(self._spans(escaped(text), False) for escaped in _ESCAPERS[::step]):
                 return text
             masked = False
-            for escape_one in _ONE_ESCAPERS:
+            for escape_one in _ONE_ESCAPERS[::step]:
                 pieces = [escape_one(char) for char in text]
                 ends = list(itertools.accumulate(map(len, pieces)))
-                spans = [(bisect.bisect_right(ends, m.start()), bisect.bisect_left(ends, m.end()))
-                         for m in self._pattern.finditer("".join(pieces))]
+                spans = [(bisect.bisect_right(ends, start), bisect.bisect_left(ends, end))
+                         for start, end in self._spans("".join(pieces), False)]
                 for first, last in reversed(spans):
                     text = text[:first] + MASK + text[last + 1:]
                     masked = True
@@ -119,11 +328,28 @@ class Redactor:
                 return MASK  # a hit that no one character's form places: mask it all
         return MASK
 
+    def _dangling(self, text: str, at_start: bool = False) -> int:
+        """How many characters at the end of `text` (at its start) are a form cut short: a
+        prefix of one (a suffix), found as a partial match of the forms (reversed)."""
+        if self._partials[at_start] is None:
+            import regex  # only a cut needs it: its partial matches
+
+            cores = map(_reversed, self._cores) if at_start else self._cores
+            self._partials[at_start] = regex.compile("|".join(map(_render, cores)))
+        window = text[:self._longest][::-1] if at_start else text[-self._longest:]
+        mask = MASK[::-1] if at_start else MASK
+        for match in self._partials[at_start].finditer(window, partial=True):
+            if match.partial and match.end() > match.start():
+                size = len(window) - match.start()
+                # Within a mask cut short, the characters are alk's own.
+                return 0 if any(window.endswith(mask[:k]) for k in range(size, len(mask))) else size
+        return 0
+
     def redact_value(self, value: Any) -> Any:
         """Redacts the strings and keys inside a JSON-like value before it is serialized; the
         structure, numbers and literals stay as they are, so the result is valid JSON of the
         same shape (alk's own figures are never turned into text)."""
-        if not self._pattern:
+        if not self:
             return value
         if isinstance(value, str):
             return self.redact(value)
@@ -146,11 +372,8 @@ class Redactor:
         if len(text) <= limit and not truncated:
             return text
         kept = text[:limit]
-        for form in self._forms:
-            for size in range(min(len(form) - 1, len(kept)), 0, -1):
-                if kept.endswith(form[:size]):
-                    kept = kept[:-size]
-                    break
+        if self:
+            kept = kept[:len(kept) - self._dangling(kept)]
         return kept + ELLIPSIS
 
     def tail(self, text: str, limit: int, truncated: bool = False) -> str:
@@ -161,11 +384,8 @@ class Redactor:
         if len(text) <= limit and not truncated:
             return text
         kept = text[-limit:]
-        for form in self._forms:
-            for size in range(min(len(form) - 1, len(kept)), 0, -1):
-                if kept.startswith(form[-size:]):
-                    kept = kept[size:]
-                    break
+        if self:
+            kept = kept[self._dangling(kept, at_start=True):]
         return ELLIPSIS + kept
 
     def excerpt(self, raw: bytes, limit: int) -> str:
