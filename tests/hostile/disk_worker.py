@@ -37,7 +37,7 @@ def fill(size_mb):
     for line in range(400):
         sys.stderr.write(f"burst {line} " + "b" * 400 + "\n")
     sys.stderr.flush()
-    for line in range(1_000_000):
+    for line in range(3000):  # about 3 s: long enough for alk to write on the full disk
         sys.stderr.write(f"still here {line} " + "s" * 200 + "\n")
         sys.stderr.flush()
         worker.emit("agent", "note", {"line": line, "text": "n" * 200})
