@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -37,11 +36,19 @@ WORKER_SECRET = "worker-only-secret-4b7e19"
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def worker_tmp(tmp_path_factory):
+    """The Dask workers' temporary folder: theirs alone, so that another suite running beside
+    this one (its own alk-dask-* folders in the system's) cannot change what is found there."""
+    return tmp_path_factory.mktemp("dask-workers-tmp")
+
+
+@pytest.fixture(scope="module")
+def cluster(worker_tmp):
     assert WORKER_SECRET_NAME not in os.environ
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None,
-                                  env={WORKER_SECRET_NAME: WORKER_SECRET}) as local:
+                                  env={WORKER_SECRET_NAME: WORKER_SECRET,
+                                       "TMPDIR": str(worker_tmp)}) as local:
         with distributed.Client(local) as client:
             yield local.scheduler_address, client
 
@@ -64,16 +71,16 @@ def assert_transcripts_intact(document, out):
     assert (out / document.paths.transcripts / "preflight.jsonl").stat().st_size > 0
 
 
-def test_a_dask_run_gives_what_a_local_run_gives(tmp_path, cluster):
+def test_a_dask_run_gives_what_a_local_run_gives(tmp_path, cluster, worker_tmp):
     address, _ = cluster
     lane = api.load_lane(ROOT / "lanes" / "reference.toml")
     local = api.run_lane(lane, api.RunOptions(repeats=2, seed=11),
                          api.RunSetup(out_dir=tmp_path / "local", jobs=1))
-    folders = set(Path(tempfile.gettempdir()).glob("alk-dask-*"))
+    folders = set(worker_tmp.glob("alk-dask-*"))
     dask = api.run_lane(lane, api.RunOptions(repeats=2, seed=11),
                         api.RunSetup(out_dir=tmp_path / "dask", engine=DaskEngine(address)))
     # Each worker's lane was closed at the end: the folder its transcripts waited in is gone.
-    assert set(Path(tempfile.gettempdir()).glob("alk-dask-*")) == folders
+    assert set(worker_tmp.glob("alk-dask-*")) == folders
     assert (local.exit_code, dask.exit_code) == (0, 0)
     ours, theirs = local.document, dask.document
     assert theirs.settings.executor == "dask" and theirs.status == "complete"
