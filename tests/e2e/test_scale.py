@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from alk.layout import worker_run_id
 from alk.plan import repeat_seed
 
 from helpers.processes import gone, run_alk, write_lane
@@ -400,7 +401,9 @@ def test_a_run_of_three_lanes_killed_in_the_second_resumes_there(scale):
     # A pattern names them, in its files' order.
     proc = scale.start("run", "--lane", "lanes/*.toml", "-n", 2, "-j", 4, "--seed", 5, "-q")
     [run_id] = wait_until(scale.run_ids, "the run's folder", proc)
-    in_b = [f"{run_id}/b", "beta"]
+    # The run id a worker is told is a digest of its lane's (alk.layout.worker_run_id).
+    lane_of = {worker_run_id(f"{run_id}/{name}"): name for name in "abc"}
+    in_b = [worker_run_id(f"{run_id}/b"), "beta"]
     wait_until(lambda: len(finished(journal(scale.cwd, f"{run_id}/b"))) == 2
                and [[s["run_id"], s["scenario"]] for s in scale.starts()].count(in_b) == 2,
                "lane b's alpha finished and its beta running", proc)
@@ -424,7 +427,7 @@ def test_a_run_of_three_lanes_killed_in_the_second_resumes_there(scale):
     for document in (a, b, c):
         assert document["status"] == "complete"
         assert sorted(pairs(document)) == sorted(requested(["alpha", "beta"], 2))
-    again = Counter((s["run_id"].split("/")[1], s["scenario"], s["repeat"])
+    again = Counter((lane_of[s["run_id"]], s["scenario"], s["repeat"])
                     for s in scale.starts()[starts_before:])
     assert again == Counter([("b", "beta", 1), ("b", "beta", 2),
                              *[("c", s, n) for s in ("alpha", "beta") for n in (1, 2)]])
@@ -453,7 +456,7 @@ def test_parallel_repeats_give_the_results_of_sequential_ones(scale):
     # The repeats did run at once with -j 4 (two started within one's sleep), not with -j 1.
     for jobs, at_once in ((1, False), (4, True)):
         began = sorted(s["at"] for s in scale.starts() if s["run_id"] ==
-                       documents[jobs]["run_id"])
+                       worker_run_id(documents[jobs]["run_id"]))
         assert len(began) == 8
         assert any(b - a < steady["sleep_s"] for a, b in zip(began, began[1:])) == at_once
 

@@ -199,6 +199,7 @@ def test_the_frameworks_name_is_checked_before_its_version(make_lane: MakeLane) 
 
 def test_limits_from_the_command_line_override_the_lane(make_lane) -> None:
     plan = build_plan(make_lane(), "r", limits={"cpu_s": 3, "memory_mb": 0})
-    assert plan.limits.applied() == {"cpu_s": 3, "max_open_files": 1024, "max_file_mb": 1024}
+    assert plan.limits.applied() == {"cpu_s": 3, "max_open_files": 1024, "max_file_mb": 1024,
+                                     "disk_mb": 4096}
     with pytest.raises(UsageError, match="'mem' is not a limit; limits: memory_mb, cpu_s"):
         build_plan(make_lane(), "r", limits={"mem": 1})
