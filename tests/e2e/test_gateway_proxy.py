@@ -4,13 +4,11 @@ recorded run replays to the same model events, and an upstream that fails voids 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,8 @@ from aiohttp import web  # noqa: E402
 from alk.gateway.wire.bodies import error_body, response_body
 from alk.gateway.wire.reply import Reply, ToolCall, estimate_usage
 from alk.gateway.wire.request import read_request  # noqa: E402
+
+from helpers.upstream import LoopbackProvider  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "workers" / "openai_client.py"
@@ -39,7 +39,7 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
 MODEL = "gpt-fake"
 
 
-class FakeUpstream:
+class FakeUpstream(LoopbackProvider):
     """A provider on loopback: answers chat completions from TURNS by the number of tool
     results the request holds, and only to the real key; `GET /models/gpt-fake` (alk's own
     check) while it is `up`, 503 to everything once it is not."""
@@ -49,17 +49,7 @@ class FakeUpstream:
         self.checks = 0
         self.up = True
         self.down_after_first_check = False
-        self.loop = asyncio.new_event_loop()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        self.port = sock.getsockname()[1]
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop).result(5)
-
-    async def _serve(self, sock: socket.socket) -> None:
-        server = web.Server(self._answer)
-        await self.loop.create_server(server, sock=sock)
+        super().__init__()
 
     async def _answer(self, request: web.BaseRequest) -> web.Response:
         self.authorizations.append(request.headers.get("Authorization", ""))
@@ -82,8 +72,6 @@ class FakeUpstream:
                                                call=asked.items, usage=usage,
                                                created=1), content_type="application/json")
 
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 def lane(tmp_path: Path, model: str, name: str) -> Path:

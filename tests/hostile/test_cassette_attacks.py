@@ -8,14 +8,11 @@ its requests, `flood` sends requests until the recording would pass what replay 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +25,8 @@ from alk.gateway.wire.bodies import response_body, stream_events  # noqa: E402
 from alk.gateway.wire.reply import Reply, Usage  # noqa: E402
 from alk.redaction import MASK  # noqa: E402
 
+from helpers.upstream import LoopbackProvider  # noqa: E402
+
 WORKER = Path(__file__).resolve().with_name("cassette_worker.py")
 UPSTREAM_KEY = "sk-upstream-" + secrets.token_hex(12)
 # What replay loads (`Cassette.load`), as a user knows it: the unit tests hold alk to it.
@@ -39,22 +38,13 @@ FLOOD_CALLS, FLOOD_MIB = 18, 3.9
 pytestmark = pytest.mark.slow
 
 
-class Provider:
+class Provider(LoopbackProvider):
     """A provider on loopback that answers both APIs, streamed or not. Not streamed, it echoes
     the request's first text (a model repeating its prompt), as one JSON string."""
 
     def __init__(self) -> None:
         self.calls = 0
-        self.loop = asyncio.new_event_loop()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop).result(5)
-
-    async def _serve(self, sock: socket.socket) -> None:
-        await self.loop.create_server(web.Server(self._answer), sock=sock)
+        super().__init__()
 
     async def _answer(self, request: web.BaseRequest) -> web.Response:
         if request.method == "GET":  # alk's own check of the model it names, before the run
@@ -71,8 +61,6 @@ class Provider:
         return web.Response(body=response_body(api, reply, **answer),
                             content_type="application/json")
 
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 @pytest.fixture

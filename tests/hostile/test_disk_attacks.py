@@ -29,6 +29,8 @@ DISK = ("framework_runtime", "disk_limit")
 # each are within it, and fill the disk together.
 DISK_MB = 160
 FILL_MB = 88
+# How many times the resume test looks for its first repeat before it gives up.
+LOOKS = 1200
 
 
 def lane_text(attack: str, *extra: str, limits: str = "", timeout_s: float = 30) -> str:
@@ -150,10 +152,15 @@ def test_the_resume_of_a_run_killed_with_sigkill_removes_its_temporary_folder(
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         with process_watch(tmp_path / "tmp") as watch:
-            until = time.monotonic() + 60
-            while not list((tmp_path / "transcripts").rglob("repeat-*.jsonl")):
-                assert proc.poll() is None and time.monotonic() < until, "no repeat started"
+            # Until a repeat's transcript is there: alk ending first is the failure; the count
+            # of looks is only a net for a run that never gets there.
+            for _ in range(LOOKS):
+                if list((tmp_path / "transcripts").rglob("repeat-*.jsonl")):
+                    break
+                assert proc.poll() is None, "alk ended before any repeat started"
                 time.sleep(0.05)
+            else:
+                raise AssertionError(f"no repeat started in {LOOKS} looks")
             time.sleep(0.3)  # its worker runs, held
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=30)

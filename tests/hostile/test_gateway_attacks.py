@@ -3,15 +3,12 @@ alk serves it (`gateway_worker.py`). docs/security.md names each threat and its 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,8 @@ from alk.runner.isolation import Network, detect
 from alk.transcript.reader import read_transcript
 
 web = pytest.importorskip("aiohttp.web")
+
+from helpers.upstream import LoopbackProvider  # noqa: E402
 
 WORKER = Path(__file__).resolve().with_name("gateway_worker.py")
 
@@ -118,20 +117,10 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
                                           "network = \"none\"")
 
 
-class Upstream:
+class Upstream(LoopbackProvider):
     """A provider on loopback that refuses what a worker can make it refuse (403 for content
     it will not serve, 500 for a body it cannot take) and whose errors quote the request's
     headers, alk's key among them, as a debugging proxy's do; it answers alk's own check."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        sock = socket.create_server(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop).result(5)
-
-    async def _serve(self, sock: socket.socket) -> None:
-        await self.loop.create_server(web.Server(self._answer), sock=sock)
 
     async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
         headers = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
@@ -158,8 +147,6 @@ class Upstream:
                                      status=400)
         return web.json_response({"error": {"message": "unexpected"}}, status=400)
 
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 @pytest.fixture

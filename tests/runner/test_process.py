@@ -27,12 +27,13 @@ from alk.runner.protocol import hello_message
 from alk.runner.request import RunRequest
 from alk.transcript.reader import read_transcript
 from alk.transcript.writer import TranscriptWriter
-from helpers.timing import assert_ended_in_time
+from helpers.timing import assert_ended_in_time, worker_lifetime
 
 SRC = Path(alk.__file__).resolve().parent.parent
 ACTS = Path(__file__).resolve().parents[1] / "workers" / "acts.py"
-# How long acts.py's grandchildren hold a pipe or keep writing: a run that waited for them
-# would take this long, so half of it tells a wait from a loaded machine's slowness.
+# How long acts.py's grandchildren hold a pipe or keep writing: a worker alk waited for would
+# have its exit recorded this long after its spawn (by alk's clock), so half of it tells a
+# wait from a loaded machine's slowness.
 HELD_S = 60
 START = {"type": "start", "run_id": "r", "scenario": {"id": "s", "task": "t", "input": {}},
          "repeat": 1, "seed": 1}
@@ -50,7 +51,8 @@ def reject(ready):
 def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, env=None,
             cap=64 * 1024 * 1024, secrets=(), name="t.jsonl", runner=None, limits=Limits(),
             network=Network.HOST, filesystem=Filesystem.WORKSPACE, visible=(), argv=None):
-    """Runs acts.py ACT ARG (or `argv`) through the local runner."""
+    """Runs acts.py ACT ARG (or `argv`) through the local runner: (observation, events); how
+    long it took is read from the events, by alk's clock (`helpers.timing`)."""
     workspace = tmp_path / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
     request = RunRequest(
@@ -61,10 +63,8 @@ def run_act(tmp_path, act, arg="", *, timeout=10.0, start=START, gate=accept, en
         visible=(*visible, sys.prefix, sys.base_prefix))
     path = tmp_path / name
     with TranscriptWriter(path, cap, Redactor(secrets)) as log:
-        began = time.monotonic()
         obs = (runner or LocalRunner()).run(request, gate, log)
-        elapsed = time.monotonic() - began
-    return obs, read_transcript(path), elapsed
+    return obs, read_transcript(path)
 
 
 def types(events, source=None):
@@ -72,7 +72,7 @@ def types(events, source=None):
 
 
 def test_handshake_order_and_clean_pass(tmp_path):
-    obs, events, _ = run_act(tmp_path, "plain")
+    obs, events = run_act(tmp_path, "plain")
     assert obs.exit_code == 0 and obs.result["output"] == "done"
     assert types(events, "harness")[:4] == ["spawn", "hello", "preflight", "start"]
     assert types(events)[2] == "framework_ready"
@@ -81,7 +81,7 @@ def test_handshake_order_and_clean_pass(tmp_path):
 
 
 def test_rejected_preflight_sends_abort_and_never_start(tmp_path):
-    obs, events, _ = run_act(tmp_path, "env", gate=reject)
+    obs, events = run_act(tmp_path, "env", gate=reject)
     harness = types(events, "harness")
     assert "abort" in harness and "start" not in harness
     assert obs.exit_code == 0 and obs.result is None  # the SDK exits quietly on abort
@@ -93,8 +93,9 @@ def test_rejected_preflight_sends_abort_and_never_start(tmp_path):
 def test_grandchild_holding_stdout_is_ended_and_does_not_hold_the_harness(tmp_path,
                                                                          process_watch):
     with process_watch(tmp_path / "ws") as watch:
-        obs, events, elapsed = run_act(tmp_path, "grandchild_holds_stdout")
-    assert elapsed < HELD_S / 2  # alk did not wait for the grandchild to let go of the pipe
+        obs, events = run_act(tmp_path, "grandchild_holds_stdout")
+    # By alk's clock, the exit was recorded long before the grandchild let go of the pipe.
+    assert worker_lifetime(events) < HELD_S / 2
     assert len(watch.workers()) >= 2, "the watch did not see the worker and its child"
     assert watch.left() == [], "a process of the repeat survived it"
     assert attribute(obs).cause == Cause.PASSED
@@ -105,7 +106,7 @@ def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path
     monkeypatch.setattr(driver, "INT_GRACE_S", 0.2)
     monkeypatch.setattr(driver, "TERM_GRACE_S", 0.2)
     with process_watch(tmp_path / "ws") as watch:
-        obs, events, elapsed = run_act(tmp_path, "ignores_signals", timeout=1.0)
+        obs, events = run_act(tmp_path, "ignores_signals", timeout=1.0)
     kills = [e["payload"]["signal"] for e in events if e["type"] == "kill"]
     assert kills == ["SIGINT", "SIGTERM", "SIGKILL"]
     assert obs.timed_out and obs.signal == 9
@@ -115,14 +116,14 @@ def test_timeout_escalates_to_sigkill_for_a_worker_that_ignores_signals(tmp_path
 
 
 def test_silent_worker_times_out_before_ready(tmp_path):
-    obs, events, _ = run_act(tmp_path, "silent_before_ready", timeout=0.5)
+    obs, events = run_act(tmp_path, "silent_before_ready", timeout=0.5)
     assert_ended_in_time(events, 0.5)
     verdict = attribute(obs)
     assert (verdict.outcome.value, verdict.cause) == ("lane_infra", "timeout_before_ready")
 
 
 def test_exit_before_ready_is_void_with_the_stderr_line(tmp_path):
-    obs, _, _ = run_act(tmp_path, "exit_before_ready")
+    obs, _ = run_act(tmp_path, "exit_before_ready")
     verdict = attribute(obs)
     assert verdict.cause == Cause.EXITED_BEFORE_READY and verdict.outcome.value == "lane_infra"
     assert "No module named 'missing_framework'" in verdict.detail
@@ -140,9 +141,9 @@ def test_spawn_failure_is_an_observation_not_an_exception(tmp_path):
                     reason=f"no PID namespace here: {detect().reason}")
 def test_a_grandchild_that_escaped_the_group_dies_with_the_namespace(tmp_path, process_watch):
     with process_watch(tmp_path / "ws") as watch:
-        obs, events, elapsed = run_act(tmp_path, "escape")
+        obs, events = run_act(tmp_path, "escape")
     assert obs.containment == "pid_namespace"
-    assert elapsed < HELD_S / 2  # alk did not wait for the grandchild that writes for a minute
+    assert worker_lifetime(events) < HELD_S / 2  # not waiting for the grandchild's minute
     assert len(watch.workers()) >= 2
     assert watch.left() == [], "a setsid() grandchild survived its worker"
     assert attribute(obs).cause == Cause.PASSED
@@ -158,7 +159,7 @@ def test_the_worker_cannot_read_alks_environment_through_proc(tmp_path):
         found = {}
         for label, runner in (("namespace", LocalRunner()),
                               ("group", LocalRunner(PROCESS_GROUP_ONLY))):
-            _, events, _ = run_act(tmp_path / label, "steal_env", marker, runner=runner)
+            _, events = run_act(tmp_path / label, "steal_env", marker, runner=runner)
             found[label] = next(e for e in events if e["type"] == "stolen")["payload"]["found"]
     finally:
         holder.kill()
@@ -170,10 +171,9 @@ def test_process_group_containment_still_returns_in_time(tmp_path, process_watch
     """Without a namespace an escaped grandchild outlives the repeat (the documented limit of
     this level), but it can neither hold alk on its pipes nor add evidence after the exit."""
     with process_watch(tmp_path / "ws") as watch:
-        obs, events, elapsed = run_act(tmp_path, "escape",
-                                       runner=LocalRunner(PROCESS_GROUP_ONLY))
+        obs, events = run_act(tmp_path, "escape", runner=LocalRunner(PROCESS_GROUP_ONLY))
     try:
-        assert obs.containment == "process_group" and elapsed < HELD_S / 2
+        assert obs.containment == "process_group" and worker_lifetime(events) < HELD_S / 2
         assert attribute(obs).cause == Cause.PASSED
         stderr_after_exit = [e for e in events if e["channel"] == "stderr"
                              and e["seq"] > next(x["seq"] for x in events if x["type"] == "exit")]
@@ -189,7 +189,7 @@ def test_network_none_cannot_reach_even_the_hosts_loopback(tmp_path, network):
         pytest.skip(f"network {network} is not available here: {detect().network_reason}")
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-        obs, events, _ = run_act(tmp_path, "connect", str(port), network=network)
+        obs, events = run_act(tmp_path, "connect", str(port), network=network)
     reached = next(e for e in events if e["type"] == "connect")["payload"]["reached"]
     spawn = next(e for e in events if e["type"] == "spawn")
     assert spawn["payload"]["network"] == obs.network == network.value
@@ -207,7 +207,7 @@ def test_a_sandboxed_worker_writes_only_its_workspace(tmp_path):
     # Outside /tmp the system is read-only; /tmp is a private, empty one.
     outside = Path(sys.prefix) / f"alk-sandbox-probe-{os.getpid()}"
     try:
-        obs, events, _ = run_act(tmp_path, "write_outside", str(outside),
+        obs, events = run_act(tmp_path, "write_outside", str(outside),
                                  filesystem=Filesystem.SANDBOX,
                                  visible=(str(SRC), str(ACTS.parent)))
         writes = next(e for e in events if e["type"] == "writes")["payload"]
@@ -224,11 +224,11 @@ def test_a_sandboxed_worker_writes_only_its_workspace(tmp_path):
 def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, process_watch):
     visible = (str(SRC), str(ACTS.parent))
     with process_watch(tmp_path / "ws") as watch:
-        obs, _, elapsed = run_act(tmp_path, "escape", filesystem=Filesystem.SANDBOX,
-                                  visible=visible)
-    assert elapsed < HELD_S / 2 and attribute(obs).cause == Cause.PASSED
+        obs, events = run_act(tmp_path, "escape", filesystem=Filesystem.SANDBOX,
+                                 visible=visible)
+    assert worker_lifetime(events) < HELD_S / 2 and attribute(obs).cause == Cause.PASSED
     assert watch.workers() and watch.left() == []
-    crashed, _, _ = run_act(tmp_path, "segfault", filesystem=Filesystem.SANDBOX,
+    crashed, _ = run_act(tmp_path, "segfault", filesystem=Filesystem.SANDBOX,
                             visible=visible)
     # bwrap alone would say 128 + N, as a worker could; alk's init reports the signal itself.
     assert (crashed.signal, crashed.exit_code) == (signal.SIGSEGV, None)
@@ -238,7 +238,7 @@ def test_a_sandboxed_worker_is_contained_and_its_signals_reported(tmp_path, proc
 
 @pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
 def test_in_the_sandbox_an_exit_code_of_128_plus_n_is_not_a_signal(tmp_path):
-    obs, _, _ = run_act(tmp_path, "exit_code", "139", filesystem=Filesystem.SANDBOX,
+    obs, _ = run_act(tmp_path, "exit_code", "139", filesystem=Filesystem.SANDBOX,
                         visible=(str(SRC), str(ACTS.parent)))
     assert (obs.exit_code, obs.signal) == (139, None)
     assert attribute(obs).cause == Cause.NONZERO_EXIT
@@ -246,7 +246,7 @@ def test_in_the_sandbox_an_exit_code_of_128_plus_n_is_not_a_signal(tmp_path):
 
 @pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
 def test_in_the_sandbox_a_timeout_still_shows_where_the_worker_hung(tmp_path, monkeypatch):
-    obs, events, elapsed = run_act(tmp_path, "hang", timeout=1.0, filesystem=Filesystem.SANDBOX,
+    obs, events = run_act(tmp_path, "hang", timeout=1.0, filesystem=Filesystem.SANDBOX,
                                    visible=(str(SRC), str(ACTS.parent)))
     stderr = "\n".join(e["payload"]["text"] for e in events if e["channel"] == "stderr")
     assert "KeyboardInterrupt" in stderr and "time.sleep" in stderr
@@ -256,20 +256,20 @@ def test_in_the_sandbox_a_timeout_still_shows_where_the_worker_hung(tmp_path, mo
 
 @pytest.mark.skipif(not SANDBOX, reason=f"no sandbox here: {detect().filesystem_reason}")
 def test_a_sandboxed_worker_cannot_change_the_hosts_kernel_settings(tmp_path):
-    obs, events, _ = run_act(tmp_path, "write_outside", "/proc/sys/vm/swappiness",
+    obs, events = run_act(tmp_path, "write_outside", "/proc/sys/vm/swappiness",
                              filesystem=Filesystem.SANDBOX, visible=(str(SRC), str(ACTS.parent)))
     writes = next(e for e in events if e["type"] == "writes")["payload"]["results"]
     assert writes["/proc/sys/vm/swappiness"] == "Read-only file system"
 
 
 def test_stdin_reads_eof_after_start(tmp_path):
-    obs, events, _ = run_act(tmp_path, "stdin_after_start")
+    obs, events = run_act(tmp_path, "stdin_after_start")
     assert next(e for e in events if e["type"] == "stdin")["payload"]["rest"] == ""
     assert attribute(obs).cause == Cause.PASSED
 
 
 def test_death_by_signal(tmp_path):
-    obs, _, _ = run_act(tmp_path, "segfault")
+    obs, _ = run_act(tmp_path, "segfault")
     verdict = attribute(obs)
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGSEGV" in verdict.detail
 
@@ -292,7 +292,7 @@ def test_death_by_sigkill_from_outside(tmp_path, process_watch):
     with process_watch(tmp_path / "ws") as watch:
         killer = threading.Thread(target=kill_when_ready, args=(watch,), daemon=True)
         killer.start()
-        obs, _, _ = run_act(tmp_path, "await_kill")
+        obs, _ = run_act(tmp_path, "await_kill")
     verdict = attribute(obs)
     assert (obs.signal, obs.exit_code) == (signal.SIGKILL, None)
     assert verdict.cause == Cause.KILLED_BY_SIGNAL and "SIGKILL" in verdict.detail
@@ -300,13 +300,13 @@ def test_death_by_sigkill_from_outside(tmp_path, process_watch):
 
 
 def test_events_written_with_ready_before_start_are_violations(tmp_path):
-    obs, _, _ = run_act(tmp_path, "no_wait")
+    obs, _ = run_act(tmp_path, "no_wait")
     assert [v.kind for v in obs.violations] == ["before_start", "before_start"]
     assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
 
 
 def test_clean_exit_without_result(tmp_path):
-    obs, _, _ = run_act(tmp_path, "no_result")
+    obs, _ = run_act(tmp_path, "no_result")
     assert attribute(obs).cause == Cause.NO_RESULT
 
 
@@ -317,7 +317,7 @@ def test_clean_exit_without_result(tmp_path):
     ("big_file", "8", Limits(max_file_mb=2), Cause.FILE_SIZE_LIMIT),
 ])
 def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause):
-    obs, events, _ = run_act(tmp_path, act, arg, limits=limits, timeout=8)
+    obs, events = run_act(tmp_path, act, arg, limits=limits, timeout=8)
     verdict = attribute(obs)
     # Its own cause, not the timeout: the limit ended the worker.
     assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", cause), verdict.detail
@@ -328,7 +328,7 @@ def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause)
 @pytest.mark.skipif(pids_cgroup_parent() is None, reason="no writable pids cgroup here")
 def test_max_processes_bounds_the_whole_tree_even_for_root(tmp_path, process_watch):
     with process_watch(tmp_path / "ws") as watch:
-        obs, _, elapsed = run_act(tmp_path, "fork_bomb", "300", limits=Limits(max_processes=32),
+        obs, _ = run_act(tmp_path, "fork_bomb", "300", limits=Limits(max_processes=32),
                                   filesystem=Filesystem.WORKSPACE)
     verdict = attribute(obs)
     assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", "process_limit")
@@ -339,7 +339,7 @@ def test_max_processes_bounds_the_whole_tree_even_for_root(tmp_path, process_wat
 
 def test_limits_are_inherited_and_core_dumps_are_off(tmp_path):
     limits = Limits(memory_mb=2048, max_open_files=77)
-    obs, events, _ = run_act(tmp_path, "rlimits", limits=limits)
+    obs, events = run_act(tmp_path, "rlimits", limits=limits)
     seen = next(e for e in events if e["type"] == "rlimits")["payload"]
     assert seen["core"] == [0, 0] and seen["nofile"] == [77, 77]
     assert seen["as"] == [2048 * 1024 * 1024] * 2
@@ -347,7 +347,7 @@ def test_limits_are_inherited_and_core_dumps_are_off(tmp_path):
 
 
 def test_peak_rss_is_the_workers_own(tmp_path):
-    obs, _, _ = run_act(tmp_path, "eat_memory", "120")
+    obs, _ = run_act(tmp_path, "eat_memory", "120")
     assert obs.peak_rss_mb is not None and 120 <= obs.peak_rss_mb < 250
 
 
@@ -383,7 +383,7 @@ def test_a_worker_smaller_than_alk_is_measured_where_it_runs(tmp_path, filesyste
     del ballast
     fds_before = sorted(os.listdir("/proc/self/fd"))
     try:
-        obs, _, _ = run_act(tmp_path, "", argv=(sys.executable, "-c", HOLDER, "40",
+        obs, _ = run_act(tmp_path, "", argv=(sys.executable, "-c", HOLDER, "40",
                                                 filesystem.value),
                             filesystem=filesystem, visible=(str(SRC),))
     finally:
@@ -401,7 +401,7 @@ def test_a_worker_smaller_than_alk_is_measured_where_it_runs(tmp_path, filesyste
 
 def test_environment_is_scrubbed_and_declared_values_redacted(tmp_path):
     secret = "s3cr3t-value-for-the-worker"
-    obs, events, _ = run_act(tmp_path, "env", env={"DECLARED": secret}, secrets=[secret])
+    obs, events = run_act(tmp_path, "env", env={"DECLARED": secret}, secrets=[secret])
     seen = next(e for e in events if e["type"] == "env")["payload"]["env"]
     assert set(seen) <= {"PATH", "PYTHONPATH", "DECLARED", "LC_CTYPE"}
     assert seen["DECLARED"] == "[REDACTED]"
@@ -411,7 +411,7 @@ def test_environment_is_scrubbed_and_declared_values_redacted(tmp_path):
 @pytest.mark.parametrize("text", ["ascii", "multibyte"])
 def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path, text):
     secret = "q7Z0k3-Xv9pL2m-Tr8Wy4c-Hn6Jd5"
-    obs, _, _ = run_act(tmp_path, "leak_secret", text, env={"LEAKED": secret},
+    obs, _ = run_act(tmp_path, "leak_secret", text, env={"LEAKED": secret},
                         secrets=[secret])
     verdict = attribute(obs)
     reported = " ".join([verdict.detail, obs.stderr_tail, *(v.detail for v in obs.violations)])
@@ -423,7 +423,7 @@ def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path, text):
 
 
 def test_output_after_the_worker_exited_is_not_evidence(tmp_path):
-    obs, events, _ = run_act(tmp_path, "write_after_exit")
+    obs, events = run_act(tmp_path, "write_after_exit")
     assert "late" not in types(events)
 
 
@@ -431,8 +431,8 @@ def test_output_after_the_worker_exited_is_not_evidence(tmp_path):
 def test_floods_keep_harness_memory_and_transcript_bounded(tmp_path):
     cap = 4 * 1024 * 1024
     rss_before = _reset_peak_rss()
-    obs, _, _ = run_act(tmp_path, "stdout_no_newline", "200", cap=cap, name="stdout.jsonl")
-    obs2, _, _ = run_act(tmp_path, "stderr_lines", "200", cap=cap, name="stderr.jsonl")
+    obs, _ = run_act(tmp_path, "stdout_no_newline", "200", cap=cap, name="stdout.jsonl")
+    obs2, _ = run_act(tmp_path, "stderr_lines", "200", cap=cap, name="stderr.jsonl")
     growth_mb = (_peak_rss_kb() - rss_before) / 1024
     assert growth_mb < 64, f"the harness grew by {growth_mb:.0f} MiB reading 400 MiB"
     assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
