@@ -162,7 +162,7 @@ def test_a_crash_is_told_apart_by_its_deepest_frame(tmp_path, alk):
 
 
 def test_a_scripted_scenario_with_two_paths_is_the_frameworks_nondeterminism(tmp_path, alk):
-    done = alk("run", "--lane", LANES / "wobbly.toml", "-n", 4, cwd=tmp_path)
+    done = alk("run", "--lane", LANES / "wobbly.toml", "-n", 4, "--stats", cwd=tmp_path)
     [scenario] = result_of(tmp_path)["scenarios"]
     assert scenario["stats"]["verdict"] == "pass" and scenario["scripted"] is True
     assert scenario["stats"]["paths"] == {
@@ -253,6 +253,11 @@ def test_report_show_lanes_and_causes(tmp_path, alk):
     assert json.loads(again.stdout) == document
     rendered = alk_here("report", cwd=tmp_path)
     assert rendered.returncode == 0 and run_id in rendered.stdout and "nominal" in rendered.stdout
+    # The answer first; the statistics block only with --stats.
+    assert rendered.stdout.startswith("PASS  the scenario met the rule")
+    assert "workers     peak RSS" not in rendered.stdout
+    assert f"alk report {run_id} --stats adds" in rendered.stdout
+    rendered = alk_here("report", run_id, "--stats", cwd=tmp_path)
     shown = alk_here("show", run_id, "nominal", 1, "--channel", "tool", cwd=tmp_path)
     assert shown.returncode == 0 and "write_report" in shown.stdout
     assert "exit 0" in shown.stdout and "peak RSS" in shown.stdout

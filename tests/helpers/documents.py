@@ -78,6 +78,17 @@ def run(out: Path) -> RunDocument:
                 remote=[NEVER_READY] * 20)
 
 
+def one_scenario(out: Path) -> RunDocument:
+    """One scenario, two repeats, one of them answering wrongly: too few for the ICC or
+    consistency to mean anything."""
+    return made(out, observation(0.3), repeats=2, nominal=[observation(1.21), WRONG])
+
+
+def passed(out: Path) -> RunDocument:
+    return made(out, observation(0.3), repeats=3, nominal=passing(3),
+                tool_error=passing(3, 0.92))
+
+
 def mostly_void(out: Path) -> RunDocument:
     return made(out, observation(0.3), nominal=flaky(), tool_error=passing(20, 0.92),
                 **{"mostly-void": [NEVER_READY] * 19 + passing(1)})
@@ -107,6 +118,11 @@ def resumed(out: Path) -> RunDocument:
     return dataclasses.replace(
         document, settings=dataclasses.replace(document.settings, jobs=4),
         resumed=(Resumption("2026-11-29T12:40:07+00:00", 23),))
+
+
+def two_lanes(out: Path) -> list[RunDocument]:
+    """One run of two lanes on the same scenarios, as `alk run --lane a --lane b`."""
+    return three_lanes(out)[:2]
 
 
 def three_lanes(out: Path) -> list[RunDocument]:

@@ -29,6 +29,10 @@ LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a p
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
 KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
                     "repeats in a row all pass.")
+StatsOpt = typer.Option(False, "--stats", help="Add the statistics block to the report: the "
+                        "legend, ICC and design effect, consistency, fault robustness, repeats "
+                        "to see a failure, tool paths, the workers' footprint, each where it "
+                        "means something (docs/reports.md).")
 
 
 def command(name: Optional[str] = None, short_help: Optional[str] = None
@@ -96,16 +100,10 @@ def warn(warnings: List[str]) -> None:
         err.print(Text.assemble(("warning: ", "bold yellow"), safe_text.printable(warning)))
 
 
-def print_runs(documents: list, out: Path, k: int) -> None:  # list[RunDocument]
-    """Each lane's report; with several lanes, the lane x scenario matrix after them."""
-    from alk.report import matrix
-    from alk.report.terminal.run import run_report
+def print_runs(documents: list, out: Path, k: int, stats: bool = False) -> None:
+    """The run's report (`alk.report.terminal.run.runs_report`): its verdict first; with
+    several lanes, the lane x scenario matrix, then each lane's report. `stats`: with the
+    statistics block (`--stats`)."""
+    from alk.report.terminal.run import runs_report
 
-    shown = console()
-    for number, document in enumerate(documents):
-        if number:
-            shown.print()  # the lanes of one run, apart
-        shown.print(run_report(document, out.resolve(), k=k))
-    if len(documents) > 1:
-        shown.print()
-        shown.print(matrix.lane_matrix(documents))
+    console().print(runs_report(documents, out.resolve(), k=k, stats=stats))

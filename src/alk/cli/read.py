@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from alk.cli.app import KOpt, OutOpt, command, console, echo_json, fail, print_runs, warn
+from alk.cli.app import (
+    KOpt,
+    OutOpt,
+    StatsOpt,
+    command,
+    console,
+    echo_json,
+    fail,
+    print_runs,
+    warn,
+)
 
 if TYPE_CHECKING:
     from alk.transcript.reader import TranscriptPage
@@ -28,6 +38,7 @@ def report(
     open_html: bool = typer.Option(False, "--open", help="Open report.html in a browser, "
                                    "where there is one."),
     k: int = KOpt,
+    stats: bool = StatsOpt,
     out: Path = OutOpt,
 ) -> None:
     """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
@@ -40,7 +51,7 @@ def report(
     if as_json:
         echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:
-        print_runs(documents, out, k)
+        print_runs(documents, out, k, stats)
     warn(list(written.problems))
     if open_html:
         page = next((path for path in written.paths if path.name == HTML_NAME), None)

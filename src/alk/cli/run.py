@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from alk.cli.app import KOpt, LaneOpt, OutOpt, command, console, echo_json, print_runs, warn
+from alk.cli.app import (
+    KOpt,
+    LaneOpt,
+    OutOpt,
+    StatsOpt,
+    command,
+    console,
+    echo_json,
+    print_runs,
+    warn,
+)
 from alk.errors import UsageError
 
 if TYPE_CHECKING:
@@ -65,6 +75,7 @@ def run(
                                           "--fail-under: judge the lower bound of each "
                                           "pass rate's 95% interval, not the rate."),
     k: int = KOpt,
+    stats: bool = StatsOpt,
     out: Path = OutOpt,
 ) -> None:
     """Run lanes: every scenario, N fresh worker processes each; report and exit by verdict.
@@ -105,7 +116,7 @@ def run(
     if as_json:
         echo_json(api.runs_json(documents), f"run {results.run_id}")
     else:
-        print_runs(documents, out, k)
+        print_runs(documents, out, k, stats)
     if results.reports is not None:
         warn(list(results.reports.problems))
     raise typer.Exit(ExitCode.INTERRUPTED if results.interrupted else results.exit_code)

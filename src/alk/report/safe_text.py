@@ -164,10 +164,25 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def one_line(value: Any, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word or value boundary (a space, or after "," or
+    ";") with an ellipsis, never inside a value: "got \"Order 7…" misreads, "got …" does not.
+    A text with no boundary in its second half is cut where it must be."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    at = max(head.rfind(" "), head.rfind(","), head.rfind(";"))
+    if at < limit // 2:
+        return head + "…"
+    return head[: at + 1].rstrip() + " …"
+
+
+def one_line(value: Any, limit: int, *, whole_words: bool = False) -> str:
+    """The value on one line (its line breaks shown as ⏎), at most `limit` characters; with
+    `whole_words`, cut at a word or value boundary (`clip`)."""
     text = value if isinstance(value, str) else json_text(value)
-    return cut(" ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip()),
-               limit)
+    joined = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return clip(joined, limit) if whole_words else cut(joined, limit)
 
 
 def json_text(value: Any, spaced: bool = False) -> str:

@@ -36,6 +36,7 @@ from alk.report.listings import (
 )
 from alk.report.safe_text import printable
 from alk.report.terminal.run import run_report
+from alk.report.terminal.statistics import MIN_REPEATS, MIN_SCENARIOS
 from alk.report.transcript_view import (
     event_row,
     page_summary,
@@ -50,6 +51,11 @@ from alk.transcript.reader import TranscriptPage
 from helpers.views import RUN, render, repeat
 
 STARTED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def full_report(doc: RunDocument, *args: Any, **kwargs: Any) -> RenderableType:
+    """The report with its statistics block (`--stats`), which most tests here read."""
+    return run_report(doc, *args, stats=True, **kwargs)
 PROBE = Preflight(True, "pydantic-ai", "1.0.3")
 
 
@@ -105,7 +111,7 @@ def refused() -> RunDocument:
 
 def test_run_report_shows_verdicts_rates_and_causes():
     doc = document()
-    out = render(run_report(doc))
+    out = render(full_report(doc))
     assert "demo" in out and "pydantic-ai 1.0.3" in out and ">=1.0,<2" in out and RUN in out
     for verdict in ("flaky", "pass", "void"):
         assert verdict in out
@@ -115,14 +121,16 @@ def test_run_report_shows_verdicts_rates_and_causes():
     assert "nonzero_exit×2" in out and "wrong_output×1" in out
     assert "0.05 s" in out
     assert "92.5% [80.1–97.4]" in out  # the pooled lane row, 37 of 40
-    icc = doc.aggregate.icc
+    icc = three_scored().aggregate.icc
+    assert icc.value is not None and icc.design_effect is not None
+    out = render(full_report(three_scored()))
     assert re.search(rf"ICC +{icc.value:.2f} \[", out)
     assert f"design effect {icc.design_effect:.2f}" in out
     assert "INTERRUPTED" not in out
 
 
 def test_run_report_explains_each_scenario_that_did_not_pass():
-    out = render(run_report(document()))
+    out = render(full_report(document()))
     assert "why nominal: flaky · of 20 repeats, 3 failed" in out
     assert "why tool_error" not in out
     # the bracketed detail survives because values are never parsed as markup
@@ -141,12 +149,12 @@ def test_run_report_explains_each_scenario_that_did_not_pass():
 def test_run_report_marks_an_interrupted_run_and_missing_values():
     # Ctrl-C after the fifth round.
     cut = {sid: repeats[:5] for sid, repeats in scenarios().items()}
-    out = render(run_report(built(cut, status="interrupted")))
+    out = render(full_report(built(cut, status="interrupted")))
     assert "INTERRUPTED after 15 of 60 repeats" in out
     assert f"`alk run --resume {RUN}` goes on with it" in out
     assert "—" in out.split("remote", 1)[1]  # no pass rate for the void scenario
-    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b")}
-    out = render(run_report(built(passing)))
+    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b", "c")}
+    out = render(full_report(built(passing)))
     assert re.search(r"ICC +— \(no variance: every scored repeat had the same outcome\)", out)
 
 
@@ -154,21 +162,21 @@ def test_every_framework_and_version_a_worker_reported_is_in_the_header():
     repeats = scenarios()
     repeats["tool_error"][:3] = [repeat(n, scenario="tool_error",
                                         identities=(("pydantic-ai", "9.9"),)) for n in (1, 2, 3)]
-    out = render(run_report(built(repeats)), width=80)
+    out = render(full_report(built(repeats)), width=80)
     assert "also reported: pydantic-ai 9.9 (3 repeats)" in " ".join(out.split())
-    assert "also reported" not in render(run_report(document()))
+    assert "also reported" not in render(full_report(document()))
 
 
 def test_memory_a_worker_held_in_tmpfs_is_shown_beside_its_rss():
     repeats = scenarios()
     repeats["nominal"][2] = repeat(3, peak_tmpfs_mb=128.0)
-    out = " ".join(render(run_report(built(repeats)), width=120).split())
+    out = " ".join(render(full_report(built(repeats)), width=120).split())
     assert "/tmp and /dev/shm up to 128.0 MB (nominal)" in out
-    assert "/tmp and /dev/shm" not in render(run_report(document()))
+    assert "/tmp and /dev/shm" not in render(full_report(document()))
 
 
 def test_run_report_puts_a_failed_preflight_first():
-    out = render(run_report(refused()))
+    out = render(full_report(refused()))
     assert "Nothing ran: version_unsupported" in out
     assert "pydantic-ai 0.9.1" in out and ">=1.0,<2" in out
     assert "does not satisfy" in out
@@ -271,6 +279,12 @@ def test_control_characters_from_a_worker_never_reach_the_terminal():
 # --- void repeats beside the rate ------------------------------------------------------------
 
 
+def three_scored() -> RunDocument:
+    """The document above, and a third scenario every repeat of which passed: three scored,
+    the fewest the ICC and the clustered interval are shown for."""
+    return built({**scenarios(), "steady": [repeat(n, scenario="steady") for n in range(1, 21)]})
+
+
 def void_document() -> RunDocument:
     """The document above, and a scenario whose pass rests on 1 scored repeat of 20."""
     repeats = scenarios()
@@ -285,7 +299,7 @@ def numbers(text: str) -> list[str]:
 
 
 def test_void_repeats_are_plain_under_the_row_at_80_columns():
-    out = render(run_report(void_document()), width=80)
+    out = render(full_report(void_document()), width=80)
     lines = [line.rstrip() for line in out.splitlines()]
     row = next(i for i, line in enumerate(lines) if line.startswith("mostly-void"))
     assert "pass?    1/1" in lines[row] and "100.0% [20.7–100.0]" in lines[row]
@@ -304,8 +318,8 @@ def test_void_repeats_are_plain_under_the_row_at_80_columns():
 
 @pytest.mark.parametrize("width", [80, 84, 89, 100])
 def test_nothing_is_cut_or_split_mid_number(width):
-    wide = render(run_report(void_document()), width=300)
-    out = render(run_report(void_document()), width=width)
+    wide = render(full_report(void_document()), width=300)
+    out = render(full_report(void_document()), width=width)
     assert max(len(line.rstrip()) for line in out.splitlines()) <= width
     assert numbers(out) == numbers(wide)
     for cell in ("exited_before_ready", "nonzero_exit×2", "framework_runtime 2"):
@@ -315,7 +329,7 @@ def test_nothing_is_cut_or_split_mid_number(width):
 def test_a_run_without_void_repeats_gets_no_void_note():
     repeats = scenarios()
     del repeats["remote"]
-    out = render(run_report(built(repeats)), width=80)
+    out = render(full_report(built(repeats)), width=80)
     assert not re.search(r"^void:|void \d", out, re.M)  # no void note, none under a row
     assert [cells_of(out, s)[-3] for s in ("nominal", "tool_error")] == ["0%", "0%"]
     assert cells_of(out, "lane (pooled)")[-2] == "0%"
@@ -325,7 +339,7 @@ def test_a_run_without_void_repeats_gets_no_void_note():
 def test_an_interrupted_run_marks_a_verdict_on_few_repeats():
     repeats = scenarios()
     repeats["tool_error"] = repeats["tool_error"][:5]
-    out = render(run_report(built(repeats, status="interrupted")), width=80)
+    out = render(full_report(built(repeats, status="interrupted")), width=80)
     assert "pass?" in out and "tool_error (5 of 20 scored)" in " ".join(out.split())
     row = out.splitlines().index(next(line for line in out.splitlines()
                                       if line.startswith("tool_error")))
@@ -354,7 +368,7 @@ def hostile_run() -> RenderableType:
     repeats["nominal"][3] = dataclasses.replace(repeats["nominal"][3], detail=HOSTILE)
     doc = built(repeats, probe=Preflight(True, "pydantic-ai", HOSTILE), description=HOSTILE)
     # After the plan: a lane's TOML cannot spell a lone surrogate, so no plan holds one.
-    return run_report(dataclasses.replace(doc, scenarios=(
+    return full_report(dataclasses.replace(doc, scenarios=(
         dataclasses.replace(doc.scenarios[0], id=HOSTILE), *doc.scenarios[1:])))
 
 
@@ -446,7 +460,7 @@ def test_repeats_that_differ_only_in_a_duration_are_one_reason_with_its_range():
                                                            "run); stderr: OSError"))
     repeats["nominal"] = [r for r in repeats["nominal"]
                           if r.repeat not in (4, 7, 9, 10, 12)] + hung
-    flat = " ".join(render(run_report(built(repeats)), width=80).split())
+    flat = " ".join(render(full_report(built(repeats)), width=80).split())
     assert ("repeats 4, 7, 9: framework_runtime/timeout no exit within the timeout "
             "(10.1–10.4 s run); stderr: KeyboardInterrupt") in flat
     assert "repeat 12: framework_runtime/timeout no exit within the timeout (10.1 s run)" in flat
@@ -458,12 +472,12 @@ def test_a_long_scenario_id_gets_a_line_of_its_own_and_is_never_broken():
     repeats[long_id] = [dataclasses.replace(r, scenario=long_id) for r in repeats["tool_error"]]
     del repeats["tool_error"]
     doc = built(repeats)
-    lines = render(run_report(doc), width=80).splitlines()
+    lines = render(full_report(doc), width=80).splitlines()
     at = lines.index(long_id)
     assert lines[at + 1].lstrip().startswith("pass   20/20  100.0% [83.9–100.0]")
     assert max(len(line.rstrip()) for line in lines) <= 80
     # Where there is room, the id and its numbers share a line.
-    wide = render(run_report(doc), width=160).splitlines()
+    wide = render(full_report(doc), width=160).splitlines()
     assert any(line.startswith(long_id) and "100.0% [83.9–100.0]" in line for line in wide)
 
 
@@ -514,8 +528,9 @@ def hat_cell(point: float, low: float, high: float) -> str:
 
 @pytest.mark.parametrize("k", [2, 5, 20])
 def test_pass_hat_k_at_the_chosen_k_is_the_unbiased_point_in_the_wilson_bounds_to_the_k(k):
-    out = render(run_report(document(), k=k), width=80)
-    assert out.splitlines()[3].split()[-3:] == [f"pass^{k}", "[CI]", "p50"]
+    out = render(full_report(document(), k=k), width=80)
+    [header] = [line for line in out.splitlines() if line.startswith("scenario ")]
+    assert header.split()[-3:] == [f"pass^{k}", "[CI]", "p50"]
     low, high = wilson(17, 20)
     nominal = comb(17, k) / comb(20, k)
     assert cells_of(out, "nominal")[-2] == hat_cell(nominal, low**k, high**k)
@@ -527,7 +542,7 @@ def test_pass_hat_k_at_the_chosen_k_is_the_unbiased_point_in_the_wilson_bounds_t
 
 
 def test_pass_hat_1_is_the_pass_rate():
-    out = render(run_report(document(), k=1), width=80)
+    out = render(full_report(document(), k=1), width=80)
     for scenario in ("nominal", "tool_error"):
         cells = cells_of(out, scenario)
         rate = re.fullmatch(r"([\d.]+)% \[([\d.]+)–([\d.]+)\]", cells[-4])
@@ -538,7 +553,7 @@ def test_pass_hat_1_is_the_pass_rate():
 
 
 def test_pass_hat_k_beyond_the_scored_repeats_is_a_dash_and_the_legend_says_why():
-    out = render(run_report(void_document(), k=5), width=80)
+    out = render(full_report(void_document(), k=5), width=80)
     assert cells_of(out, "mostly-void")[-2] == "—"
     assert cells_of(out, "nominal")[-2] != "—"
     # The lane's mean needs k scored repeats in each scenario that scored any.
@@ -546,16 +561,16 @@ def test_pass_hat_k_beyond_the_scored_repeats_is_a_dash_and_the_legend_says_why(
     flat = " ".join(out.split())
     assert ("— fewer than 5 scored repeats: mostly-void; the lane's pass^5 needs 5 in every "
             "scenario") in flat
-    out = render(run_report(document(), k=21), width=80)
+    out = render(full_report(document(), k=21), width=80)
     assert [cells_of(out, s)[-2] for s in ("nominal", "tool_error")] == ["—", "—"]
     assert "fewer than 21 scored repeats: nominal, tool_error" in " ".join(out.split())
-    assert "fewer than" not in render(run_report(document(), k=20), width=80)
+    assert "fewer than" not in render(full_report(document(), k=20), width=80)
     with pytest.raises(ValueError, match="k >= 1"):
-        run_report(document(), k=0)
+        full_report(document(), k=0)
 
 
 def test_void_is_a_rate_beside_every_pass_rate():
-    out = render(run_report(void_document()), width=80)
+    out = render(full_report(void_document()), width=80)
     assert cells_of(out, "nominal")[-3] == "0%"
     assert cells_of(out, "mostly-void")[-3] == whole(19 / 20)
     assert cells_of(out, "remote")[-3] == "100%"
@@ -587,15 +602,15 @@ def minus(value: float) -> str:
 
 
 def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read():
-    out = render(run_report(document()), width=80)
-    pooled = wilson(37, 40)
-    assert cells_of(out, "lane (pooled)")[1] == (f"92.5% [{pooled[0] * 100:.1f}–"
+    out = render(full_report(three_scored()), width=80)
+    pooled = wilson(57, 60)
+    assert cells_of(out, "lane (pooled)")[1] == (f"95.0% [{pooled[0] * 100:.1f}–"
                                                  f"{pooled[1] * 100:.1f}]")
-    icc, *_, m = anova([(17, 20), (20, 20)])
-    effective = 40 / (1 + (m - 1) * icc)
-    low, high = wilson(37 / 40 * effective, effective)
+    icc, *_, m = anova([(17, 20), (20, 20), (20, 20)])
+    effective = 60 / (1 + (m - 1) * icc)
+    low, high = wilson(57 / 60 * effective, effective)
     [clustered] = [line for line in out.splitlines() if line.startswith("  clustered ")]
-    assert clustered.split() == ["clustered", "92.5%", f"[{low * 100:.1f}–{high * 100:.1f}]"]
+    assert clustered.split() == ["clustered", "95.0%", f"[{low * 100:.1f}–{high * 100:.1f}]"]
     assert low < pooled[0] - 0.05  # the clustered one is wider here
     flat = " ".join(out.split())
     assert ("clustered the scenarios as a sample of tasks: read it to generalise beyond them; "
@@ -603,32 +618,35 @@ def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read(
 
 
 def test_the_icc_has_its_f_interval_design_effect_and_effective_n():
-    flat = " ".join(render(run_report(document()), width=80).split())
-    icc, low, high, k0, m = anova([(17, 20), (20, 20)])
-    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 2 scenarios, cluster size "
+    flat = " ".join(render(full_report(three_scored()), width=80).split())
+    icc, low, high, k0, m = anova([(17, 20), (20, 20), (20, 20)])
+    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 3 scenarios, cluster size "
             f"{m:.1f} design effect {1 + (m - 1) * icc:.2f}: effective n "
-            f"{40 / (1 + (m - 1) * icc):.1f} of 40 scored repeats only 2 scenarios: the interval "
+            f"{60 / (1 + (m - 1) * icc):.1f} of 60 scored repeats only 3 scenarios: the interval "
             "is wide") in flat
     assert low < 0  # a minus that reads as one
     # Unequal counts: the ICC's k0 differs from Kish's cluster size, and both are shown.
-    flat = " ".join(render(run_report(void_document()), width=80).split())
-    icc, low, high, k0, m = anova([(17, 20), (20, 20), (1, 1)])
-    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 3 scenarios, cluster size "
+    doc = void_document()
+    doc = built({**{s.id: list(s.repeats) for s in doc.scenarios},
+                 "steady": [repeat(n, scenario="steady") for n in range(1, 21)]})
+    flat = " ".join(render(full_report(doc), width=80).split())
+    icc, low, high, k0, m = anova([(17, 20), (20, 20), (1, 1), (20, 20)])
+    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 4 scenarios, cluster size "
             f"{m:.1f} (k0 {k0:.1f}) design effect {1 + (m - 1) * icc:.2f}") in flat
 
 
 def test_an_icc_without_variance_says_why_and_that_the_design_effect_is_its_worst():
-    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b")}
-    flat = " ".join(render(run_report(built(passing)), width=80).split())
-    assert ("ICC — (no variance: every scored repeat had the same outcome) · 2 scenarios, "
-            "cluster size 20.0 design effect 20.00: effective n 2.0 of 40 scored repeats "
+    passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b", "c")}
+    flat = " ".join(render(full_report(built(passing)), width=80).split())
+    assert ("ICC — (no variance: every scored repeat had the same outcome) · 3 scenarios, "
+            "cluster size 20.0 design effect 20.00: effective n 3.0 of 60 scored repeats "
             "design effect at its worst case, ICC = 1: each scenario counts once") in flat
-    low, high = wilson(2, 2)
+    low, high = wilson(3, 3)
     assert f"clustered 100.0% [{low * 100:.1f}–100.0]" in flat
 
 
 def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
-    flat = " ".join(render(run_report(document()), width=80).split())
+    flat = " ".join(render(full_report(document()), width=80).split())
     # 3 of 20 failed: the least n with 1 − 0.85ⁿ ≥ 0.95.
     seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
     assert f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time" in flat
@@ -640,7 +658,7 @@ def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
     assert f"to see a 5% failure 95% of the time takes {five} repeats, a 1% one {one}" in flat
     # Scenarios that share the numbers share a line; all of them are "every scenario".
     passing = {sid: [repeat(n, scenario=sid) for n in range(1, 21)] for sid in ("a", "b", "c")}
-    flat = " ".join(render(run_report(built(passing)), width=80).split())
+    flat = " ".join(render(full_report(built(passing)), width=80).split())
     assert f"failures every scenario: no failure in 20 scored; up to {bound:.1%}" in flat
 
 
@@ -666,7 +684,7 @@ def figure(name: str, value: float, low: float, high: float) -> str:
 def test_the_lanes_consistency_shows_the_records_figures_with_their_intervals():
     # 16 of 20 pass in nominal, all 20 in tool_error; every repeat alike otherwise.
     doc = built({"nominal": failing(16), "tool_error": failing(20, "tool_error")})
-    lines = consistency_lines(render(run_report(doc), width=120))
+    lines = consistency_lines(render(full_report(doc), width=120))
     # Outcome consistency (2p − 1)²: nominal's p = 0.8 gives 0.36, its interval the Wilson
     # bounds of 16/20 mapped alike; tool_error's 20/20 gives 1 over [(2·0.839 − 1)², 1]. The
     # lane's is the mean of 0.36 and 1, its interval that of the two scenarios resampled (the
@@ -705,7 +723,7 @@ def test_a_scenario_lists_only_its_figures_below_1_and_a_figure_none_is_left_out
     assert all(e.value < 0.995 for e in (consistency.outcome, consistency.tool_use,
                                          consistency.steps, consistency.resources))
     assert next(s for s in doc.scenarios if s.id == "mostly_void").stats.consistency.outcome is None
-    flat = " ".join(" ".join(consistency_lines(render(run_report(doc), width=80))).split())
+    flat = " ".join(" ".join(consistency_lines(render(full_report(doc), width=80))).split())
     assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) for name, e in (
         ("outcome", consistency.outcome), ("tool use", consistency.tool_use),
         ("steps", consistency.steps), ("resources", consistency.resources)))) in flat
@@ -723,7 +741,7 @@ def test_timing_noise_alone_lists_no_scenario_and_resources_far_apart_do():
     doc = built({"nominal": noisy, "apart": apart})
     by_id = {s.id: s.stats.consistency.resources.value for s in doc.scenarios}
     assert 0.6 < by_id["nominal"] < 1 and by_id["apart"] < 0.6
-    lines = consistency_lines(render(run_report(doc), width=120))
+    lines = consistency_lines(render(full_report(doc), width=120))
     assert [line.split(":")[0] for line in lines[1:2]] == ["apart"]
     assert not any(line.startswith("nominal") for line in lines)
 
@@ -731,7 +749,7 @@ def test_timing_noise_alone_lists_no_scenario_and_resources_far_apart_do():
 def test_at_most_a_handful_of_scenarios_least_consistent_first_then_how_many_more():
     # Outcome consistency (2p − 1)² at 20, 19, ..., 14 of 20 passed: 1, 0.81, 0.64, 0.49, ...
     runs = {f"s{passed}": failing(passed, f"s{passed}") for passed in range(20, 13, -1)}
-    lines = consistency_lines(render(run_report(built(runs)), width=120))
+    lines = consistency_lines(render(full_report(built(runs)), width=120))
     assert [line.split(":")[0] for line in lines[1:6]] == ["s14", "s15", "s16", "s17",
                                                              "+2 more scenarios"]
     assert lines[1].startswith("s14: outcome 0.16 [")
@@ -741,18 +759,18 @@ def test_at_most_a_handful_of_scenarios_least_consistent_first_then_how_many_mor
 def test_consistency_and_its_legend_only_when_the_lane_has_a_figure():
     void = {"remote": [repeat(n, "lane_infra", "env_missing", "OPENAI_API_KEY is not set",
                               "remote", exit_code=None) for n in range(1, 21)]}
-    out = render(run_report(built(void)), width=80)
-    assert "consistency" not in out and "1 = all repeats alike" not in out
-    assert "consistency outcome" in render(run_report(document()), width=80)
+    out = render(full_report(built(void)), width=80)
+    assert "consistency outcome" not in out and "1 = all repeats alike" not in out
+    assert "consistency outcome" in render(full_report(document()), width=80)
 
 
 def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_faults():
     runs = {"nominal": failing(16), "tool_error": failing(15, "tool_error")}
-    assert "robustness" not in render(run_report(built(runs)), width=80)
+    assert "robustness  to faults" not in render(full_report(built(runs)), width=80)
     doc = built(runs, faulted=("tool_error",))
     robustness = doc.aggregate.fault_robustness
     assert robustness is not None and robustness.high is not None
-    out = render(run_report(doc), width=80)
+    out = render(full_report(doc), width=80)
     # 15 of 20 passed with the fault, 16 of 20 without: 0.75 / 0.8.
     assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: pass "
             "rate with injected faults ÷ without") in out
@@ -762,6 +780,50 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
                 faulted=("tool_error",))
     robustness = doc.aggregate.fault_robustness
     assert robustness is not None and robustness.high is None
-    flat = " ".join(render(run_report(doc), width=80).split())
+    flat = " ".join(render(full_report(doc), width=80).split())
     assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): pass rate with injected "
             "faults ÷ without no upper bound: too few repeats passed without faults") in flat
+
+
+# --- statistics where they mean something (docs/reports.md) ----------------------------------
+
+
+def lane_of(scenarios: int, repeats: int) -> RunDocument:
+    """`scenarios` scenarios of `repeats` repeats, the first of each failing: every figure has
+    a value to show, if it is shown."""
+    return built({f"s{i}": [repeat(n, scenario=f"s{i}") if n > 1 else
+                            repeat(n, "agent", "wrong_output", "expected 'open'", f"s{i}")
+                            for n in range(1, repeats + 1)] for i in range(scenarios)})
+
+
+def test_by_default_the_report_has_no_statistics_block_and_says_how_to_see_it():
+    out = render(run_report(three_scored()), width=80)
+    for figure in ("ICC ", "consistency ", "design effect", "failures ", "workers ", "rule "):
+        assert not any(line.startswith(figure) for line in out.splitlines()), figure
+    assert "pass^5      chance" not in out  # the legend is part of the block
+    flat = " ".join(out.split())
+    assert f"statistics alk report {RUN} --stats adds the legend, ICC," in flat
+    assert "statistics " not in render(full_report(three_scored()), width=80)
+
+
+def test_the_icc_and_clustered_interval_need_several_scenarios_of_several_repeats():
+    shown = render(full_report(lane_of(MIN_SCENARIOS, MIN_REPEATS)), width=80)
+    assert re.search(r"^ICC +", shown, re.M) and "  clustered " in shown
+    assert "withheld    ICC" not in shown
+    for doc in (lane_of(MIN_SCENARIOS - 1, MIN_REPEATS), lane_of(MIN_SCENARIOS, MIN_REPEATS - 1)):
+        out = render(full_report(doc), width=80)
+        assert not re.search(r"^ICC +", out, re.M) and "  clustered " not in out
+        assert "design effect" not in out.split("withheld")[0]
+        flat = " ".join(out.split())
+        assert (f"withheld ICC, design effect and clustered interval (they need "
+                f"{MIN_SCENARIOS} scenarios of {MIN_REPEATS}+ scored repeats") in flat
+
+
+def test_consistency_needs_repeats_and_robustness_a_faulted_scenario():
+    assert "consistency outcome" in render(full_report(lane_of(1, MIN_REPEATS)), width=80)
+    out = render(full_report(lane_of(1, MIN_REPEATS - 1)), width=80)
+    flat = " ".join(out.split())
+    assert "consistency outcome" not in out
+    assert (f"consistency (it needs a scenario of {MIN_REPEATS}+ scored repeats; the most "
+            f"here is {MIN_REPEATS - 1})") in flat
+    assert "fault robustness (no faulted scenario to set beside its twin)" in flat

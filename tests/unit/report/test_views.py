@@ -20,7 +20,7 @@ from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
 from alk.report.matrix import lane_matrix
-from alk.report.terminal.run import rerun_summary, run_report
+from alk.report.terminal.run import rerun_summary, run_report, runs_report
 from alk.report.transcript_view import (
     event_row,
     page_summary,
@@ -142,6 +142,12 @@ RUNS: dict[str, Callable[[Path], RunDocument]] = {
     "run-long-ids": documents.long_ids,
     "run-preflight-refused": documents.refused,
     "run-resumed": documents.resumed,
+    "run-one-scenario": documents.one_scenario,
+}
+# The same, with the statistics block (`--stats`): each figure only where it means something.
+STATS_RUNS: dict[str, Callable[[Path], RunDocument]] = {
+    "run-stats": documents.run,
+    "run-one-scenario-stats": documents.one_scenario,
 }
 VIEWS: dict[str, Callable[[], RenderableType]] = {
     "show": show,
@@ -154,13 +160,18 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("view", [*RUNS, *VIEWS, "matrix", "rerun"])
+@pytest.mark.parametrize("view", [*RUNS, *STATS_RUNS, *VIEWS, "matrix", "rerun",
+                                  "run-two-lanes"])
 def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
                                    private_temp: None) -> None:
     if view == "matrix":
         made = lane_matrix(documents.three_lanes(tmp_path))
     elif view == "rerun":
         made = rerun(tmp_path)
+    elif view == "run-two-lanes":
+        made = runs_report(documents.two_lanes(tmp_path), Path("/home/ci/project"))
+    elif view in STATS_RUNS:
+        made = run_report(STATS_RUNS[view](tmp_path), Path("/home/ci/project"), stats=True)
     else:
         made = (run_report(RUNS[view](tmp_path), Path("/home/ci/project")) if view in RUNS
                 else VIEWS[view]())

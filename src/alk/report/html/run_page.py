@@ -25,15 +25,18 @@ from alk.causes import CATALOGUE
 from alk.estimate import Estimate
 from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.failures import FailureGroup, failure_groups
 from alk.report.format import rerun_command, rerun_words, share
 from alk.report.html.excerpts import as_json, excerpts
 from alk.report.html.page import json_for_script, percent, render, stream
-from alk.report.safe_text import DASH, cut, inline, printable
+from alk.report.safe_text import DASH, cut, inline, one_line, printable
+from alk.report.terminal.verdict import verdict_words
 from alk.result.document import RerunOf, RunDocument, ScenarioResult
 from alk.result.verdict import judge
 
 # Scenarios listed under "needs attention"; the charts and the tables show the rest.
 ATTENTION_ITEMS = 25
+ATTENTION_FAILURES = 3  # ways a scenario failed, each with its detail, under its item
 # Repeats listed in the table (failed and void first); the rest are counted.
 TABLE_ROWS = 2000
 DETAIL_CHARS = 1000
@@ -84,6 +87,7 @@ def _context(documents: Sequence[RunDocument], out_dir: Path) -> dict[str, Any]:
         "lanes": lanes,
         "several": len(documents) > 1,
         "ruling": {"symbol": symbol, "tone": tone, "sentence": sentence,
+                   "answer": verdict_words(shown),
                    "rules": list(dict.fromkeys(d.settings.rule.describe() for d in documents))},
         "reruns": [_rerun_of(of) for of in dict.fromkeys(
             d.settings.rerun_of for d in shown if d.settings.rerun_of)],
@@ -180,10 +184,12 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
         for index, scenario in enumerate(document.scenarios):
             key = (document.lane.name, scenario.id)
             stats = scenario.stats
+            groups = failure_groups(scenario)[:ATTENTION_FAILURES]
             item = {"lane": document.lane.name, "id": scenario.id,
                     "anchor": _anchor(lane, index), "verdict": _verdict(scenario),
                     "rate": _rate(stats.pass_rate, stats.ci),
-                    "actions": _actions(scenario)}
+                    "failures": [_failure(document, g) for g in groups],
+                    "actions": _actions(groups)}
             if key in failing_set:
                 judged = rule.judged(scenario)
                 item["why"] = (f"breaks the rule: {percent(judged)} "
@@ -204,12 +210,20 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
     return [item for group in ordered for _, item in group]
 
 
-def _actions(scenario: ScenarioResult) -> list[str]:
-    """What to do about the scenario's commonest causes, from the cause catalogue."""
-    causes = [cause for cause, _ in sorted(scenario.stats.causes, key=lambda c: -c[1])
-              if cause != "passed"]
-    return [f"{cause}: {CATALOGUE[cause].action}" for cause in causes[:3]
-            if cause in CATALOGUE]  # type: ignore[index]
+def _failure(document: RunDocument, group: FailureGroup) -> dict[str, Any]:
+    """One way the scenario's repeats did not pass: which repeats, the layer and cause, and
+    what actually happened (the detail), with the command that runs the first again."""
+    first = group.repeats[0]
+    return {"label": group.label, "cause": f"{group.layer}/{group.cause}",
+            "detail": one_line(group.detail, DETAIL_CHARS, whole_words=True) or DASH,
+            "rerun": rerun_command(document.run_id, first.scenario, first.repeat)}
+
+
+def _actions(groups: Sequence[FailureGroup]) -> list[str]:
+    """What to do about the causes of the failures shown, from the cause catalogue."""
+    causes = dict.fromkeys(group.cause for group in groups)
+    return [f"{cause}: {CATALOGUE[cause].action}" for cause in causes  # type: ignore[index]
+            if cause in CATALOGUE]
 
 
 def _matrix(documents: Sequence[RunDocument]) -> dict[str, Any]:

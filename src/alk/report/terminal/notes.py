@@ -78,7 +78,7 @@ def icc(icc: Icc) -> RenderableType:
     else:
         point = Text(_signed(icc.value), style="bold")
         if icc.ci is not None:
-            point.append(f" [{_signed(icc.ci[0])}, {_signed(icc.ci[1])}]")
+            point.append(f" {approximate(icc)}[{_signed(icc.ci[0])}, {_signed(icc.ci[1])}]")
     sizes = Text(plural(icc.groups, "scenario"), style="dim")
     if icc.cluster_size is not None:
         sizes.append(f", cluster size {icc.cluster_size:.1f}")
@@ -111,17 +111,18 @@ CONSISTENCY_LISTED = 4  # scenarios listed under the lane's consistency, before 
 RESOURCES_NOTED = 0.6
 
 
-def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
-                 ) -> list[tuple[str, RenderableType]]:
+def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
+                fewest: int = 2) -> list[tuple[str, RenderableType]]:
     """How alike the repeats are (`alk.stats.records.Consistency`): the lane's figures, then each
-    scenario that stands out (`_stands_out`), least consistent first, with its figures below 1
-    only (a scenario whose repeats are all alike says nothing new), then what the figures
-    compare. Nothing when the lane has no figure."""
+    scenario that stands out (`_stands_out`) and scored at least `fewest` repeats, least
+    consistent first, with its figures below 1 only (a scenario whose repeats are all alike
+    says nothing new), then what the figures compare. Nothing when the lane has no figure."""
     lane = _figures(aggregate.consistency)
     if not lane:
         return []
     below = [(min(e.value for _, e in figures), s.id, figures) for s in scenarios
-             if (figures := _figures(s.stats.consistency, below_one=True))
+             if s.stats.counts.scored >= fewest
+             and (figures := _figures(s.stats.consistency, below_one=True))
              and _stands_out(s.stats.consistency)]
     # Least consistent first: when the list is cut, what is cut is the closest to 1.
     below.sort(key=lambda item: item[0])
@@ -157,9 +158,15 @@ def _figures(consistency: Consistency, below_one: bool = False) -> list[tuple[st
 
 
 def _figure(name: str, estimate: Estimate) -> Text:
-    """"outcome 0.81 [0.62–0.95]"."""
+    """"outcome 0.81 [0.62–0.95]", "≈[…]" when the record marks its interval approximate."""
     return Text.assemble(f"{name} ", (f"{estimate.value:.2f}", "bold"),
-                         f" [{estimate.low:.2f}–{estimate.high:.2f}]")
+                         f" {approximate(estimate)}[{estimate.low:.2f}–{estimate.high:.2f}]")
+
+
+def approximate(record: object) -> str:
+    """"≈" before an interval its statistics record marks approximate (an `approximate` flag,
+    where the record has one), else "": the report shows what the record holds."""
+    return "≈" if getattr(record, "approximate", False) else ""
 
 
 def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
@@ -168,7 +175,8 @@ def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
         return None
     high = "∞)" if robustness.high is None else f"{robustness.high:.2f}]"
     text = Text.assemble("to faults ", (f"{robustness.value:.2f}", "bold"),
-                         f" [{robustness.low:.2f}–{high}: pass rate with injected faults ÷ "
+                         f" {approximate(robustness)}[{robustness.low:.2f}–{high}: pass rate "
+                         "with injected faults ÷ "
                          "without")
     if robustness.high is None:
         text.append("\nno upper bound: too few repeats passed without faults", style="dim")

@@ -1,7 +1,8 @@
-"""The run report: a run's typed record (`alk.result.document.RunDocument`) as rich renderables —
-the header, the scenario table, the void and ICC notes, how alike the repeats are (consistency) and
-what injected faults cost (fault robustness), why each scenario did not pass, and where the files
-are.
+"""The run report: a run's typed record (`alk.result.document.RunDocument`) as rich renderables,
+the answer first — the verdict line, the header, the scenario table and its void notes, why each
+scenario did not pass, the statistics block (`--stats`, `alk.report.terminal.statistics`), and
+where the files are. A run of several lanes opens with its verdict and its lane x scenario
+matrix.
 
 Nothing here prints or creates a `Console`; the CLI owns the console and prints what these return.
 """
@@ -18,29 +19,29 @@ from rich.text import Text
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
 from alk.records import RepeatResult, Verdict
-from alk.report.format import ADAPTIVE_NOTE, PASS_HAT_K
+from alk.report.format import PASS_HAT_K
+from alk.report.matrix import lane_matrix
 from alk.report.safe_text import DASH, inline, one_line, plural, printable, style_of
 from alk.report.terminal.cells import DETAIL_CHARS, labelled
-from alk.report.terminal.notes import (
-    consistency,
-    event_paths_line,
-    fault_robustness,
-    icc,
-    model_line,
-    paths_line,
-    resources,
-    void_notes,
+from alk.report.terminal.notes import void_notes
+from alk.report.terminal.statistics import (
+    clustered_shown,
+    more_line,
+    statistics_block,
+    stopped,
 )
 from alk.report.terminal.table import scenario_table
-from alk.report.terminal.why import failures, legend, section
+from alk.report.terminal.verdict import verdict_line
+from alk.report.terminal.why import section
 from alk.result.document import CutShort, RunDocument, ScenarioResult
-from alk.result.verdict import judge
 
 
-def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_K
-               ) -> RenderableType:
-    """A run's record as header, scenario table, why-sections and paths (under `root`, the
-    folder they are relative to, when given). `k`: the pass^k shown (`alk run --k`).
+def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_K,
+               stats: bool = False, command: str | None = None) -> RenderableType:
+    """A run's record, answer first: the verdict line, the header, the scenario table, why each
+    scenario did not pass, the statistics block (with `stats`; else one line naming `command`,
+    which shows it), and where the files are (under `root`, the folder they are relative to,
+    when given). `k`: the pass^k shown (`alk run --k`).
 
     When the preflight failed nothing was scored, so a panel explaining the failure replaces the
     table: an all-void table would hide the one fact that matters.
@@ -48,7 +49,7 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
     if k < 1:
         raise ValueError(f"pass^k needs k >= 1, got {k}")
     doc = printable(doc)  # worker text, escaped once, before any of it is shown
-    parts: list[RenderableType] = [_header(doc)]
+    parts: list[RenderableType] = [verdict_line([doc]), _header(doc)]
     scenarios, aggregate = doc.scenarios, doc.aggregate
     # ok is None when alk was interrupted before the probe answered: not a failed preflight.
     if doc.gate.ok is False:
@@ -56,70 +57,46 @@ def run_report(doc: RunDocument, root: Path | None = None, *, k: int = PASS_HAT_
         ids = ", ".join(s.id for s in scenarios) or DASH
         parts.append(Text(f"not scored: {ids}", style="magenta"))
     else:
-        parts.append(scenario_table(scenarios, aggregate, k))
-        parts.append(legend(scenarios, aggregate, k))
+        parts.append(scenario_table(scenarios, aggregate, k,
+                                    clustered=clustered_shown(scenarios)))
         notes = void_notes(scenarios, aggregate)
         if notes is not None:
             parts.append(notes)
-        parts.append(Text())
-        parts.append(labelled([("ICC", icc(aggregate.icc)),
-                                *consistency(scenarios, aggregate),
-                                # "fault robustness" would widen every label: its value says
-                                # "to faults" instead.
-                                ("robustness", fault_robustness(aggregate.fault_robustness)),
-                                *_stopped(doc),
-                                *failures(scenarios),
-                                ("workers", resources(scenarios)),
-                                ("rule", _rule(doc))]))
-        # Under a label each, so that a wrapped line hangs clear of it.
-        tool_paths = [paths_line(s) for s in scenarios if s.stats.trajectories.distinct > 1]
-        event_paths = [event_paths_line(s) for s in scenarios if s.stats.paths.distinct > 1]
-        model = [line for line in map(model_line, scenarios) if line is not None]
-        parts.append(labelled([*((("" if i else "tool paths"), line)
-                                  for i, line in enumerate(tool_paths)),
-                                *((("" if i else "model"), line)
-                                  for i, line in enumerate(model)),
-                                *((("" if i else "event paths"), line)
-                                  for i, line in enumerate(event_paths))]))
-        # A pass with void repeats still needs its why: those repeats were not scored.
-        parts.extend(section(s, doc.run_id) for s in scenarios
+        # An adaptive run's intervals are approximate: said under the table, not only in --stats.
+        if doc.settings.adaptive is not None:
+            parts.append(labelled(stopped(doc)))
+        # A pass with void repeats still needs its why: those repeats were not scored. What to
+        # do about a cause is said once, under its first scenario.
+        advised: set[str] = set()
+        parts.extend(section(s, doc.run_id, advised) for s in scenarios
                      if s.verdict != Verdict.PASS or s.stats.counts.void)
+        if stats:
+            parts.extend(statistics_block(doc, k))
+        elif command != "":
+            parts.extend([Text(), more_line(
+                command or f"alk report {group_of(doc.run_id)} --stats")])
     parts.append(Text())
     parts.append(labelled([*_paths(doc, root), ("isolation", _containment(scenarios))]))
     return Group(*parts)
 
 
-def _rule(doc: RunDocument) -> Text:
-    """The rule that set the exit code, and whether the run meets it (`alk.result.rule`)."""
-    ruling = judge([doc])
-    text = Text(doc.settings.rule.describe())
-    if ruling.failing:
-        text.append(f"; broken by {', '.join(s for _, s in ruling.failing)}", style="bold")
-    elif ruling.unscored:
-        text.append(f"; not scored: {', '.join(s for _, s in ruling.unscored)}")
-    return text
-
-
-def _stopped(doc: RunDocument) -> list[tuple[str, Text | None]]:
-    """An adaptive run: which rule stopped each scenario, after how many repeats, grouped; and
-    that its intervals are approximate."""
-    if doc.settings.adaptive is None:
-        return []
-    groups: dict[tuple[str, int], list[str]] = {}
-    for scenario in doc.scenarios:
-        reason = scenario.stopped or "still sampling"
-        groups.setdefault((reason, scenario.stats.counts.completed), []).append(scenario.id)
-    words = {**_STOP_WORDS,
-             "ci_width": f"interval under {doc.settings.adaptive.ci_width:g} wide"}
-    lines = [Text(f"{words.get(reason, reason)} after {plural(ran, 'repeat')}: "
-                  f"{', '.join(ids)}") for (reason, ran), ids in groups.items()]
-    lines.append(Text(ADAPTIVE_NOTE, style="dim"))
-    return [("" if i else "stopped", line) for i, line in enumerate(lines)]
-
-
-# Why an adaptive run stopped sampling a scenario, in words (alk.result.options.StopReason).
-_STOP_WORDS = {"flaky": "both outcomes seen", "max_repeats": "at the maximum",
-               "interrupted": "interrupted"}
+def runs_report(documents: Sequence[RunDocument], root: Path | None = None, *,
+                k: int = PASS_HAT_K, stats: bool = False,
+                command: str | None = None) -> RenderableType:
+    """The report of a run of one lane or several. With several, the run's verdict over every
+    lane first, then the lane x scenario matrix an evaluator came for, then each lane's own
+    report (its verdict, table and why)."""
+    if len(documents) == 1:
+        return run_report(documents[0], root, k=k, stats=stats, command=command)
+    shown = [printable(doc) for doc in documents]
+    parts: list[RenderableType] = [verdict_line(shown), Text(), lane_matrix(shown)]
+    for doc in shown:
+        parts.extend([Text(), Text("─" * 3 + f" lane {doc.lane.name}", style="bold"),
+                      run_report(doc, root, k=k, stats=stats, command="")])
+    if not stats:  # once for every lane, at the end
+        parts.extend([Text(), more_line(
+            command or f"alk report {group_of(shown[0].run_id)} --stats")])
+    return Group(*parts)
 
 
 def _header(doc: RunDocument) -> Text:

@@ -32,7 +32,10 @@ CLUSTERED = "  clustered"
 
 
 def scenario_table(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
-                    k: int) -> _ScenarioTable:
+                    k: int, *, clustered: bool = True) -> _ScenarioTable:
+    """`clustered`: show the lane's clustered row (where it means something:
+    `alk.report.terminal.statistics.clustered_shown`). A lane of one scenario has no lane
+    rows: they would repeat its row."""
     # passed/scored right-aligned, the lane's too: its larger counts reach into the empty
     # verdict instead of widening the column.
     width = max([0, *(len(_passed_of_scored(s.stats)) for s in scenarios)])
@@ -44,12 +47,11 @@ def scenario_table(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
     lane = [_Row("lane (pooled)", (counts, _rate(aggregate.pass_rate, aggregate.ci),
                                    _void_rate(aggregate.void_rate), _pass_hat(aggregate, k),
                                    Text("")), None)]
-    clustered = aggregate.clustered_rate
-    if clustered is not None:
-        lane.append(_Row(CLUSTERED, (Text(""), _rate(clustered.value,
-                                                     (clustered.low, clustered.high))), None))
+    rate = aggregate.clustered_rate
+    if clustered and rate is not None:
+        lane.append(_Row(CLUSTERED, (Text(""), _rate(rate.value, (rate.low, rate.high))), None))
     lane[-1] = _Row(lane[-1].id, lane[-1].cells, _row_detail(aggregate, _verdict_tally(aggregate)))
-    return _ScenarioTable(rows, lane, k)
+    return _ScenarioTable(rows, lane if len(rows) > 1 else [], k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +65,9 @@ class _ScenarioTable:
     """One line of numbers per scenario, and under it, indented and wrapped at word boundaries,
     what did not pass. Designed for 80 columns: the numbers never wrap, and the causes, the one
     part of unbounded length, get the whole width instead of a narrow column. An id too long
-    for its column takes a line of its own above its numbers rather than being broken. Under
-    the scenarios, the lane's rows: pooled, then clustered."""
+    for its column takes a line of its own above its numbers rather than being broken (one
+    wider than the line is cut with an ellipsis: never split across lines). Under the
+    scenarios, the lane's rows: pooled, then clustered."""
 
     RIGHT = (False, False, True, False, True)
     GAP = 2
@@ -87,14 +90,15 @@ class _ScenarioTable:
         yield rule
         for row in self.rows:
             yield from self._row(row, id_width, widths)
-        yield rule
+        if self.lane:
+            yield rule
         for row in self.lane:
             yield from self._row(row, id_width, widths)
 
     def _row(self, row: _Row, id_width: int, widths: Sequence[int]) -> RenderResult:
         name = Text(row.id, style="bold")
         if name.cell_len > id_width:
-            yield Text(row.id, style="bold", overflow="fold")
+            yield Text(row.id, style="bold", no_wrap=True, overflow="ellipsis")
             name = Text("")
         yield self._line(name, row.cells, id_width, widths)
         if row.detail:

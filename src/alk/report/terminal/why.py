@@ -5,7 +5,6 @@ repeats by cause, with the command that shows or reruns each, and the catalogue'
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Sequence
 
 from rich.console import Group, RenderableType
@@ -14,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE
-from alk.records import Outcome, RepeatResult
+from alk.records import RepeatResult
+from alk.report.failures import failure_groups
 from alk.report.format import rerun_command
 from alk.report.safe_text import DASH, hanging, one_line, plural, style_of
 from alk.report.terminal.cells import DETAIL_CHARS, LABEL_CHARS, THIN_MARK, is_thin
@@ -78,9 +78,10 @@ def _listed(ids: Sequence[str], every: int = 0) -> str:
     return ", ".join(ids[:LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
-def legend(scenarios: Sequence[ScenarioResult], aggregate: LaneStats, k: int) -> Table:
-    """What the table's columns mean, why a pass^k is missing, and which of the lane's two
-    intervals to read when."""
+def legend(scenarios: Sequence[ScenarioResult], aggregate: LaneStats, k: int,
+           clustered: bool = True) -> Table:
+    """What the table's columns mean, why a pass^k is missing, and (`clustered`: when the
+    table shows it) which of the lane's two intervals to read when."""
     if k == 1:
         hat = "the pass rate; the lane's: its scenarios' mean ± 1.96 SE"
     else:
@@ -92,57 +93,55 @@ def legend(scenarios: Sequence[ScenarioResult], aggregate: LaneStats, k: int) ->
     if short:
         rows.append((DASH, f"fewer than {k} scored repeats: {_listed(short)}; the lane's "
                            f"pass^{k} needs {k} in every scenario"))
-    if aggregate.clustered_rate is not None:
+    if clustered and aggregate.clustered_rate is not None:
         rows.append(("clustered", "the scenarios as a sample of tasks: read it to generalise "
                                   "beyond them; pooled: these scenarios only"))
     return hanging([(label, Text(value)) for label, value in rows], label_style="dim",
                    value_style="dim", label_width=LABEL_CHARS)
 
 
-def section(scenario: ScenarioResult, run_id: str) -> RenderableType:
+def section(scenario: ScenarioResult, run_id: str,
+            advised: set[str] | None = None) -> RenderableType:
     """Why a scenario is not `pass`, from the repeats alone, so nobody has to open a file first.
 
-    Repeats that failed the same way are shown once: twenty void repeats with one missing
-    variable are one reason, not twenty. Each reason gives the `alk show` command that opens
-    its first repeat's transcript, and what to do about its cause.
+    Repeats that failed the same way are shown once (`alk.report.failures`): twenty void
+    repeats with one missing variable are one reason, not twenty. Each reason gives its detail,
+    the `alk show` command that opens its first repeat's transcript, and what to do about its
+    cause (once a report: `advised` holds the causes already advised on, and gains these).
     """
     verdict, repeats = scenario.verdict, scenario.repeats
-    bad = [r for r in repeats if r.outcome != Outcome.PASS]
-    groups: dict[tuple[Outcome, str, str], list[RepeatResult]] = {}
-    for r in sorted(bad, key=lambda r: r.repeat):
-        groups.setdefault((r.outcome, r.cause, _SECONDS.sub("# s", r.detail)), []).append(r)
+    advised = set() if advised is None else advised
+    groups = failure_groups(scenario)
     blocks: list[RenderableType] = [Text.assemble(
         "\n", (f"why {scenario.id}: ", "bold"),
         (f"{verdict}{THIN_MARK if is_thin(scenario.stats.counts) else ''}", style_of(verdict)),
         (f" · {_not_passed(repeats)}", "dim"))]
     if not repeats:
         blocks.append(Text("  no repeat ran", style="dim"))
-    # Scored failures explain a verdict better than void repeats; then the commonest mode first.
-    shown = sorted(groups.items(), key=lambda g: (g[0][0] == Outcome.LANE_INFRA, -len(g[1]),
-                                                  g[1][0].repeat))[:WHY_REPEATS]
-    for (outcome, cause, _), members in shown:
-        numbers = [str(r.repeat) for r in members]
-        label = f"repeat {numbers[0]}" if len(numbers) == 1 else (
-            f"repeats {', '.join(numbers[:5])}" + (f" … ({len(numbers)} in all)"
-                                                   if len(numbers) > 5 else ""))
-        blocks.append(Padding(Text.assemble(f"{label}: ", (f"{outcome}/{cause}",
-                                                           style_of(outcome))), (0, 0, 0, 2)))
+    shown = groups[:WHY_REPEATS]
+    for group in shown:
+        first = group.repeats[0]
+        blocks.append(Padding(Text.assemble(f"{group.label}: ", (f"{group.outcome}/{group.cause}",
+                                                                 style_of(group.outcome))),
+                              (0, 0, 0, 2)))
         # Under its label, indented further: a wrapped detail never reads as the next reason.
-        under = Text(one_line(_with_ranges([r.detail for r in members]), DETAIL_CHARS))
-        if members[0].transcript:
+        # Cut, when it must be, between words: never inside a value.
+        under = Text(one_line(group.detail, DETAIL_CHARS, whole_words=True))
+        if first.transcript:
             under.append(("\n" if under else "") + f"alk show {run_id} {scenario.id} "
-                         f"{members[0].repeat}", style="dim")
+                         f"{first.repeat}", style="dim")
         # The one command that runs the repeat again as it ran (report.md lists every one).
-        under.append(("\n" if under else "") + rerun_command(run_id, scenario.id,
-                                                            members[0].repeat), style="dim")
-        if under:
-            blocks.append(Padding(under, (0, 0, 0, 6)))
-    rest = len(bad) - sum(len(members) for _, members in shown)
+        under.append(("\n" if under else "") + rerun_command(run_id, scenario.id, first.repeat),
+                     style="dim")
+        blocks.append(Padding(under, (0, 0, 0, 6)))
+    rest = sum(len(g.repeats) for g in groups[WHY_REPEATS:])
     if rest:
         blocks.append(Text(f"  … and {rest} more", style="dim"))
+    new = [cause for cause in dict.fromkeys(g.cause for g in shown)
+           if cause in CATALOGUE and cause not in advised]
+    advised.update(new)
     advice = [("→", Text(f"{cause}: {CATALOGUE[cause].action}", style="italic dim"))
-              for cause in dict.fromkeys(cause for (_, cause, _), _ in shown)
-              if cause in CATALOGUE]
+              for cause in new]
     if advice:
         blocks.append(Padding(hanging(advice), (0, 0, 0, 2)))
     return Group(*blocks)
@@ -155,17 +154,3 @@ def _not_passed(repeats: Sequence[RepeatResult]) -> str:
     parts = [f"{failed} failed" if failed else "", f"{void} void (not scored)" if void else ""]
     said = ", ".join(part for part in parts if part) or "none failed"
     return f"of {plural(len(repeats), 'repeat')}, {said}"
-
-
-# A duration in a detail ("10.2 s run"): repeats that differ only in it failed the same way.
-_SECONDS = re.compile(r"\d+(?:\.\d+)? s\b")
-
-
-def _with_ranges(details: Sequence[str]) -> str:
-    """One detail for repeats whose details differ only in their durations: each duration
-    shown as the range it spans ("10.1–10.4 s")."""
-    spans = [[(float(m.group()[:-2]), m.group()[:-2]) for m in _SECONDS.finditer(d)]
-             for d in details]
-    shown = iter(f"{min(values)[1]} s" if min(values)[0] == max(values)[0] else
-                 f"{min(values)[1]}–{max(values)[1]} s" for values in zip(*spans))
-    return _SECONDS.sub(lambda m: next(shown, m.group()), details[0])
