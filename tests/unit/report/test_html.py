@@ -167,6 +167,29 @@ def test_the_answer_at_the_top_is_the_documents(run) -> None:
     assert "steady" not in attention
 
 
+def test_attention_names_each_failure_its_repeats_layer_cause_and_detail(run) -> None:
+    document, out = run
+    text, _ = page_of([document], out)
+    attention = Page(section(text, "attention-title")).words
+    nominal = document.scenario("nominal")
+    assert nominal is not None
+    bad = [r for r in nominal.repeats if not r.passed]
+    assert bad, "the fixture's nominal has failed repeats"
+    for repeat in bad:  # each failed repeat is named with its cause and its detail
+        assert f"{repeat.outcome}/{repeat.cause}" in attention
+        assert " ".join(repeat.detail.split()) in attention
+    first = min(bad, key=lambda r: r.repeat)
+    assert f"rerun: {rerun_command(document.run_id, 'nominal', first.repeat)}" in attention
+    # The void scenario's one way of failing, named as void.
+    remote = document.scenario("remote")
+    assert remote is not None
+    assert f"repeats 1, 2, 3, 4, 5 … (6 in all): void/{remote.repeats[0].cause}" in attention
+    # Then the page's order: the answer, the tables, needs attention, the charts.
+    at = [text.index(marker) for marker in ('<p class="answer">', 'class="scenarios"',
+                                            'id="attention-title"', 'id="charts-title"')]
+    assert at == sorted(at)
+
+
 def test_attention_lists_rule_breakers_by_rate_then_flaky_then_void(tmp_path: Path,
                                                                     private_temp: None) -> None:
     bad = [hostile(documents.CRASHED)] * 2

@@ -827,3 +827,46 @@ def test_consistency_needs_repeats_and_robustness_a_faulted_scenario():
     assert (f"consistency (it needs a scenario of {MIN_REPEATS}+ scored repeats; the most "
             f"here is {MIN_REPEATS - 1})") in flat
     assert "fault robustness (no faulted scenario to set beside its twin)" in flat
+
+
+# --- 80 columns: nothing split or cut mid-value ----------------------------------------------
+
+
+def test_a_long_detail_is_cut_between_values_with_an_ellipsis():
+    values = [f"files[out/report-{n}.json].json_length: expected {n}, got {n + 1}"
+              for n in range(12)]
+    detail = "; ".join(values)
+    assert len(detail) > 240
+    repeats = {"nominal": [repeat(n, "agent", "wrong_files", detail) for n in range(1, 21)]}
+    out = render(run_report(built(repeats)), width=80)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "agent/wrong_files" in line)
+    shown = " ".join(" ".join(lines[at + 1:at + 6]).split())
+    shown = shown[:shown.index(" alk show")]
+    assert shown.endswith(" …")
+    kept = shown[:-2].rstrip(";,")
+    assert detail.startswith(kept) and len(kept) <= 240
+    # What is kept ends at a boundary between values, never inside one.
+    assert detail[len(kept)] in ";, "
+
+
+def test_an_id_wider_than_the_terminal_is_cut_with_an_ellipsis_not_folded():
+    long_id = "retries-" + "-".join(["a-rate-limited-tool"] * 5)
+    assert len(long_id) > 80
+    repeats = {"nominal": [repeat(n) for n in range(1, 21)],
+               long_id: [repeat(n, scenario=long_id) for n in range(1, 21)]}
+    lines = render(run_report(built(repeats)), width=80).splitlines()
+    [row] = [line for line in lines if line.startswith("retries-")]
+    assert row.rstrip().endswith("…") and len(row.rstrip()) == 80
+    assert long_id.startswith(row.rstrip()[:-1])
+    tail = long_id[79:]
+    assert not any(line.strip().startswith(tail) for line in lines)
+
+
+def test_what_to_do_about_a_cause_is_said_once_a_lane():
+    crashed = [repeat(n, "framework_runtime", "nonzero_exit", "exit status 1", sid)
+               for sid in ("a", "b") for n in range(1, 21)]
+    repeats = {"a": crashed[:20], "b": crashed[20:]}
+    out = render(run_report(built(repeats)), width=80)
+    assert out.count("→ nonzero_exit:") == 1
+    assert out.index("why a:") < out.index("→ nonzero_exit:") < out.index("why b:")
