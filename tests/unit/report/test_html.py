@@ -190,6 +190,15 @@ def test_attention_names_each_failure_its_repeats_layer_cause_and_detail(run) ->
     assert at == sorted(at)
 
 
+def test_attention_says_what_to_do_about_a_cause_once(tmp_path: Path,
+                                                      private_temp: None) -> None:
+    crashed = [hostile(documents.CRASHED)] * 3
+    text, _ = page_of([made(tmp_path, a=crashed, b=crashed)], tmp_path)
+    attention = Page(section(text, "attention-title")).words
+    assert attention.count("nonzero_exit: ") == 1
+    assert attention.count("framework_runtime/nonzero_exit") == 2  # each failure still named
+
+
 def test_attention_lists_rule_breakers_by_rate_then_flaky_then_void(tmp_path: Path,
                                                                     private_temp: None) -> None:
     bad = [hostile(documents.CRASHED)] * 2

@@ -206,8 +206,14 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
                                "repeats not scored" if stats.counts.completed else
                                "void: no repeat ran")
                 void.append((-(stats.counts.void), item))
-    ordered = [sorted(group, key=lambda pair: pair[0]) for group in (breaking, flaky, void)]
-    return [item for group in ordered for _, item in group]
+    ordered = [item for group in (breaking, flaky, void)
+               for _, item in sorted(group, key=lambda pair: pair[0])]
+    # What to do about a cause is said once, under the first scenario it explains.
+    advised: set[str] = set()
+    for item in ordered:
+        item["actions"] = [a for a in item["actions"] if a.split(":", 1)[0] not in advised]
+        advised.update(a.split(":", 1)[0] for a in item["actions"])
+    return ordered
 
 
 def _failure(document: RunDocument, group: FailureGroup) -> dict[str, Any]:
