@@ -2,7 +2,8 @@
 Markdown): the verdict under the run's rule (and for an `alk rerun`, the repeat it reproduces
 and whether the worker changed since), a table per lane (and the lane × scenario matrix of a
 run of several), then what failed and why, each failed or void repeat with a relative
-link to its transcript and the `alk rerun` command that reproduces it.
+link to its transcript and the `alk rerun` command that reproduces it; last, the statistics
+that mean something for the run (`alk.report.markdown_stats`): the terminal's order.
 
 Bounded: GitHub refuses a comment over 65,536 characters, so the text stays under
 `MAX_CHARS`, at most `REPEATS_PER_CAUSE` repeats are listed per scenario and cause, and what
@@ -29,6 +30,7 @@ from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.format import PASS_HAT_K, rerun_words, share
 from alk.report.format import rerun_command as command
+from alk.report.markdown_stats import statistics_section
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.result.document import RunDocument, ScenarioResult
 from alk.result.rule import PassRule
@@ -68,6 +70,7 @@ def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
         tables.add(_lane_table(document, tables))
     page.add(tables.text())
     page.add(_failures(documents, out_dir, page))
+    page.add(statistics_section(documents, code))  # last: the answer comes first
     return page.text() + _footer(documents, page)
 
 

@@ -329,3 +329,25 @@ def test_a_repeat_without_a_transcript_has_no_link_but_its_rerun(tmp_path):
     [line] = [line for line in text.splitlines() if command(RUN, "nominal", 4) in line]
     assert "[transcript]" not in line
     assert any(r.outcome is Outcome.FRAMEWORK_RUNTIME for r in repeats)
+
+
+def test_the_statistics_come_last_each_only_where_it_means_something(tmp_path: Path) -> None:
+    # Three scenarios of 20 scored repeats: the ICC and the clustered interval mean something.
+    doc = made(tmp_path / "a", observation(0.3), nominal=flaky(), tool_error=passing(20),
+               steady=passing(20))
+    text = run_markdown([doc], tmp_path / "a")
+    order = [text.index(title) for title in ("| rule | scenario |", "### What failed and why",
+                                             "### Statistics")]
+    assert order == sorted(order)
+    icc, clustered = doc.aggregate.icc, doc.aggregate.clustered_rate
+    assert icc.value is not None and clustered is not None
+    stats = text[text.index("### Statistics"):]
+    assert (f"clustered pass rate {clustered.value * 100:.1f}% [{clustered.low * 100:.1f}–"
+            f"{clustered.high * 100:.1f}] · ICC {icc.value:.2f}") in stats
+    assert "ICC" not in stats.split("withheld")[-1] and "fault robustness (no faulted" in stats
+    # One scenario of two repeats: nothing means anything, and it says so.
+    one = made(tmp_path / "b", observation(0.3), repeats=2, nominal=passing(2))
+    stats = run_markdown([one], tmp_path / "b").split("### Statistics", 1)[1]
+    assert "ICC 0" not in stats and "consistency:" not in stats
+    assert ("withheld: ICC, design effect and clustered interval (they need 3 scenarios of 5+ "
+            "scored repeats; the run has 0); consistency") in stats

@@ -36,7 +36,7 @@ from alk.report.listings import (
 )
 from alk.report.safe_text import printable
 from alk.report.terminal.run import run_report
-from alk.report.terminal.statistics import MIN_REPEATS, MIN_SCENARIOS
+from alk.report.meaning import MIN_REPEATS, MIN_SCENARIOS
 from alk.report.transcript_view import (
     event_row,
     page_summary,

@@ -24,12 +24,8 @@ from alk.report.matrix import lane_matrix
 from alk.report.safe_text import DASH, inline, one_line, plural, printable, style_of
 from alk.report.terminal.cells import DETAIL_CHARS, labelled
 from alk.report.terminal.notes import void_notes
-from alk.report.terminal.statistics import (
-    clustered_shown,
-    more_line,
-    statistics_block,
-    stopped,
-)
+from alk.report.meaning import clustered_shown
+from alk.report.terminal.statistics import more_line, statistics_block, stopped
 from alk.report.terminal.table import scenario_table
 from alk.report.terminal.verdict import verdict_line
 from alk.report.terminal.why import section

@@ -1,24 +1,16 @@
-"""The statistics block of the run report, shown with `--stats`, and the rule of where each of
-its figures means something (docs/reports.md, "Statistics where they mean something"):
-
-- the ICC, its design effect and the clustered interval treat the scenarios as a sample of
-  tasks: they need at least `MIN_SCENARIOS` scenarios with `MIN_REPEATS` scored repeats each;
-- consistency compares a scenario's repeats with each other: it needs a scenario with
-  `MIN_REPEATS` scored repeats, and a scenario is listed on its own only with as many;
-- fault robustness needs faulted scenarios (the statistics record is None without them).
-
-A figure withheld is named in one line, with why and how many the run has. Without `--stats`
-the report shows none of them and says in one line what `--stats` adds.
+"""The statistics block of the run report, shown with `--stats`: each figure only where it
+means something (`alk.report.meaning`), and one line naming those withheld, with why and what
+the run has. Without `--stats` the report shows none of them and says in one line what
+`--stats` adds.
 """
 
 from __future__ import annotations
-
-from typing import Sequence
 
 from rich.console import RenderableType
 from rich.text import Text
 
 from alk.report.format import ADAPTIVE_NOTE
+from alk.report.meaning import MIN_REPEATS, clustered_shown, consistency_shown, withheld
 from alk.report.safe_text import plural
 from alk.report.terminal.cells import labelled
 from alk.report.terminal.notes import (
@@ -31,44 +23,8 @@ from alk.report.terminal.notes import (
     resources,
 )
 from alk.report.terminal.why import failures, legend
-from alk.result.document import RunDocument, ScenarioResult
+from alk.result.document import RunDocument
 from alk.result.verdict import judge
-
-MIN_SCENARIOS = 3
-MIN_REPEATS = 5
-
-
-def _scored(scenarios: Sequence[ScenarioResult]) -> list[int]:
-    return [s.stats.counts.scored for s in scenarios if s.stats.counts.scored]
-
-
-def clustered_shown(scenarios: Sequence[ScenarioResult]) -> bool:
-    """Do the ICC, the design effect and the clustered interval mean something here?"""
-    return sum(1 for n in _scored(scenarios) if n >= MIN_REPEATS) >= MIN_SCENARIOS
-
-
-def consistency_shown(scenarios: Sequence[ScenarioResult]) -> bool:
-    """Does consistency mean something here: a scenario with enough repeats to compare?"""
-    return max(_scored(scenarios), default=0) >= MIN_REPEATS
-
-
-def withheld(doc: RunDocument) -> list[str]:
-    """The figures the rule withholds from this run, each with why."""
-    scenarios = doc.scenarios
-    reasons = []
-    if not clustered_shown(scenarios):
-        enough = sum(1 for n in _scored(scenarios) if n >= MIN_REPEATS)
-        reasons.append(f"ICC, design effect and clustered interval (they need "
-                       f"{MIN_SCENARIOS} scenarios of {MIN_REPEATS}+ scored repeats; "
-                       f"the run has {enough})")
-    if not consistency_shown(scenarios):
-        most = max(_scored(scenarios), default=0)
-        reasons.append(f"consistency (it needs a scenario of {MIN_REPEATS}+ scored repeats; "
-                       f"the most here is {most})")
-    if doc.aggregate.fault_robustness is None:
-        reasons.append("fault robustness (no faulted scenario to set beside its twin)")
-    return reasons
-
 
 def more_line(command: str) -> RenderableType:
     """Without `--stats`: what the statistics block holds, and the command that shows it."""
@@ -137,3 +93,4 @@ def stopped(doc: RunDocument) -> list[tuple[str, Text | None]]:
 # Why an adaptive run stopped sampling a scenario, in words (alk.result.options.StopReason).
 _STOP_WORDS = {"flaky": "both outcomes seen", "max_repeats": "at the maximum",
                "interrupted": "interrupted"}
+
