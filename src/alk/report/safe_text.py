@@ -165,16 +165,18 @@ def cut(text: str, limit: int) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    """At most `limit` characters, cut at a word or value boundary (a space, or after "," or
-    ";") with an ellipsis, never inside a value: "got \"Order 7…" misreads, "got …" does not.
+    """At most `limit` characters, cut at a boundary with an ellipsis, never inside a value:
+    after a whole clause ("; ") where one ends in the second half, else after a "," or at a
+    space. "got \"Order 7…" misreads, and so does "got …": a check is kept whole or left out.
     A text with no boundary in its second half is cut where it must be."""
     if len(text) <= limit:
         return text
-    head = text[: limit - 1]
-    at = max(head.rfind(" "), head.rfind(","), head.rfind(";"))
-    if at < limit // 2:
-        return head + "…"
-    return head[: at + 1].rstrip() + " …"
+    head = text[: limit - 2]
+    for boundary in ("; ", ", ", " "):
+        at = head.rfind(boundary)
+        if at >= limit // 2:
+            return head[:at].rstrip(" ,;") + " …"
+    return text[: limit - 1] + "…"
 
 
 def one_line(value: Any, limit: int, *, whole_words: bool = False) -> str:

@@ -833,7 +833,7 @@ def test_consistency_needs_repeats_and_robustness_a_faulted_scenario():
 
 
 def test_a_long_detail_is_cut_between_values_with_an_ellipsis():
-    values = [f"files[out/report-{n}.json].json_length: expected {n}, got {n + 1}"
+    values = [f"file out/report-{n}.json: json length expected {n}, got {n + 1} items"
               for n in range(12)]
     detail = "; ".join(values)
     assert len(detail) > 240
@@ -846,8 +846,9 @@ def test_a_long_detail_is_cut_between_values_with_an_ellipsis():
     assert shown.endswith(" …")
     kept = shown[:-2].rstrip(";,")
     assert detail.startswith(kept) and len(kept) <= 240
-    # What is kept ends at a boundary between values, never inside one.
-    assert detail[len(kept)] in ";, "
+    # What is kept ends where a whole check ends: never inside a value, nor between a check's
+    # "got" and its value.
+    assert detail[len(kept)] == ";" and kept.split("; ")[-1] in values
 
 
 def test_an_id_wider_than_the_terminal_is_cut_with_an_ellipsis_not_folded():
