@@ -177,3 +177,23 @@ def test_view_matches_its_snapshot(view: str, width: int, tmp_path: Path,
                 else VIEWS[view]())
     text = "\n".join(line.rstrip() for line in render(made, width).splitlines()) + "\n"
     check_snapshot(view, text, width)
+
+
+def split_ids(text: str, ids: list[str]) -> list[str]:
+    """The ids that end one line and go on at the start of the next."""
+    lines = [line.strip() for line in text.splitlines()]
+    return [sid for sid in ids for a, b in zip(lines, lines[1:]) for cut in range(1, len(sid))
+            if a.endswith(sid[:cut]) and b.startswith(sid[cut:])
+            and not a.endswith(sid) and not b.startswith(sid)]
+
+
+@pytest.mark.parametrize("view", [*RUNS, "run-two-lanes"])
+def test_no_scenario_id_is_split_across_lines_at_80_columns(view: str, tmp_path: Path,
+                                                            private_temp: None) -> None:
+    docs = (documents.two_lanes(tmp_path) if view == "run-two-lanes"
+            else [RUNS[view](tmp_path)])
+    ids = sorted({s.id for doc in docs for s in doc.scenarios})
+    for stats in (False, True):
+        text = render(runs_report(docs, Path("/home/ci/project"), stats=stats), 80)
+        assert split_ids(text, ids) == []
+        assert all(sid in text for sid in ids)
