@@ -37,6 +37,7 @@ draw a `Comparison`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections import Counter
@@ -54,6 +55,7 @@ from alk.stats.gate_power import (
     repeats_for_power,
 )
 from alk.stats.gate_rule import Change, LaneTest, Verdict, judge
+from alk.stats.sequential import Ledger
 from alk.stats.two_runs import (
     MARGIN,
     fisher_exact,
@@ -62,8 +64,8 @@ from alk.stats.two_runs import (
     repeats_to_settle,
 )
 
-__all__ = ["Change", "Comparison", "LaneTest", "RunSide", "ScenarioComparison", "Side",
-           "compare_runs", "regression_gate"]
+__all__ = ["Change", "Comparison", "LaneTest", "Looks", "RunSide", "ScenarioComparison",
+           "Side", "compare_runs", "regression_gate", "with_sequence"]
 
 ALPHA = 0.05
 DROP = 0.2  # the drop "repeats for power" is quoted for: twenty points
@@ -143,9 +145,26 @@ class Comparison:
     reason: str = ""  # why the run's change, in words
     lane: LaneTest | None = None  # the stratified test, when it joined the families
     lane_drop: float | None = None  # the drop in every scenario it detects, about 80% of the time
+    sequence: Looks | None = None  # `--until-decided`: the looks that decided it
 
     def count(self, change: Change) -> int:
         return sum(1 for s in self.scenarios if s.change is change)
+
+
+@dataclass(frozen=True, slots=True)
+class Looks:
+    """The sequential gate's record (`alk compare --until-decided`, alk.stats.sequential)."""
+
+    taken: int
+    planned: int
+    alpha_spent: float  # by each family, regressions and improvements, so far
+    first: int  # repeats a run at the first look
+    max_repeats: int
+    round_size: int
+    boundaries: tuple[float, ...]  # one scenario's share at each look taken
+    added_a: int  # repeats the looks ran in A
+    added_b: int
+    decided_at: tuple[int | None, ...]  # in the scenarios' order: the look (1-based), or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,6 +214,37 @@ def compare_runs(a: RunDocument, b: RunDocument, *, alpha: float = ALPHA,
                               pooled_b.scored) if both else None,
         change=judged.change, notes=_notes(a, b), reason=judged.reason, lane=judged.lane,
         lane_drop=lane_drop)
+
+
+def with_sequence(comparison: Comparison, ledger: Ledger, shared: Sequence[str],
+                  added: tuple[int, int]) -> Comparison:
+    """The comparison of two runs the sequential gate looked at: each scenario's change is
+    the looks' decision (the fixed rule's lane test is no member there: alk.stats.sequential
+    says why), with the looks' record."""
+    design = ledger.design
+    by_id = dict(zip(shared, ledger.decisions))
+    scenarios = []
+    for scenario in comparison.scenarios:
+        decision = by_id[scenario.id]
+        if decision.change is Change.INCONCLUSIVE:
+            reason = (f"undecided after {ledger.looks_taken} looks; " + scenario.reason
+                      if scenario.difference is not None else scenario.reason)
+        else:
+            reason = decision.reason
+        scenarios.append(dataclasses.replace(scenario, change=decision.change, reason=reason))
+    changes = [s.change for s in scenarios]
+    change = next((c for c in (Change.REGRESSED, Change.IMPROVED) if c in changes),
+                  Change.UNCHANGED if all(c is Change.UNCHANGED for c in changes)
+                  else Change.INCONCLUSIVE)
+    counts = {c: changes.count(c) for c in Change if changes.count(c)}
+    reason = (f"after {ledger.looks_taken} of {len(design.looks())} looks: "
+              + ", ".join(f"{n} {c.value}" for c, n in counts.items()))
+    looks = Looks(ledger.looks_taken, len(design.looks()), ledger.spent, design.first,
+                  design.max_repeats, design.round_size,
+                  tuple(design.boundary(j) for j in range(ledger.looks_taken)), *added,
+                  tuple(None if d.look is None else d.look + 1 for d in ledger.decisions))
+    return dataclasses.replace(comparison, scenarios=tuple(scenarios), change=change,
+                               reason=reason, lane=None, lane_drop=None, sequence=looks)
 
 
 def _side(scenario: ScenarioResult) -> Side:

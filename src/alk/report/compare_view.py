@@ -22,6 +22,7 @@ from alk.causes import CATALOGUE
 from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
 from alk.estimate import Estimate
 from alk.records import Outcome
+from alk.stats.sequential import Ledger
 from alk.report.safe_text import DASH, STYLES, cell, hanging, plural
 
 MARKS = {Change.REGRESSED: ("▼", "bold red"), Change.IMPROVED: ("▲", "bold green"),
@@ -34,6 +35,8 @@ ARROW = " → "
 def compare_view(comparison: Comparison) -> RenderableType:
     """The whole comparison, designed for 80 columns."""
     parts: list[RenderableType] = [_header(comparison), _table(comparison)]
+    if comparison.sequence is not None:
+        parts.append(_looks(comparison))
     if comparison.lane is not None:
         parts.append(_lane(comparison))
     parts.append(_legend(comparison))
@@ -100,6 +103,30 @@ def _table(comparison: Comparison) -> Table:
     return table
 
 
+def look_line(ledger: Ledger) -> str:
+    """One look of `--until-decided`, as it is taken (the CLI prints it on stderr)."""
+    design = ledger.design
+    points = design.looks()
+    j = ledger.looks_taken
+    decided = design.scenarios - len(ledger.open())
+    return (f"look {j} of {len(points)} at {points[j - 1]} repeats a run: {decided} of "
+            f"{plural(design.scenarios, 'scenario')} decided; α spent {ledger.spent:.3g} of "
+            f"{design.alpha:g}")
+
+
+def _looks(comparison: Comparison) -> Text:
+    looks = comparison.sequence
+    assert looks is not None
+    last = looks.first + (looks.taken - 1) * looks.round_size
+    last = min(last, looks.max_repeats)
+    return cell(f"until decided: {looks.taken} of {looks.planned} looks, {looks.first} to "
+                f"{last} repeats a run in rounds of {looks.round_size} (at most "
+                f"{looks.max_repeats}); α spent {looks.alpha_spent:.3g} of "
+                f"{comparison.alpha:g} by each family (O'Brien–Fleming-type spending, "
+                f"Bonferroni over looks and scenarios); repeats run: {looks.added_a} more in A, "
+                f"{looks.added_b} more in B", "bold")
+
+
 def _directed_p(scenario: ScenarioComparison) -> float | None:
     """The one-sided p of the direction B moved in: worse unless B's rate is higher."""
     if scenario.difference is not None and scenario.difference.value > 0:
@@ -124,13 +151,21 @@ def _lane(comparison: Comparison) -> Text:
 
 
 def _legend(comparison: Comparison) -> Text:
+    if comparison.sequence is not None:
+        decided = ("regressed, improved: at a look, p within that look's boundary (its "
+                   "increment of α, split evenly over the scenarios) · unchanged: at a look, "
+                   f"the interval at that look's level within ±{_points(comparison.margin)} "
+                   "and no void repeat")
+    else:
+        decided = ("regressed, improved: p within its share of α = "
+                   f"{comparison.alpha:g} by Holm–Tarone, the lane test one more member · "
+                   f"unchanged: the interval within ±{_points(comparison.margin)} and no void "
+                   "repeat")
     return Text(
         "A, B: pass rate, passed/scored (void repeats are never scored) · Δ: B − A, "
         "Newcombe's interval · p: Fisher's exact, one-sided, the way B moved (pooled: "
-        "two-sided, its repeats taken as independent) · regressed, improved: p within its "
-        f"share of α = {comparison.alpha:g} by Holm–Tarone, the lane test one more member · "
-        f"unchanged: the interval within ±{_points(comparison.margin)} and no void repeat · "
-        "could go unseen: what the test misses more than 20% of the time", style="dim")
+        f"two-sided, its repeats taken as independent) · {decided} · could go unseen: what "
+        "the test misses more than 20% of the time", style="dim")
 
 
 def _details(scenario: ScenarioComparison) -> RenderableType:

@@ -32,7 +32,8 @@ def comparison(out: Path) -> Comparison:
     """1.0.3 against 1.1.0: nominal went from 20/20 to 12/20, remote from flaky to passing,
     cache had void repeats in A, and `old` is in A only."""
     a = documents.made(out / "a", documents.observation(0.3), nominal=documents.passing(20),
-                       **{"crash-after-effect": documents.passing(20, 0.92)}, remote=documents.flaky(),
+                       **{"crash-after-effect": documents.passing(20, 0.92)},
+                       remote=documents.flaky(),
                        cache=[documents.NEVER_READY] * 3 + documents.passing(17),
                        old=documents.passing(20))
     b = documents.made(out / "b", newer([documents.observation(0.3)])[0],

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from alk.compare import Change, Comparison, RunSide, Side
+from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
 from alk.estimate import Estimate
 from alk.layout import HTML_NAME, report_folder
 from alk.report.html.page import percent, render
@@ -24,10 +24,11 @@ def compare_page(comparison: Comparison, out_dir: Path) -> str:
     named the change, the notes."""
     comparison = printable(comparison)
     symbol, tone = _CHANGES[comparison.change]
+    # The one-sided p of the way B moved, and the level it was held to.
     rows = [{"id": s.id, "a": _side(s.a), "b": _side(s.b),
-             "difference": _difference(s.difference), "p": _p(s.p_better if s.difference and s.difference.value > 0 else s.p),
-             "p_holm": _p(s.level_better if s.difference and s.difference.value > 0
-                          else s.level),
+             "difference": _difference(s.difference),
+             "p": _p(s.p_better if _up(s) else s.p),
+             "p_holm": _p(s.level_better if _up(s) else s.level),
              "change": {"symbol": _CHANGES[s.change][0], "tone": _CHANGES[s.change][1],
                         "word": s.change.value},
              "reason": s.reason,
@@ -49,6 +50,10 @@ def compare_page(comparison: Comparison, out_dir: Path) -> str:
         "only_a": list(comparison.only_a), "only_b": list(comparison.only_b),
     }
     return render("compare.html.j2", context)
+
+
+def _up(scenario: ScenarioComparison) -> bool:
+    return scenario.difference is not None and scenario.difference.value > 0
 
 
 def _compare_rule(comparison: Comparison) -> list[str]:
