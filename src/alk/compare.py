@@ -307,6 +307,8 @@ def _scenario(a: ScenarioResult, b: ScenarioResult, side_a: Side, side_b: Side,
 
 def _unseen(drop: float | None, rate_a: float, repeats: int) -> str:
     """What an inconclusive scenario could not see, in points from A's rate."""
+    if rate_a == 0:
+        return "A never passed here: there is no drop to see"
     if drop is None:
         return (f"even a fall from {rate_a * 100:.0f}% to 0 could go unseen here at "
                 f"{repeats} repeats")

@@ -14,7 +14,7 @@ saved runs like any other (`alk report RUN`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from alk.api.read import read_run
 from alk.api.run import RunResult, _plan, _run_plan
 from alk.api.setup import RunSetup
 from alk.cleanup import remove_left_folders
-from alk.compare import Comparison, compare_runs, with_sequence
+from alk.compare import Change, Comparison, compare_runs, with_sequence
 from alk.errors import LaneError, ResumeError, UsageError
 from alk.lane.load import load_lane
 from alk.layout import journal_path
@@ -90,10 +90,13 @@ def extend_run(run_id: str, targets: Mapping[str, int], setup: RunSetup = RunSet
 def compare_until_decided(run_a: str, run_b: str, *, alpha: float = 0.05,
                           margin: float = 0.1, max_repeats: int = MAX_REPEATS,
                           round_size: int = ROUND, setup: RunSetup = RunSetup(),
-                          on_look: object = None) -> Comparison:
+                          stop_at_regression: bool = False,
+                          on_look: Callable[[sequential.Ledger], None] | None = None
+                          ) -> Comparison:
     """Looks at the two runs, extends both by a round for the scenarios still undecided, and
-    looks again, until each is decided or `max_repeats` ran; the comparison at the end, with
-    the looks' record (`Comparison.sequence`)."""
+    looks again, until each is decided or `max_repeats` ran; with `stop_at_regression` (a
+    CI gate), also once a scenario is decided regressed, since no later look can undo it.
+    The comparison at the end, with the looks' record (`Comparison.sequence`)."""
     out = setup.out_dir
     a, b = read_run(run_a, out), read_run(run_b, out)
     if a.run_id == b.run_id:
@@ -121,9 +124,10 @@ def compare_until_decided(run_a: str, run_b: str, *, alpha: float = 0.05,
             a, b = read_run(a.run_id, out), read_run(b.run_id, out)
         ledger = sequential.look(ledger, [_table(a, b, sid) for sid in shared],
                                  [_void(a, sid) + _void(b, sid) for sid in shared])
-        if callable(on_look):
+        if on_look is not None:
             on_look(ledger)
-        if ledger.finished:
+        regressed = any(d.change is Change.REGRESSED for d in ledger.decisions)
+        if ledger.finished or (stop_at_regression and regressed):
             break
     return with_sequence(compare_runs(a, b, alpha=alpha, margin=margin), ledger, shared,
                          (spent[a.run_id], spent[b.run_id]))

@@ -76,8 +76,9 @@ def compare(
                                  "still be called unchanged."),
     until_decided: bool = typer.Option(False, "--until-decided", help="Run more repeats of "
                                        "both runs' undecided scenarios, round by round, until "
-                                       "each is decided or --max-repeats ran (a group-"
-                                       "sequential gate: docs/compare.md)."),
+                                       "each is decided or --max-repeats ran; with "
+                                       "--fail-on-regression, also at the first regression "
+                                       "(a group-sequential gate: docs/compare.md)."),
     max_repeats: int = typer.Option(100, "--max-repeats", min=1, help="With --until-decided: "
                                     "repeats a run, at most."),
     round_size: int = typer.Option(10, "--round", min=1, help="With --until-decided: repeats "
@@ -99,7 +100,7 @@ def compare(
         comparison = api.compare_until_decided(
             run_a, run_b, alpha=alpha, margin=margin, max_repeats=max_repeats,
             round_size=round_size, setup=api.RunSetup(out_dir=out, jobs=jobs, reports=True),
-            on_look=lambda ledger: shown_looks.print(look_line(ledger), markup=False,
+            stop_at_regression=fail_on_regression, on_look=lambda ledger: shown_looks.print(look_line(ledger), markup=False,
                                                      highlight=False))
     else:
         comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),

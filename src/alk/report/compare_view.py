@@ -44,10 +44,53 @@ def compare_view(comparison: Comparison) -> RenderableType:
         parts.append(hanging([("note" if i == 0 else "", cell(note))
                               for i, note in enumerate(comparison.notes)],
                              label_style="bold yellow", value_style="yellow"))
-    for scenario in comparison.scenarios:
-        if scenario.change is not Change.UNCHANGED:
-            parts.extend((Text(), _details(scenario)))
+    for group in _alike([s for s in comparison.scenarios if s.change is not Change.UNCHANGED]):
+        parts.extend((Text(), _details(group[0]) if len(group) == 1 else _alike_details(group)))
     return Group(*parts)
+
+
+def _quiet_key(scenario: ScenarioComparison) -> tuple | None:
+    """What a scenario that did not move shows, when that is all there is to show: the same
+    counts in both runs, no void repeat, one tool path, a duration that did not shift. None
+    for one with more to say."""
+    moved = scenario.duration_change is not None and not (
+        scenario.duration_change.low <= 0 <= scenario.duration_change.high)
+    if (scenario.difference is None or scenario.a.void or scenario.b.void or moved
+            or (scenario.a.passed, scenario.a.scored) != (scenario.b.passed, scenario.b.scored)
+            or scenario.trajectory_distance or scenario.a.trajectories > 1):
+        return None
+    return (scenario.change, scenario.reason, scenario.a.passed, scenario.a.scored,
+            scenario.level, scenario.repeats_for_drop, scenario.repeats_to_settle,
+            scenario.a.layers, scenario.a.causes)
+
+
+def _alike(scenarios: list[ScenarioComparison]) -> list[list[ScenarioComparison]]:
+    """The scenarios in order, those that did not move and say the same thing as one group
+    (ten scenarios at 20/20 in both runs are one paragraph, not ten), at the first's place."""
+    groups: list[list[ScenarioComparison]] = []
+    where: dict[tuple, list[ScenarioComparison]] = {}
+    for scenario in scenarios:
+        key = _quiet_key(scenario)
+        if key is not None and key in where:
+            where[key].append(scenario)
+            continue
+        groups.append([scenario])
+        if key is not None:
+            where[key] = groups[-1]
+    return groups
+
+
+def _alike_details(group: list[ScenarioComparison]) -> RenderableType:
+    first = group[0]
+    names = Text(", ").join(cell(s.id, "bold") for s in group)
+    title = names.append(f" ({len(group)} scenarios, {first.a.passed}/{first.a.scored} in both "
+                         "runs): ").append_text(verdict(first.change))
+    title.append(" · ").append_text(cell(first.reason))
+    rows = [("test", _test(first)), ("repeats", _repeats(first)),
+            ("failures", _failures(first.a, first.b))]
+    return Group(title, hanging([(Text(label, style="dim"), value)
+                                 for label, value in rows if value is not None],
+                                label_width=11))
 
 
 def verdict(change: Change) -> Text:
