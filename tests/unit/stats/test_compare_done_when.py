@@ -20,6 +20,7 @@ from scipy.stats import fisher_exact, norm
 from alk import api
 from alk.compare import Change, compare_runs
 from alk.report.compare_view import compare_view
+from alk.report.html.compare_page import compare_page
 from alk.stats import gate_power
 
 from helpers import documents
@@ -89,6 +90,13 @@ def test_at_20_repeats_it_says_what_it_could_not_see(runs) -> None:
             "at 20 repeats") in text
     assert "about" in text and "a run would see a 20-point drop 80% of the time" in text
     assert "no evidence" not in text
+    # The ten scenarios at 20/20 in both runs say one thing, once; of those A never passed,
+    # there is no drop to see.
+    assert text.count("could go unseen here") == 3
+    assert ("pass-0, pass-1, pass-2, pass-3, pass-4, pass-5, pass-6, pass-7, pass-8, pass-9 "
+            "(10 scenarios, 20/20 in both runs): ? inconclusive") in text
+    assert "fails-1, fails-2 (2 scenarios, 0/20 in both runs): ? inconclusive · A never " \
+        "passed here: there is no drop to see" in text
 
 
 @pytest.mark.slow
@@ -117,3 +125,6 @@ def test_until_decided_decides_it(runs) -> None:
     assert looks.alpha_spent == pytest.approx(2 * (1 - norm.cdf(norm.ppf(0.975) / math.sqrt(t))))
     text = render(compare_view(comparison), 80)
     assert f"until decided: {looks.taken} of 5 looks" in " ".join(text.split())
+    page = compare_page(comparison, Path("."))
+    assert f"until decided: {looks.taken} of 5 looks" in page
+    assert "These decisions replace the rules above" in page

@@ -67,7 +67,20 @@ def _compare_rule(comparison: Comparison) -> list[str]:
             f"unchanged (=): neither, no void repeat in either run, and the 95% Newcombe "
             f"interval of B − A lies within {margin}",
             "inconclusive (?): anything else; its reason says the smallest drop its test sees "
-            "80% of the time at its repeats (a smaller one could go unseen)"]
+            "80% of the time at its repeats (a smaller one could go unseen)",
+            *_looks_rule(comparison)]
+
+
+def _looks_rule(comparison: Comparison) -> list[str]:
+    looks = comparison.sequence
+    if looks is None:
+        return []
+    return [f"until decided: {looks.taken} of {looks.planned} looks, from {looks.first} repeats "
+            f"a run in rounds of {looks.round_size} (at most {looks.max_repeats}); at each "
+            "look a scenario is decided when its one-sided p is within that look's increment "
+            "of α (O'Brien–Fleming-type spending) divided by the scenarios; "
+            f"α spent {looks.alpha_spent:.3g} by each family; {looks.added_a} repeats more in A, "
+            f"{looks.added_b} in B. These decisions replace the rules above"]
 
 
 def _run_side(side: RunSide, out_dir: Path, here: Path) -> dict[str, Any]:
