@@ -97,11 +97,14 @@ def compare(
 
     if until_decided:
         shown_looks = console(stderr=True)
+
+        def on_look(ledger) -> None:  # each look on stderr as it is taken
+            shown_looks.print(look_line(ledger), markup=False, highlight=False)
+
         comparison = api.compare_until_decided(
             run_a, run_b, alpha=alpha, margin=margin, max_repeats=max_repeats,
             round_size=round_size, setup=api.RunSetup(out_dir=out, jobs=jobs, reports=True),
-            stop_at_regression=fail_on_regression, on_look=lambda ledger: shown_looks.print(look_line(ledger), markup=False,
-                                                     highlight=False))
+            stop_at_regression=fail_on_regression, on_look=on_look)
     else:
         comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
                                       alpha=alpha, margin=margin)
