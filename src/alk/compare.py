@@ -1,66 +1,74 @@
 """Two runs of the same scenarios side by side (`alk compare RUN_A RUN_B`): did B regress?
 
-`compare_runs` matches two result records scenario by scenario, with the statistics of
-`alk.stats.two_runs` (Newcombe's interval, Fisher's exact test, Holm's correction, a bootstrap of
-the median), and returns a frozen `Comparison` (JSON through `msgspec.to_builtins`). Every
-difference is B − A: negative is worse in B.
+`compare_runs` matches two result records scenario by scenario, with the tests of
+`alk.stats.gate` (one-sided Fisher, the exact stratified test, Holm–Tarone), the rule of
+`alk.stats.gate_rule`, what the test could have seen (`alk.stats.gate_power`), Newcombe's
+interval and a bootstrap of the median (`alk.stats.two_runs`), and returns a frozen
+`Comparison` (JSON through `msgspec.to_builtins`). Every difference is B − A: negative is worse.
 
-The rule that names each scenario's change, in the words the README uses:
+The rule that names each scenario's change (docs/compare.md says why):
 
-- **regressed**: B's pass rate is lower with Fisher's exact test significant after Holm's
-  correction across the compared scenarios (adjusted p < α, 0.05 by default), and the 95%
-  Newcombe interval of B − A lies wholly below 0.
-- **improved**: the same, with the interval wholly above 0.
-- **unchanged**: no significant difference, no void repeat in either run, and the interval lies
-  within ± the equivalence margin δ (0.1 by default: ten points of pass rate).
-- **inconclusive**: anything else: too few repeats to tell either way, a significant p whose
-  interval still reaches 0, or void repeats in either run (a void repeat may hide the very
-  change, so it never counts as unchanged) or none scored at all.
+- **regressed**: Fisher's exact test, one-sided (B passes less often), rejects in the
+  regression family by Holm–Tarone's step-down at family-wise level α (0.05 by default). The
+  family is every scenario both runs scored, and, when at least two of them have margins that
+  admit more than one table, the lane test: the exact stratified test of B's passed counts
+  summed over the scenarios. A scenario whose margins cannot reach a step's level (20/20 in
+  both runs can reach none) is not counted at that step, and so spends no error.
+- **improved**: the same, one-sided the other way (B passes more often), in a family of its
+  own at level α: each kind of claim keeps its family-wise error at α.
+- **unchanged**: neither, no void repeat in either run, and the 95% Newcombe interval of B − A
+  lies within ± the equivalence margin δ (0.1 by default: ten points of pass rate).
+- **inconclusive**: anything else. Its reason says what the test could not see: the smallest
+  drop from A's observed rate that the scenario's test detects with 80% power at its repeats
+  and its share of α (exact binomial enumeration); a smaller drop could go unseen.
 
-With 20 repeats a run, "unchanged" at δ = 0.1 cannot happen: even 20/20 against 20/20 gives
-[−0.16, +0.16]. Such a scenario reads inconclusive, and `repeats_to_settle` says how many
-repeats a run would make its interval fit ±δ at the rates observed (35 for 100% against 100%).
+The run's change: regressed when a scenario regressed or the lane test says B is worse (with
+the reason: a regression spread thin over many scenarios); else improved likewise; else
+unchanged if every compared scenario is; else inconclusive. The pooled difference (every
+scored repeat as one sample) is a summary beside it, never the verdict.
 
-The overall change: regressed if any scenario regressed, else improved if any improved, else
-unchanged if every compared scenario is, else inconclusive. The pooled difference (every scored
-repeat of the compared scenarios as one sample) is shown beside it as a summary; it treats
-repeats of one scenario as independent, which they are not, so the verdict rests on the
-scenarios, never on it.
+The gate (`regression_gate`, `alk compare --fail-on-regression`): FAIL (1) when the run
+regressed; else VOID (3) when B scored no repeat of a scenario, or has void repeats in a
+scenario A scored with none: a void may hide the very regression; else PASS (0).
 
 The verdict is made here alone: `alk.report.compare_view` and `alk.report.html.compare_page`
-draw a `Comparison`; `alk compare --fail-on-regression` exits on `regression_gate`.
+draw a `Comparison`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from alk.errors import UsageError
 from alk.estimate import Estimate
 from alk.records import ExitCode, RepeatResult
 from alk.result.document import RunDocument, ScenarioResult
 from alk.stats.distances import js_distance
+from alk.stats.gate_power import (
+    detectable_drop,
+    lane_detectable_drop,
+    repeats_for_power,
+)
+from alk.stats.gate_rule import Change, LaneTest, Verdict, judge
+from alk.stats.sequential import Ledger
 from alk.stats.two_runs import (
     MARGIN,
     fisher_exact,
-    holm,
     median_difference,
     newcombe_interval,
     repeats_to_settle,
 )
 
+__all__ = ["Change", "Comparison", "LaneTest", "Looks", "RunSide", "ScenarioComparison",
+           "Side", "compare_runs", "regression_gate", "with_sequence"]
+
 ALPHA = 0.05
-
-
-class Change(StrEnum):
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    UNCHANGED = "unchanged"
-    INCONCLUSIVE = "inconclusive"
+DROP = 0.2  # the drop "repeats for power" is quoted for: twenty points
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,13 +97,19 @@ class ScenarioComparison:
     a: Side
     b: Side
     difference: Estimate | None  # B − A in pass rate, Newcombe 95% interval
-    p: float | None  # Fisher's exact, two-sided
-    p_holm: float | None  # Holm-adjusted across the compared scenarios
+    p: float | None  # Fisher's exact, one-sided: B passes less often
+    p_better: float | None  # one-sided the other way
+    level: float | None  # the share of α p was held to (None: its margins reach none)
+    level_better: float | None
     change: Change
     reason: str  # why the rule gave this change, in words
     trajectory_distance: float | None  # Jensen–Shannon, base 2, over trajectory signatures
     duration_change: Estimate | None  # median B − A in seconds, bootstrap 95% interval
     repeats_to_settle: int | None  # a run, for an inconclusive scenario to read unchanged
+    # The smallest drop from A's rate the test detects with 80% power here (a rate); None:
+    # not even a fall to 0, or not computed (a regressed or improved scenario).
+    detectable_drop: float | None = None
+    repeats_for_drop: int | None = None  # a run, for 80% power on a DROP fall at this share
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +139,32 @@ class Comparison:
     pooled_a: Side
     pooled_b: Side
     pooled_difference: Estimate | None
-    pooled_p: float | None  # Fisher's exact on the pooled counts, unadjusted
+    pooled_p: float | None  # Fisher's exact on the pooled counts, two-sided, unadjusted
     change: Change
     notes: tuple[str, ...]  # what differs between the runs besides the framework's behaviour
+    reason: str = ""  # why the run's change, in words
+    lane: LaneTest | None = None  # the stratified test, when it joined the families
+    lane_drop: float | None = None  # the drop in every scenario it detects, about 80% of the time
+    sequence: Looks | None = None  # `--until-decided`: the looks that decided it
 
     def count(self, change: Change) -> int:
         return sum(1 for s in self.scenarios if s.change is change)
+
+
+@dataclass(frozen=True, slots=True)
+class Looks:
+    """The sequential gate's record (`alk compare --until-decided`, alk.stats.sequential)."""
+
+    taken: int
+    planned: int
+    alpha_spent: float  # by each family, regressions and improvements, so far
+    first: int  # repeats a run at the first look
+    max_repeats: int
+    round_size: int
+    boundaries: tuple[float, ...]  # one scenario's share at each look taken
+    added_a: int  # repeats the looks ran in A
+    added_b: int
+    decided_at: tuple[int | None, ...]  # in the scenarios' order: the look (1-based), or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,14 +188,18 @@ def compare_runs(a: RunDocument, b: RunDocument, *, alpha: float = ALPHA,
             "lanes with the same scenario ids")
     pairs = [(a.scenario(sid), b.scenario(sid)) for sid in shared]
     sides = [(_side(x), _side(y)) for x, y in pairs]  # type: ignore[arg-type]
-    tested = [i for i, (x, y) in enumerate(sides) if x.scored and y.scored]
-    p_values = {i: fisher_exact(sides[i][0].passed, sides[i][0].scored, sides[i][1].passed,
-                                sides[i][1].scored) for i in tested}
-    adjusted = dict(zip(tested, holm([p_values[i] for i in tested])))
+    judged = judge([(x.passed, x.scored, y.passed, y.scored) if x.scored and y.scored else None
+                    for x, y in sides], [x.void + y.void for x, y in sides],
+                   alpha=alpha, margin=margin)
     scenarios = tuple(
-        _scenario(x, y, side_a, side_b, p_values.get(i), adjusted.get(i), alpha=alpha,
-                  margin=margin, seed=seed)
-        for i, ((x, y), (side_a, side_b)) in enumerate(zip(pairs, sides)))
+        _scenario(x, y, side_a, side_b, verdict, margin=margin, seed=seed)
+        for (x, y), (side_a, side_b), verdict in zip(pairs, sides, judged.scenarios))
+    lane_drop = None
+    if judged.lane is not None and not judged.lane.regressed:
+        scored = [s for s in scenarios if s.a.scored and s.b.scored]
+        lane_drop = lane_detectable_drop([s.a.rate or 0.0 for s in scored],
+                                         [s.a.scored for s in scored],
+                                         [s.b.scored for s in scored], judged.lane.share)
     pooled_a, pooled_b = _pooled([s.a for s in scenarios]), _pooled([s.b for s in scenarios])
     both = pooled_a.scored > 0 and pooled_b.scored > 0
     return Comparison(
@@ -174,8 +212,39 @@ def compare_runs(a: RunDocument, b: RunDocument, *, alpha: float = ALPHA,
                                             pooled_b.scored) if both else None,
         pooled_p=fisher_exact(pooled_a.passed, pooled_a.scored, pooled_b.passed,
                               pooled_b.scored) if both else None,
-        change=_overall([s.change for s in scenarios]),
-        notes=_notes(a, b))
+        change=judged.change, notes=_notes(a, b), reason=judged.reason, lane=judged.lane,
+        lane_drop=lane_drop)
+
+
+def with_sequence(comparison: Comparison, ledger: Ledger, shared: Sequence[str],
+                  added: tuple[int, int]) -> Comparison:
+    """The comparison of two runs the sequential gate looked at: each scenario's change is
+    the looks' decision (the fixed rule's lane test is no member there: alk.stats.sequential
+    says why), with the looks' record."""
+    design = ledger.design
+    by_id = dict(zip(shared, ledger.decisions))
+    scenarios = []
+    for scenario in comparison.scenarios:
+        decision = by_id[scenario.id]
+        if decision.change is Change.INCONCLUSIVE:
+            reason = (f"undecided after {ledger.looks_taken} looks; " + scenario.reason
+                      if scenario.difference is not None else scenario.reason)
+        else:
+            reason = decision.reason
+        scenarios.append(dataclasses.replace(scenario, change=decision.change, reason=reason))
+    changes = [s.change for s in scenarios]
+    change = next((c for c in (Change.REGRESSED, Change.IMPROVED) if c in changes),
+                  Change.UNCHANGED if all(c is Change.UNCHANGED for c in changes)
+                  else Change.INCONCLUSIVE)
+    counts = {c: changes.count(c) for c in Change if changes.count(c)}
+    reason = (f"after {ledger.looks_taken} of {len(design.looks())} looks: "
+              + ", ".join(f"{n} {c.value}" for c, n in counts.items()))
+    looks = Looks(ledger.looks_taken, len(design.looks()), ledger.spent, design.first,
+                  design.max_repeats, design.round_size,
+                  tuple(design.boundary(j) for j in range(ledger.looks_taken)), *added,
+                  tuple(None if d.look is None else d.look + 1 for d in ledger.decisions))
+    return dataclasses.replace(comparison, scenarios=tuple(scenarios), change=change,
+                               reason=reason, lane=None, lane_drop=None, sequence=looks)
 
 
 def _side(scenario: ScenarioResult) -> Side:
@@ -205,22 +274,23 @@ def _pooled(sides: Sequence[Side]) -> Side:
 
 
 def _scenario(a: ScenarioResult, b: ScenarioResult, side_a: Side, side_b: Side,
-              p: float | None, p_holm: float | None, *, alpha: float, margin: float,
-              seed: int) -> ScenarioComparison:
+              verdict: Verdict, *, margin: float, seed: int) -> ScenarioComparison:
     scored_a = [r for r in a.repeats if r.scored]
     scored_b = [r for r in b.repeats if r.scored]
-    difference = settle = None
-    if p_holm is None:
+    change, reason = verdict.change, verdict.reason
+    settle = drop = for_drop = None
+    if verdict.difference is None:
         missing = " and ".join(name for name, side in (("A", side_a), ("B", side_b))
                                if not side.scored)
-        change, reason = Change.INCONCLUSIVE, f"no scored repeat in {missing}: all void"
-    else:
-        difference = newcombe_interval(side_a.passed, side_a.scored, side_b.passed,
-                                       side_b.scored)
-        change, reason = _rule(difference, p_holm, side_a.void + side_b.void, alpha=alpha,
-                               margin=margin)
-        if change is Change.INCONCLUSIVE and p_holm >= alpha and not side_a.void + side_b.void:
-            settle = repeats_to_settle(side_a.rate or 0.0, side_b.rate or 0.0, margin)
+        reason = f"no scored repeat in {missing}: all void"
+    elif change is Change.INCONCLUSIVE and verdict.share is not None:
+        rate_a = side_a.rate or 0.0
+        drop = detectable_drop(rate_a, side_a.scored, side_b.scored, verdict.share)
+        reason = f"{_unseen(drop, rate_a, side_b.scored)}; {reason}"
+        if rate_a >= DROP and (drop is None or drop > DROP):
+            for_drop = repeats_for_power(rate_a, DROP, verdict.share, start=side_b.scored)
+        if not side_a.void + side_b.void:
+            settle = repeats_to_settle(rate_a, side_b.rate or 0.0, margin)
     signatures_a, signatures_b = _signatures(scored_a), _signatures(scored_b)
     distance = None
     if signatures_a and signatures_b:
@@ -230,38 +300,20 @@ def _scenario(a: ScenarioResult, b: ScenarioResult, side_a: Side, side_b: Side,
     if len(scored_a) >= 2 and len(scored_b) >= 2:
         durations = median_difference([r.duration_s for r in scored_a],
                                       [r.duration_s for r in scored_b], seed=seed)
-    return ScenarioComparison(a.id, side_a, side_b, difference, p, p_holm, change, reason,
-                              distance, durations, settle)
+    return ScenarioComparison(a.id, side_a, side_b, verdict.difference, verdict.p_worse,
+                              verdict.p_better, verdict.level_worse, verdict.level_better,
+                              change, reason, distance, durations, settle, drop, for_drop)
 
 
-def _rule(difference: Estimate, p_holm: float, void: int, *, alpha: float,
-          margin: float) -> tuple[Change, str]:
-    """The module docstring's rule, for one scenario with scored repeats in both runs; the
-    reason in words (the numbers are the record's other fields)."""
-    significant = f"p Holm < {alpha:g}"
-    if p_holm < alpha and difference.high < 0:
-        return Change.REGRESSED, f"{significant} and the interval lies below 0"
-    if p_holm < alpha and difference.low > 0:
-        return Change.IMPROVED, f"{significant} and the interval lies above 0"
-    if p_holm < alpha:
-        return Change.INCONCLUSIVE, f"{significant}, but the interval reaches 0"
-    if void:
-        return Change.INCONCLUSIVE, (f"{void} void repeats may hide a change: never called "
-                                     "unchanged")
-    within = f"±{margin * 100:g} points"
-    if -margin <= difference.low and difference.high <= margin:
-        return Change.UNCHANGED, f"not significant and the interval lies within {within}"
-    return Change.INCONCLUSIVE, f"not significant, but the interval is wider than {within}"
-
-
-def _overall(changes: Sequence[Change]) -> Change:
-    if Change.REGRESSED in changes:
-        return Change.REGRESSED
-    if Change.IMPROVED in changes:
-        return Change.IMPROVED
-    if changes and all(c is Change.UNCHANGED for c in changes):
-        return Change.UNCHANGED
-    return Change.INCONCLUSIVE
+def _unseen(drop: float | None, rate_a: float, repeats: int) -> str:
+    """What an inconclusive scenario could not see, in points from A's rate."""
+    if rate_a == 0:
+        return "A never passed here: there is no drop to see"
+    if drop is None:
+        return (f"even a fall from {rate_a * 100:.0f}% to 0 could go unseen here at "
+                f"{repeats} repeats")
+    return (f"a drop of up to {math.ceil(drop * 100 - 1e-9):.0f} points could go unseen here "
+            f"at {repeats} repeats")
 
 
 def _signatures(repeats: Sequence[RepeatResult]) -> Counter[str]:
@@ -331,15 +383,24 @@ def _names(ids: Iterable[str]) -> str:
 
 
 def regression_gate(comparison: Comparison) -> tuple[ExitCode, str]:
-    """`alk compare --fail-on-regression`, the gate a CI job reads: FAIL when a scenario
-    regressed; else VOID when B scored no repeat of some scenario, with why (a gate must never
-    be passed by voiding: a scenario B could not score is no pass); else PASS."""
+    """`alk compare --fail-on-regression`, the gate a CI job reads: FAIL when the run
+    regressed; else VOID, with why, when B scored no repeat of some scenario or has void
+    repeats in a scenario A ran with none (a gate must never be passed by voiding: a version
+    that hangs at import 30% of the time voids the very repeats that would fail); else PASS."""
     if comparison.change is Change.REGRESSED:
         return ExitCode.FAIL, ""
+    run_b = comparison.b.run_id
     unscored = [s.id for s in comparison.scenarios if s.b.scored == 0]
     if unscored:
-        run_b = comparison.b.run_id
         return ExitCode.VOID, (f"run {run_b} scored no repeat of {', '.join(unscored)}: "
                                "nothing to compare there, so no gate passes; see "
                                f"`alk report {run_b}`")
+    voided = [s for s in comparison.scenarios if s.b.void and not s.a.void and s.a.scored]
+    if voided:
+        named = ", ".join(f"{s.id} ({s.b.void} of {s.b.completed} void)" for s in voided)
+        return ExitCode.VOID, (
+            f"run {run_b} has void repeats where run {comparison.a.run_id} had none: {named}; "
+            "a void repeat may hide a regression, so no gate passes. See why with "
+            f"`alk report {run_b}` (a worker that crashes or hangs before it is ready voids a "
+            "repeat), fix it or the lane's infrastructure, and run B again")
     return ExitCode.PASS, ""

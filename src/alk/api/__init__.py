@@ -37,6 +37,7 @@ from alk.api.run import (
     write_reports,
 )
 from alk.api.setup import RunSetup, engine_for
+from alk.api.until_decided import compare_until_decided, extend_run
 from alk.compare import compare_runs, regression_gate
 from alk.lane.load import lane_warnings, list_lanes, load_lane, load_lanes
 from alk.result.options import Adaptive, RunOptions
@@ -48,4 +49,5 @@ __all__ = ["RunResult", "RunsResult", "RunOptions", "RunSetup", "Adaptive", "Pas
            "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "check_worker",
            "read_run", "read_runs", "runs_json", "list_runs", "RunEntry", "write_reports",
            "compare_runs", "regression_gate", "write_compare_page", "repeat_entry",
-           "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor"]
+           "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor",
+           "compare_until_decided", "extend_run"]

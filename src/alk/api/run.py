@@ -282,9 +282,12 @@ def _run_plan(plan: Plan, journal: JournalWriter, options: RunOptions, setup: Ru
               done: Sequence[RepeatResult] = (),
               identity: tuple[str | None, str | None] | None = None,
               resumed: Sequence[Resumption] = (),
-              resumed_at: datetime | None = None) -> RunResult:
+              resumed_at: datetime | None = None,
+              asked: Mapping[str, str] | None = None) -> RunResult:
     """Runs a plan whose journal is open: a new run, or (`resumed_at` set) a resumed one,
-    which changes nothing on disk until its worker has passed the preflight as before."""
+    which changes nothing on disk until its worker has passed the preflight as before.
+    `asked`: scenarios that ran fewer repeats than the plan's on purpose (an extended run's,
+    alk.api.until_decided), each with the reason its record gives."""
     if setup.on_plan:
         setup.on_plan(plan, done)
     redactor = _redactor(plan.lane, setup.env)
@@ -315,6 +318,8 @@ def _run_plan(plan: Plan, journal: JournalWriter, options: RunOptions, setup: Ru
                             f"({exc.strerror or exc}); the repeats finished so far are in "
                             f"{journal.path}: free the space, then `alk run --resume "
                             f"{group_of(plan.run_id)}`") from None
+    if asked and not execution.interrupted:
+        execution.stopped = {**asked, **execution.stopped}
     document, code = recorder.finish(execution)
     return RunResult(document, recorder.path, code, execution.interrupted)
 

@@ -79,23 +79,46 @@ def compare(
     run_b: str = typer.Argument(..., help="The run after."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
-                                            help="Exit 1 when a scenario regressed (a CI gate)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level, after Holm's "
-                                "correction across scenarios."),
+                                            help="Exit 1 when B regressed, 3 when B has void "
+                                                 "repeats A had not (a CI gate)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="The family-wise chance of a false "
+                                "regression (Holm–Tarone across scenarios)."),
     margin: float = typer.Option(0.1, "--margin", help="How far apart two pass rates may be and "
                                  "still be called unchanged."),
+    until_decided: bool = typer.Option(False, "--until-decided", help="Run more repeats of "
+                                       "both runs' undecided scenarios, round by round, until "
+                                       "each is decided or --max-repeats ran; with "
+                                       "--fail-on-regression, also at the first regression "
+                                       "(a group-sequential gate: docs/compare.md)."),
+    max_repeats: int = typer.Option(100, "--max-repeats", min=1, help="With --until-decided: "
+                                    "repeats a run, at most."),
+    round_size: int = typer.Option(10, "--round", min=1, help="With --until-decided: repeats "
+                                   "a round adds to each undecided scenario, in each run."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="With --until-decided: repeats "
+                             "at once."),
     out: Path = OutOpt,
 ) -> None:
     """Compare two saved runs scenario by scenario, B against A: each scenario regressed,
-    improved, unchanged or inconclusive, by the rule the report states."""
+    improved, unchanged or inconclusive, by the rule the report states (docs/compare.md)."""
     import msgspec
 
     from alk import api
     from alk.records import ExitCode
-    from alk.report.compare_view import compare_view
+    from alk.report.compare_view import compare_view, look_line
 
-    comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
-                                  alpha=alpha, margin=margin)
+    if until_decided:
+        shown_looks = console(stderr=True)
+
+        def on_look(ledger) -> None:  # each look on stderr as it is taken
+            shown_looks.print(look_line(ledger), markup=False, highlight=False)
+
+        comparison = api.compare_until_decided(
+            run_a, run_b, alpha=alpha, margin=margin, max_repeats=max_repeats,
+            round_size=round_size, setup=api.RunSetup(out_dir=out, jobs=jobs, reports=True),
+            stop_at_regression=fail_on_regression, on_look=on_look)
+    else:
+        comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
+                                      alpha=alpha, margin=margin)
     if as_json:
         echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
     else:

@@ -1,7 +1,8 @@
 """`alk compare RUN_A RUN_B` as rich renderables: which run is which, one row per scenario
-(pass rates, the change B − A with its interval, the Holm-adjusted p, the verdict), the pooled
-row, what differs between the runs, and for each scenario that is not unchanged, why, and what
-changed in its failures, void repeats, tool paths and durations.
+(pass rates, the change B − A with its interval, the one-sided p, the verdict), the pooled
+row, the lane test, what differs between the runs, and for each scenario that is not
+unchanged, why, what its test could not see, and what changed in its failures, void repeats,
+tool paths and durations. A scenario id is never split across lines, nor a number.
 
 Verdicts carry a mark as well as a colour (▼ regressed, ▲ improved, = unchanged,
 ? inconclusive), so that they read the same in a CI log without colour. Nothing here prints:
@@ -9,6 +10,8 @@ the CLI owns the console.
 """
 
 from __future__ import annotations
+
+import math
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -19,6 +22,7 @@ from alk.causes import CATALOGUE
 from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
 from alk.estimate import Estimate
 from alk.records import Outcome
+from alk.stats.sequential import Ledger
 from alk.report.safe_text import DASH, STYLES, cell, hanging, plural
 
 MARKS = {Change.REGRESSED: ("▼", "bold red"), Change.IMPROVED: ("▲", "bold green"),
@@ -30,15 +34,63 @@ ARROW = " → "
 
 def compare_view(comparison: Comparison) -> RenderableType:
     """The whole comparison, designed for 80 columns."""
-    parts: list[RenderableType] = [_header(comparison), _table(comparison), _legend(comparison)]
+    parts: list[RenderableType] = [_header(comparison), _table(comparison)]
+    if comparison.sequence is not None:
+        parts.append(_looks(comparison))
+    if comparison.lane is not None:
+        parts.append(_lane(comparison))
+    parts.append(_legend(comparison))
     if comparison.notes:
         parts.append(hanging([("note" if i == 0 else "", cell(note))
                               for i, note in enumerate(comparison.notes)],
                              label_style="bold yellow", value_style="yellow"))
-    for scenario in comparison.scenarios:
-        if scenario.change is not Change.UNCHANGED:
-            parts.extend((Text(), _details(scenario)))
+    for group in _alike([s for s in comparison.scenarios if s.change is not Change.UNCHANGED]):
+        parts.extend((Text(), _details(group[0]) if len(group) == 1 else _alike_details(group)))
     return Group(*parts)
+
+
+def _quiet_key(scenario: ScenarioComparison) -> tuple | None:
+    """What a scenario that did not move shows, when that is all there is to show: the same
+    counts in both runs, no void repeat, one tool path, a duration that did not shift. None
+    for one with more to say."""
+    moved = scenario.duration_change is not None and not (
+        scenario.duration_change.low <= 0 <= scenario.duration_change.high)
+    if (scenario.difference is None or scenario.a.void or scenario.b.void or moved
+            or (scenario.a.passed, scenario.a.scored) != (scenario.b.passed, scenario.b.scored)
+            or scenario.trajectory_distance or scenario.a.trajectories > 1):
+        return None
+    return (scenario.change, scenario.reason, scenario.a.passed, scenario.a.scored,
+            scenario.level, scenario.repeats_for_drop, scenario.repeats_to_settle,
+            scenario.a.layers, scenario.a.causes)
+
+
+def _alike(scenarios: list[ScenarioComparison]) -> list[list[ScenarioComparison]]:
+    """The scenarios in order, those that did not move and say the same thing as one group
+    (ten scenarios at 20/20 in both runs are one paragraph, not ten), at the first's place."""
+    groups: list[list[ScenarioComparison]] = []
+    where: dict[tuple, list[ScenarioComparison]] = {}
+    for scenario in scenarios:
+        key = _quiet_key(scenario)
+        if key is not None and key in where:
+            where[key].append(scenario)
+            continue
+        groups.append([scenario])
+        if key is not None:
+            where[key] = groups[-1]
+    return groups
+
+
+def _alike_details(group: list[ScenarioComparison]) -> RenderableType:
+    first = group[0]
+    names = Text(", ").join(cell(s.id, "bold") for s in group)
+    title = names.append(f" ({len(group)} scenarios, {first.a.passed}/{first.a.scored} in both "
+                         "runs): ").append_text(verdict(first.change))
+    title.append(" · ").append_text(cell(first.reason))
+    rows = [("test", _test(first)), ("repeats", _repeats(first)),
+            ("failures", _failures(first.a, first.b))]
+    return Group(title, hanging([(Text(label, style="dim"), value)
+                                 for label, value in rows if value is not None],
+                                label_width=11))
 
 
 def verdict(change: Change) -> Text:
@@ -53,6 +105,10 @@ def _header(comparison: Comparison) -> RenderableType:
         f" ({counts} of {plural(len(comparison.scenarios), 'scenario')})")
     runs = hanging([(Text(name, style="bold"), _run_line(side))
                     for name, side in (("A", comparison.a), ("B", comparison.b))], gap=2)
+    # The reason, when no scenario's verdict gives it already: the lane test decided.
+    if comparison.change in (Change.REGRESSED, Change.IMPROVED) \
+            and not comparison.count(comparison.change):
+        return Group(runs, overall, cell(comparison.reason, "bold"))
     return Group(runs, overall)
 
 
@@ -72,44 +128,134 @@ def _table(comparison: Comparison) -> Table:
     pooled = (Text("pooled", style="bold"), _rate(comparison.pooled_a),
               _rate(comparison.pooled_b), _difference(comparison.pooled_difference),
               _p(comparison.pooled_p), Text(""))
-    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, collapse_padding=True,
+    # No padding: the box's column divider is the one space between columns, which 80
+    # columns need for an 18-letter id beside the numbers.
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, padding=0,
                   show_footer=True)
-    for header, footer in zip(("scenario", "A", "B", "Δ pts [95% CI]", "p Holm", "verdict"),
+    widest = max([len(cell(s.id).plain) for s in comparison.scenarios] + [len("scenario")])
+    for header, footer in zip(("scenario", "A", "B", "Δ pts [95% CI]", "p", "verdict"),
                               pooled):
         right = header not in ("scenario", "verdict")
-        # The numbers never wrap: a long scenario id folds instead.
+        # Nothing wraps: an id split over two lines reads as two scenarios.
         table.add_column(header, footer=footer, justify="right" if right else "left",
-                         no_wrap=header != "scenario", overflow="fold")
+                         no_wrap=True, min_width=widest if header == "scenario" else None)
     for scenario in comparison.scenarios:
         table.add_row(cell(scenario.id, "bold"), _rate(scenario.a), _rate(scenario.b),
-                      _difference(scenario.difference), _p(scenario.p_holm),
+                      _difference(scenario.difference), _p(_directed_p(scenario)),
                       verdict(scenario.change))
     return table
 
 
+def look_line(ledger: Ledger) -> str:
+    """One look of `--until-decided`, as it is taken (the CLI prints it on stderr)."""
+    design = ledger.design
+    points = design.looks()
+    j = ledger.looks_taken
+    decided = design.scenarios - len(ledger.open())
+    return (f"look {j} of {len(points)} at {points[j - 1]} repeats a run: {decided} of "
+            f"{plural(design.scenarios, 'scenario')} decided; α spent {ledger.spent:.3g} of "
+            f"{design.alpha:g}")
+
+
+def _looks(comparison: Comparison) -> Text:
+    looks = comparison.sequence
+    assert looks is not None
+    last = looks.first + (looks.taken - 1) * looks.round_size
+    last = min(last, looks.max_repeats)
+    return cell(f"until decided: {looks.taken} of {looks.planned} looks, {looks.first} to "
+                f"{last} repeats a run in rounds of {looks.round_size} (at most "
+                f"{looks.max_repeats}); α spent {looks.alpha_spent:.3g} of "
+                f"{comparison.alpha:g} by each family (O'Brien–Fleming-type spending, "
+                f"Bonferroni over looks and scenarios); repeats run: {looks.added_a} more in A, "
+                f"{looks.added_b} more in B", "bold")
+
+
+def _directed_p(scenario: ScenarioComparison) -> float | None:
+    """The one-sided p of the direction B moved in: worse unless B's rate is higher."""
+    if scenario.difference is not None and scenario.difference.value > 0:
+        return scenario.p_better
+    return scenario.p
+
+
+def _lane(comparison: Comparison) -> Text:
+    lane = comparison.lane
+    assert lane is not None
+    worse = comparison.pooled_difference is None or comparison.pooled_difference.value <= 0
+    p, level = (lane.p_worse, lane.level_worse) if worse else (lane.p_better, lane.level_better)
+    text = Text(f"lane test across {plural(lane.strata, 'scenario')} (exact stratified, "
+                f"one-sided, B {'worse' if worse else 'better'}): p {_p(p).plain}, "
+                f"needs <= {_level(level)}", style="bold" if lane.regressed else "")
+    if lane.regressed:
+        text.append(" · ").append_text(verdict(Change.REGRESSED))
+    elif comparison.lane_drop is not None:
+        text.append(f" · a drop of about {_whole_points(comparison.lane_drop)} points in every "
+                    "scenario could go unseen (normal approximation)")
+    return text
+
+
 def _legend(comparison: Comparison) -> Text:
+    if comparison.sequence is not None:
+        decided = ("regressed, improved: at a look, p within that look's boundary (its "
+                   "increment of α, split evenly over the scenarios) · unchanged: at a look, "
+                   f"the interval at that look's level within ±{_points(comparison.margin)} "
+                   "and no void repeat")
+    else:
+        decided = ("regressed, improved: p within its share of α = "
+                   f"{comparison.alpha:g} by Holm–Tarone, the lane test one more member · "
+                   f"unchanged: the interval within ±{_points(comparison.margin)} and no void "
+                   "repeat")
     return Text(
         "A, B: pass rate, passed/scored (void repeats are never scored) · Δ: B − A, "
-        "Newcombe's interval · p: Fisher's exact, Holm-adjusted (pooled: not adjusted, and "
-        "its repeats taken as independent) · regressed, improved: p < "
-        f"{comparison.alpha:g} and the interval clear of 0 · unchanged: the interval within "
-        f"±{_points(comparison.margin)} and no void repeat", style="dim")
+        "Newcombe's interval · p: Fisher's exact, one-sided, the way B moved (pooled: "
+        f"two-sided, its repeats taken as independent) · {decided} · could go unseen: what "
+        "the test misses more than 20% of the time", style="dim")
 
 
 def _details(scenario: ScenarioComparison) -> RenderableType:
     """Why a scenario got its verdict, and what changed in it."""
     title = cell(scenario.id, "bold").append(": ").append_text(verdict(scenario.change))
     title.append(" · ").append_text(cell(scenario.reason))
-    if scenario.repeats_to_settle is not None:
-        title.append(f"; about {scenario.repeats_to_settle} repeats a run would narrow it "
-                     "enough at these rates")
-    rows = [("failures", _failures(scenario.a, scenario.b)),
+    rows = [("test", _test(scenario)), ("repeats", _repeats(scenario)),
+            ("failures", _failures(scenario.a, scenario.b)),
             ("void", _void(scenario.a, scenario.b)),
             ("tool paths", _paths(scenario)),
             ("duration", _duration(scenario))]
     return Group(title, hanging([(Text(label, style="dim"), value)
                                  for label, value in rows if value is not None],
                                 label_width=11))
+
+
+def _test(scenario: ScenarioComparison) -> Text | None:
+    if scenario.difference is None or scenario.change in (Change.REGRESSED, Change.IMPROVED):
+        return None  # the reason has said it
+    better = scenario.difference.value > 0
+    p, level = ((scenario.p_better, scenario.level_better) if better
+                else (scenario.p, scenario.level))
+    way = "better" if better else "worse"
+    if level is None:
+        return cell(f"one-sided p {_p(p).plain} (B {way}); counts like these cannot reach "
+                    "significance, so this test spent no α (Holm–Tarone)")
+    return cell(f"one-sided p {_p(p).plain} (B {way}), needs <= {_level(level)}, its share of "
+                "α by Holm–Tarone")
+
+
+def _repeats(scenario: ScenarioComparison) -> Text | None:
+    parts = []
+    if scenario.repeats_for_drop is not None:
+        parts.append(f"about {scenario.repeats_for_drop} a run would see a 20-point drop 80% "
+                     "of the time")
+    if scenario.repeats_to_settle is not None:
+        parts.append(f"about {scenario.repeats_to_settle} a run would show it unchanged "
+                     f"within the margin at these rates")
+    return cell("; ".join(parts)) if parts else None
+
+
+def _level(level: float | None) -> str:
+    return DASH if level is None else _p(level).plain
+
+
+def _whole_points(rate: float) -> str:
+    return f"{math.ceil(rate * 100 - 1e-9):.0f}"
 
 
 def _failures(a: Side, b: Side) -> Text | None:

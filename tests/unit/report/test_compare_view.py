@@ -9,6 +9,7 @@ rewrote, and commit them with the change.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -31,13 +32,14 @@ def comparison(out: Path) -> Comparison:
     """1.0.3 against 1.1.0: nominal went from 20/20 to 12/20, remote from flaky to passing,
     cache had void repeats in A, and `old` is in A only."""
     a = documents.made(out / "a", documents.observation(0.3), nominal=documents.passing(20),
-                       tool_error=documents.passing(20, 0.92), remote=documents.flaky(),
+                       **{"crash-after-effect": documents.passing(20, 0.92)},
+                       remote=documents.flaky(),
                        cache=[documents.NEVER_READY] * 3 + documents.passing(17),
                        old=documents.passing(20))
     b = documents.made(out / "b", newer([documents.observation(0.3)])[0],
                        nominal=newer(documents.passing(12, 1.5) + [documents.CRASHED] * 6
                                      + [documents.WRONG] * 2),
-                       tool_error=newer(documents.passing(20, 0.95)),
+                       **{"crash-after-effect": newer(documents.passing(20, 0.95))},
                        remote=newer(documents.passing(20)), cache=newer(documents.passing(20)))
     return compare_runs(a, dataclasses.replace(b, run_id="20261130-093000-cd34e5"))
 
@@ -56,11 +58,23 @@ def test_a_row_holds_its_numbers_and_its_verdict_mark(tmp_path: Path,
     lines = plain(comparison(tmp_path), 80).splitlines()
     row = next(line for line in lines if line.startswith("nominal "))
     assert row.split() == ["nominal", "100%", "20/20", "60%", "12/20", "−40", "[−61,", "−16]",
-                           "0.013", "▼", "regressed"]
+                           "0.0016", "▼", "regressed"]
+    # One-sided: the only table as extreme holds all 8 failures in B, C(32,12)/C(40,20).
+    assert f"{math.comb(32, 12) / math.comb(40, 20):.2g}" == "0.0016"
     assert "B against A: ▼ regressed (1 regressed, 3 inconclusive of 4 scenarios)" in lines
     # Void beside the rate, as a rate, under it.
     cache = lines.index(next(line for line in lines if line.startswith("cache ")))
     assert lines[cache + 1].split() == ["void", "15%"]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_no_scenario_id_or_number_is_split(width: int, tmp_path: Path,
+                                           private_temp: None) -> None:
+    lines = plain(comparison(tmp_path), width).splitlines()
+    row = next(line for line in lines if line.startswith("crash-after-effect "))
+    assert row.split() == ["crash-after-effect", "100%", "20/20", "100%", "20/20", "0", "[−16,",
+                           "+16]", "1.00", "?", "inconclusive"]
+    assert not any("…" in line for line in lines)  # nothing cut short either
 
 
 @pytest.mark.parametrize("change,mark", [(Change.REGRESSED, "▼"), (Change.IMPROVED, "▲"),
@@ -129,7 +143,7 @@ def test_alk_compare_flags_a_regression_and_gates_on_it(tmp_path, monkeypatch):
     assert found["change"] == "regressed"
     [changed] = [s for s in found["scenarios"] if s["id"] == "changed"]
     assert changed["change"] == "regressed"
-    assert changed["p_holm"] < 0.01 and changed["difference"]["high"] < 0
+    assert changed["p"] <= changed["level"] and changed["difference"]["high"] < 0
     [steady] = [s for s in found["scenarios"] if s["id"] == "steady"]
     assert steady["change"] != "regressed"
     # The other way round, B improved: the gate lets it through.
@@ -176,3 +190,33 @@ def test_a_run_b_that_scored_nothing_does_not_pass_the_gate(tmp_path, monkeypatc
     assert gated.exit_code == 3, gated.output
     assert "scored no repeat of nominal" in gated.output
     assert CliRunner().invoke(app, ["compare", before, after]).exit_code == 0
+
+
+def test_void_repeats_in_b_where_a_had_none_do_not_pass_the_gate(tmp_path, monkeypatch):
+    """The audit's case: A at 20/20, B at 14 passes and 6 void (a version that hangs at import
+    30% of the time). Through `alk compare` on saved runs: exit 3, naming the scenario."""
+    from typer.testing import CliRunner
+
+    from alk import api
+    from alk.cli import app
+
+    def saved(steady: list, hangs: list) -> str:
+        runner = documents.ScenarioRunner(documents.observation(0.3), steady=steady,
+                                          hangs=hangs)
+        return api.run_lane(documents.lane(("steady", "hangs")),
+                            api.RunOptions(repeats=20, seed=7),
+                            api.RunSetup(out_dir=tmp_path, environ=documents.SECRET_ENV,
+                                         runner=runner)).document.run_id
+
+    before = saved(documents.passing(20), documents.passing(20))
+    after = saved(documents.passing(20), documents.passing(14) + [documents.NEVER_READY] * 6)
+    monkeypatch.chdir(tmp_path)
+    gated = CliRunner().invoke(app, ["compare", before, after, "--fail-on-regression"])
+    assert gated.exit_code == 3, gated.output
+    assert f"run {after} has void repeats where run {before} had none: hangs (6 of 20 void)" \
+        in " ".join(gated.output.split())
+    assert "steady" not in gated.output.split("void repeats where")[1]
+    # Without the gate the comparison is shown, and exits 0; A's own voids are no reason.
+    assert CliRunner().invoke(app, ["compare", before, after]).exit_code == 0
+    assert CliRunner().invoke(app, ["compare", after, before, "--fail-on-regression"]
+                              ).exit_code == 0

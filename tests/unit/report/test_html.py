@@ -412,7 +412,7 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
     low, high = nominal.difference.low * 100, nominal.difference.high * 100
     assert (f"nominal 100.0% 20/20 60.0% 12/20 −40 [−{abs(low):.0f}, −{abs(high):.0f}]"
             in words)
-    assert "Fisher's exact test, Holm-adjusted" in words and "±10 points" in words
+    assert "Fisher's exact test, one-sided" in words and "±10 points" in words
     assert not [s for _, s in page.scripts]  # no chart: no script at all
     assert not [attrs for tag, attrs in page.elements if tag == "a"]  # no run page to link
     # Where each run's page was written, the compare page (in B's folder) links it.

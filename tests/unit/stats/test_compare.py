@@ -19,12 +19,10 @@ from scipy.stats import fisher_exact as scipy_fisher
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from alk import compare
 from alk.compare import Change, compare_runs
 from alk.errors import UsageError
-from alk.estimate import Estimate
 from alk.result.document import RunDocument
-from alk.stats import two_runs
+from alk.stats import gate_power, two_runs
 from alk.stats.two_runs import (
     fisher_exact,
     holm,
@@ -173,31 +171,6 @@ def test_repeats_to_settle_is_the_fewest_that_fit(rates: tuple[float, float]) ->
     assert fits(n) and not fits(n - 1)
 
 
-@pytest.mark.parametrize("difference,p_holm,void,change", [
-    (Estimate(-0.4, -0.61, -0.16), 0.003, 0, Change.REGRESSED),
-    (Estimate(-0.4, -0.61, -0.16), 0.003, 2, Change.REGRESSED),  # void hides no regression
-    (Estimate(0.4, 0.16, 0.61), 0.003, 0, Change.IMPROVED),
-    (Estimate(-0.3, -0.55, 0.01), 0.04, 0, Change.INCONCLUSIVE),  # significant, reaches 0
-    (Estimate(-0.4, -0.61, -0.16), 0.06, 0, Change.INCONCLUSIVE),  # not after Holm
-    (Estimate(0.0, -0.08, 0.09), 1.0, 0, Change.UNCHANGED),
-    (Estimate(0.0, -0.08, 0.09), 1.0, 1, Change.INCONCLUSIVE),  # void: never unchanged
-    (Estimate(0.0, -0.16, 0.16), 1.0, 0, Change.INCONCLUSIVE),  # wider than the margin
-    (Estimate(0.0, -0.1, 0.1), 1.0, 0, Change.UNCHANGED),  # the margin itself fits
-])
-def test_the_rule(difference: Estimate, p_holm: float, void: int, change: Change) -> None:
-    assert compare._rule(difference, p_holm, void, alpha=0.05, margin=0.1)[0] is change
-
-
-@pytest.mark.parametrize("changes,overall", [
-    ([Change.UNCHANGED, Change.REGRESSED, Change.IMPROVED], Change.REGRESSED),
-    ([Change.INCONCLUSIVE, Change.IMPROVED], Change.IMPROVED),
-    ([Change.UNCHANGED, Change.UNCHANGED], Change.UNCHANGED),
-    ([Change.UNCHANGED, Change.INCONCLUSIVE], Change.INCONCLUSIVE),
-])
-def test_the_overall_change(changes: list[Change], overall: Change) -> None:
-    assert compare._overall(changes) is overall
-
-
 # ---------------------------------------------------------------------------------------------
 # Two runs, as alk records them
 
@@ -232,21 +205,23 @@ def test_the_issues_regression_is_flagged(regression: tuple[RunDocument, RunDocu
     nominal = comparison.scenarios[0]
     assert nominal.id == "nominal"
     assert nominal.change is Change.REGRESSED
-    assert nominal.p is not None and nominal.p_holm is not None
-    assert nominal.p < 0.01 and nominal.p_holm < 0.01
+    assert nominal.p is not None and nominal.level is not None
+    assert nominal.p == pytest.approx(scipy_fisher([[12, 8], [20, 0]], alternative="less")
+                                      .pvalue, rel=1e-12)
+    assert nominal.p <= nominal.level
     assert nominal.difference is not None and nominal.difference.high < 0
     assert nominal.difference.value == pytest.approx(-0.4)
     assert comparison.change is Change.REGRESSED
 
 
-def test_holm_adjusts_across_the_compared_scenarios(
+def test_only_scenarios_that_can_reach_significance_spend_alpha(
         regression: tuple[RunDocument, RunDocument]) -> None:
     comparison = compare_runs(*regression)
-    p_values = [s.p for s in comparison.scenarios]
-    expected = multipletests(p_values, method="holm")[1]
-    assert [s.p_holm for s in comparison.scenarios] == pytest.approx(list(expected))
-    # Three scenarios: nominal's p is tripled, still under 0.01.
-    assert comparison.scenarios[0].p_holm == pytest.approx(3 * comparison.scenarios[0].p)
+    # tool_error and remote are 20/20 in both runs: their margins admit one table, so
+    # Holm–Tarone tests nominal alone, at the whole α.
+    assert comparison.scenarios[0].level == 0.05
+    assert [s.level for s in comparison.scenarios[1:]] == [None, None]
+    assert comparison.lane is None  # one informative scenario: the lane test would repeat it
 
 
 def test_the_same_change_the_other_way_is_an_improvement(
@@ -266,6 +241,12 @@ def test_twenty_repeats_cannot_show_unchanged(
         (-0.161, 0.161), abs=1e-3)
     assert "wider than ±10 points" in tool_error.reason
     assert tool_error.repeats_to_settle == 35
+    # What it could not see, at its share of α (one more member than the family: 0.05/2).
+    assert tool_error.detectable_drop == gate_power.detectable_drop(1.0, 20, 20, 0.025)
+    assert tool_error.reason.startswith(
+        f"a drop of up to {math.ceil(tool_error.detectable_drop * 100)} points could go unseen "
+        "here at 20 repeats")
+    assert tool_error.repeats_for_drop is not None and tool_error.repeats_for_drop > 20
 
 
 def test_enough_repeats_show_unchanged(tmp_path: Path, private_temp: None) -> None:
@@ -291,7 +272,7 @@ def test_void_repeats_are_never_unchanged(tmp_path: Path, private_temp: None) ->
     assert (nominal.a.void, nominal.a.void_rate) == (0, 0.0)
     # Nothing scored in A: nothing to test, and no p to adjust.
     assert remote.change is Change.INCONCLUSIVE and remote.difference is None
-    assert remote.p is None and remote.p_holm is None
+    assert remote.p is None and remote.level is None
     assert remote.reason == "no scored repeat in A: all void"
     assert (remote.a.void_rate, remote.a.rate) == (1.0, None)
 
@@ -409,5 +390,6 @@ def test_a_comparison_is_json(regression: tuple[RunDocument, RunDocument]) -> No
     nominal = value["scenarios"][0]
     assert nominal["change"] == "regressed"
     assert nominal["difference"]["high"] < 0
-    assert set(nominal) >= {"p", "p_holm", "reason", "trajectory_distance", "duration_change",
-                            "repeats_to_settle"}
+    assert set(nominal) >= {"p", "p_better", "level", "reason", "trajectory_distance",
+                            "duration_change", "repeats_to_settle", "detectable_drop",
+                            "repeats_for_drop"}

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from alk.compare import Change, Comparison, RunSide, Side
+from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
 from alk.estimate import Estimate
 from alk.layout import HTML_NAME, report_folder
 from alk.report.html.page import percent, render
@@ -20,11 +20,15 @@ _CHANGES = {Change.REGRESSED: ("▼", "fail"), Change.IMPROVED: ("▲", "pass"),
 
 def compare_page(comparison: Comparison, out_dir: Path) -> str:
     """`alk compare A B` as one HTML page: each scenario's change with both rates and their
-    intervals, the difference and its adjusted p, the rule that named the change, the notes."""
+    intervals, the difference, its one-sided p and the level it was held to, the rule that
+    named the change, the notes."""
     comparison = printable(comparison)
     symbol, tone = _CHANGES[comparison.change]
+    # The one-sided p of the way B moved, and the level it was held to.
     rows = [{"id": s.id, "a": _side(s.a), "b": _side(s.b),
-             "difference": _difference(s.difference), "p": _p(s.p), "p_holm": _p(s.p_holm),
+             "difference": _difference(s.difference),
+             "p": _p(s.p_better if _up(s) else s.p),
+             "p_holm": _p(s.level_better if _up(s) else s.level),
              "change": {"symbol": _CHANGES[s.change][0], "tone": _CHANGES[s.change][1],
                         "word": s.change.value},
              "reason": s.reason,
@@ -48,14 +52,35 @@ def compare_page(comparison: Comparison, out_dir: Path) -> str:
     return render("compare.html.j2", context)
 
 
+def _up(scenario: ScenarioComparison) -> bool:
+    return scenario.difference is not None and scenario.difference.value > 0
+
+
 def _compare_rule(comparison: Comparison) -> list[str]:
     alpha, margin = f"{comparison.alpha:g}", f"±{comparison.margin * 100:g} points"
-    return [f"regressed (▼) or improved (▲): Fisher's exact test, Holm-adjusted across the "
-            f"compared scenarios, gives p < {alpha}, and the 95% Newcombe interval of B − A "
-            "lies wholly below (above) 0",
-            f"unchanged (=): no significant difference, no void repeat in either run, and the "
-            f"interval lies within {margin}",
-            "inconclusive (?): anything else: too few repeats to tell, or void repeats"]
+    return [f"regressed (▼): Fisher's exact test, one-sided (B passes less often), rejects "
+            f"by Holm–Tarone's step-down at family-wise level {alpha} over the compared "
+            "scenarios and the lane's exact stratified test; a scenario whose counts cannot "
+            "reach significance spends no α. The run regressed when a scenario did, or when "
+            "the lane test alone says B is worse",
+            f"improved (▲): the same, one-sided the other way, in a family of its own at {alpha}",
+            f"unchanged (=): neither, no void repeat in either run, and the 95% Newcombe "
+            f"interval of B − A lies within {margin}",
+            "inconclusive (?): anything else; its reason says the smallest drop its test sees "
+            "80% of the time at its repeats (a smaller one could go unseen)",
+            *_looks_rule(comparison)]
+
+
+def _looks_rule(comparison: Comparison) -> list[str]:
+    looks = comparison.sequence
+    if looks is None:
+        return []
+    return [f"until decided: {looks.taken} of {looks.planned} looks, from {looks.first} repeats "
+            f"a run in rounds of {looks.round_size} (at most {looks.max_repeats}); at each "
+            "look a scenario is decided when its one-sided p is within that look's increment "
+            "of α (O'Brien–Fleming-type spending) divided by the scenarios; "
+            f"α spent {looks.alpha_spent:.3g} by each family; {looks.added_a} repeats more in A, "
+            f"{looks.added_b} in B. These decisions replace the rules above"]
 
 
 def _run_side(side: RunSide, out_dir: Path, here: Path) -> dict[str, Any]:
