@@ -127,14 +127,23 @@ class Consistency:
 
 @dataclass(frozen=True, slots=True)
 class FaultRobustness:
-    """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
-    with a seeded bootstrap interval (`alk.stats.robustness.fault_robustness`). Not clamped to 1:
-    above 1 is chance, "no harm measured". `high` is None when the repeats without faults
-    passed too rarely to bound the ratio."""
+    """How a lane's faulted scenarios fare against their unfaulted twins
+    (`alk.stats.robustness.paired_fault_robustness`): the mean pass rate of the faulted
+    scenarios of `pairs` ÷ the mean of their twins', with a seeded bootstrap interval. Not
+    clamped to 1 (HAL's R_fault is): above 1 is chance, "no harm measured". `high` is None when
+    the twins passed too rarely to bound the ratio.
 
-    value: float
-    low: float
+    `method` "paired" (this alk); "pooled" in result.json files written before it: every
+    faulted scenario's pooled rate ÷ every other scenario's, a different figure. `value`, `low`
+    and `high` are None when the lane has faulted scenarios but none with a twin: `unpaired`
+    names the faulted scenarios left out (no twin, or weighted choices)."""
+
+    value: float | None
+    low: float | None
     high: float | None
+    method: str = "pooled"
+    pairs: tuple[tuple[str, str], ...] = ()  # (faulted scenario, its twin)
+    unpaired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,9 @@ class ScenarioStats:
     trajectories: TrajectoryStats
     durations: DurationStats
     paths: EventPaths
+    # A faulted scenario's unfaulted twin (`alk.stats.robustness.fault_twins`); None for the
+    # others, and in result.json files written before pairing.
+    baseline: str | None = None
 
     @property
     def scores(self) -> tuple[int, ...]:
@@ -182,7 +194,7 @@ class LaneStats:
     curve: KCurve
     tallies: tuple[Tally, ...]  # the scenarios with scored repeats, by (scored, passed)
     consistency: Consistency
-    fault_robustness: FaultRobustness | None  # None without scenarios both with and without
+    fault_robustness: FaultRobustness | None  # None without a faulted scenario
     layers: tuple[tuple[str, int], ...]
     causes: tuple[tuple[str, int], ...]
     verdicts: tuple[tuple[str, int], ...]

@@ -45,7 +45,7 @@ from alk.stats.records import (
     Tally,
     TrajectoryStats,
 )
-from alk.stats.robustness import pooled_fault_robustness
+from alk.stats.robustness import paired_fault_robustness
 from alk.stats.trajectories import sequence_consistencies, tool_use_consistencies
 
 _SIGNATURES_SHOWN = 5
@@ -147,17 +147,25 @@ def summarize_scenario(scenario_id: str, repeats: Sequence[RepeatResult], reques
                                faulted=(scenario_id,) if faulted else (), seed=seed)[0]
 
 
+def _twin(faulted: Collection[str] | Mapping[str, str | None], scenario_id: str) -> str | None:
+    return faulted.get(scenario_id) if isinstance(faulted, Mapping) else None
+
+
 def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]],
-                        requested: int | Mapping[str, int], *, faulted: Collection[str] = (),
+                        requested: int | Mapping[str, int], *,
+                        faulted: Collection[str] | Mapping[str, str | None] = (),
                         seed: int = 0) -> tuple[ScenarioStats, ...]:
     """`summarize_scenario` of every scenario of a lane (scenario id → its repeats), in the
     mapping's order, at once: the consistency metrics then compare what scenarios share once,
     which for thousands of scenarios is most of their cost. `requested`: the repeats asked of
-    every scenario, or of each (scenario id → repeats: an adaptive run's differ)."""
+    every scenario, or of each (scenario id → repeats: an adaptive run's differ). `faulted`:
+    the scenarios the lane injures, or each of them → its unfaulted twin or None
+    (`alk.stats.robustness.fault_twins`), which fault robustness pairs it with."""
     tallied = [_tallied(sid, rs) for sid, rs in repeats.items()]
     agreement = _consistencies(tallied, seed)
     asked = (lambda sid: requested) if isinstance(requested, int) else requested.__getitem__
-    return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency)
+    return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency,
+                           _twin(faulted, sid))
                  for (sid, rs), tally, consistency in zip(repeats.items(), tallied, agreement))
 
 
@@ -182,7 +190,7 @@ def _tallied(scenario_id: str, repeats: Sequence[RepeatResult]
 
 def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int, faulted: bool,
               tally: tuple[dict[Outcome, int], dict[str, int], list[RepeatResult]],
-              consistency: Consistency) -> ScenarioStats:
+              consistency: Consistency, baseline: str | None = None) -> ScenarioStats:
     outcomes, causes, scored = tally
     n = len(scored)
     c = outcomes.get(_PASS, 0)
@@ -204,6 +212,7 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         trajectories=_trajectories(scored),
         durations=_durations([r.duration_s for r in scored]),
         paths=_event_paths(scored),
+        baseline=baseline,
     )
 
 
@@ -275,27 +284,23 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
 
 
 def _fault_robustness(scenarios: Sequence[ScenarioStats], seed: int) -> FaultRobustness | None:
-    # Scenarios differ: the interval draws scenarios, then their repeats (two stages), so that
-    # it does not treat the repeats of a few tasks as many independent ones.
-    pools = {side: [(s.counts.passed, s.counts.scored) for s in scenarios
-                    if s.faulted is side and s.counts.scored] for side in (True, False)}
-    ratio = pooled_fault_robustness(pools[True], pools[False], seed=seed)
-    if ratio is None:
+    """Each faulted scenario against its twin; None without a faulted scenario. One without a
+    twin, or whose pair scored nothing on a side, is left out and named."""
+    faulted = [s for s in scenarios if s.faulted]
+    if not faulted:
         return None
-    # Pools that never vary (every repeat passed, say) give every draw the same ratio: the
-    # interval is widened to the ratio of the pooled rates' Wilson bounds, which the repeats
-    # do leave open.
-    faulted_low, faulted_high = wilson_interval(*_pooled(pools[True]))
-    base_low, base_high = wilson_interval(*_pooled(pools[False]))
-    low = min(ratio.low, faulted_low / base_high)
-    high = max(ratio.high, faulted_high / base_low if base_low > 0 else math.inf)
+    by_id = {s.id: s for s in scenarios}
+    pairs = tuple((s.id, s.baseline) for s in faulted
+                  if s.baseline in by_id and s.counts.scored and by_id[s.baseline].counts.scored)
+    unpaired = tuple(s.id for s in faulted if (s.id, s.baseline) not in pairs)
+    counts = {sid: (by_id[sid].counts.passed, by_id[sid].counts.scored)
+              for pair in pairs for sid in pair}
+    ratio = paired_fault_robustness(pairs, counts, seed=seed)
+    if ratio is None:
+        return FaultRobustness(None, None, None, "paired", pairs, unpaired)
     # JSON has no infinity: an unbounded ratio has no upper bound.
-    return FaultRobustness(ratio.value, low, None if math.isinf(high) else high)
-
-
-def _pooled(pool: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """(passed, scored) over a pool of scenarios."""
-    return sum(p for p, _ in pool), sum(n for _, n in pool)
+    return FaultRobustness(ratio.value, ratio.low, None if math.isinf(ratio.high) else ratio.high,
+                           "paired", pairs, unpaired)
 
 
 # -- consistency ---------------------------------------------------------------------------------

@@ -754,8 +754,8 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
     assert robustness is not None and robustness.high is not None
     out = render(run_report(doc), width=80)
     # 15 of 20 passed with the fault, 16 of 20 without: 0.75 / 0.8.
-    assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: pass "
-            "rate with injected faults ÷ without") in out
+    assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: "
+            "faulted ÷ unfaulted twin, 1 pair") in out
     assert "no upper bound" not in out
     # One pass in 20 without faults: the ratio has no upper bound, and the report says so.
     doc = built({"nominal": failing(1), "tool_error": failing(15, "tool_error")},
@@ -763,5 +763,5 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
     robustness = doc.aggregate.fault_robustness
     assert robustness is not None and robustness.high is None
     flat = " ".join(render(run_report(doc), width=80).split())
-    assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): pass rate with injected "
-            "faults ÷ without no upper bound: too few repeats passed without faults") in flat
+    assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): faulted ÷ unfaulted twin, "
+            "1 pair no upper bound: too few repeats passed without faults") in flat

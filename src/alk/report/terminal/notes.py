@@ -166,10 +166,15 @@ def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
     """The pass rate with injected faults ÷ without, when the lane has scenarios of both."""
     if robustness is None:
         return None
+    if robustness.value is None:
+        return Text("none: no faulted scenario has an unfaulted twin (a scenario's baseline "
+                    "names one)", style="dim")
     high = "∞)" if robustness.high is None else f"{robustness.high:.2f}]"
     text = Text.assemble("to faults ", (f"{robustness.value:.2f}", "bold"),
-                         f" [{robustness.low:.2f}–{high}: pass rate with injected faults ÷ "
-                         "without")
+                         f" [{robustness.low:.2f}–{high}: " + (
+                             f"faulted ÷ unfaulted twin, {plural(len(robustness.pairs), 'pair')}"
+                             if robustness.method == "paired" else
+                             "pass rate with injected faults ÷ without"))
     if robustness.high is None:
         text.append("\nno upper bound: too few repeats passed without faults", style="dim")
     return text
