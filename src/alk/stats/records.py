@@ -47,6 +47,9 @@ class Icc:
     effective_n: float | None
     reason: str | None
     note: str | None
+    # The F interval does not hold here (`alk.stats.icc.icc_of_tallies`); False in result.json
+    # files written before the mark.
+    approximate: bool = False
 
 
 # -- per scenario --------------------------------------------------------------------------------
@@ -181,9 +184,9 @@ class LaneStats:
     """The lane's pooled counts and rates, its mean pass^k curve and its ICC.
 
     Two intervals around the pooled pass rate: `ci`, Wilson over every scored repeat, says how
-    well these scenarios' own rate is known; `clustered_rate`, Wilson at the ICC's effective n
-    (None with fewer than 2 scored scenarios), says how well the rate of tasks like them is
-    known, the scenarios being a sample of those. The second is the one to read when the
+    well these scenarios' own rate is known; `clustered_rate` (`alk.stats.icc.
+    clustered_interval`; None with fewer than 2 scored scenarios) says how well the rate of
+    tasks like them is known, the scenarios being a sample of those. The second is the one to read when the
     scenarios stand for a wider set of tasks."""
 
     counts: Counts
@@ -199,3 +202,6 @@ class LaneStats:
     causes: tuple[tuple[str, int], ...]
     verdicts: tuple[tuple[str, int], ...]
     icc: Icc
+    # How `clustered_rate` was made: "kish-upper-t" (`alk.stats.icc.clustered_interval`), or
+    # "kish" in result.json files written before it (Wilson at icc.effective_n, z: narrower).
+    clustered_method: str = "kish"

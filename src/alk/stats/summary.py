@@ -27,10 +27,10 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import fields
 
-from alk.estimate import Estimate, wilson_bounds, wilson_estimate, wilson_interval
+from alk.estimate import Estimate, wilson_estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
 from alk.stats.consistency import lane_mean, outcome_consistency, resource_consistencies
-from alk.stats.icc import icc_of_tallies
+from alk.stats.icc import clustered_interval, icc_of_tallies
 from alk.stats.pass_k import k_curve
 from alk.stats.records import (
     Consistency,
@@ -262,14 +262,13 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
     verdicts = Counter(s.verdict.value for s in scenarios)
     rate = wilson_estimate(counts.passed, counts.scored)
     icc = icc_of_tallies(tallies)
-    clustered = None
-    if rate is not None and icc.effective_n is not None:
-        clustered = Estimate.covering(rate.value, *wilson_bounds(rate.value, icc.effective_n))
+    clustered = clustered_interval(counts.passed, counts.scored, icc)
     return LaneStats(
         counts=counts,
         pass_rate=None if rate is None else rate.value,
         ci=None if rate is None else (rate.low, rate.high),
         clustered_rate=clustered,
+        clustered_method="kish-upper-t",
         void_rate=wilson_estimate(counts.void, counts.completed),
         curve=k_curve(tallies),
         tallies=tallies,

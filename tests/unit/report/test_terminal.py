@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Group, RenderableType
 from scipy.stats import f as f_dist
+from scipy.stats import t as t_dist
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.conformance import Finding, Level
@@ -591,9 +592,14 @@ def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read(
     pooled = wilson(37, 40)
     assert cells_of(out, "lane (pooled)")[1] == (f"92.5% [{pooled[0] * 100:.1f}–"
                                                  f"{pooled[1] * 100:.1f}]")
-    icc, *_, m = anova([(17, 20), (20, 20)])
-    effective = 40 / (1 + (m - 1) * icc)
-    low, high = wilson(37 / 40 * effective, effective)
+    # Kish's design effect at the ICC's upper bound, and Wilson with t on 1 degree of freedom
+    # (12.71) for z, written out: two scenarios say little of tasks like them.
+    _, _, icc_high, _, m = anova([(17, 20), (20, 20)])
+    effective, t, rate = 40 / (1 + (m - 1) * icc_high), t_dist.ppf(0.975, 1), 37 / 40
+    centre = (rate + t * t / (2 * effective)) / (1 + t * t / effective)
+    half = (t * (rate * (1 - rate) / effective + t * t / (4 * effective ** 2)) ** 0.5
+            / (1 + t * t / effective))
+    low, high = centre - half, min(1.0, centre + half)
     [clustered] = [line for line in out.splitlines() if line.startswith("  clustered ")]
     assert clustered.split() == ["clustered", "92.5%", f"[{low * 100:.1f}–{high * 100:.1f}]"]
     assert low < pooled[0] - 0.05  # the clustered one is wider here
@@ -607,8 +613,9 @@ def test_the_icc_has_its_f_interval_design_effect_and_effective_n():
     icc, low, high, k0, m = anova([(17, 20), (20, 20)])
     assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 2 scenarios, cluster size "
             f"{m:.1f} design effect {1 + (m - 1) * icc:.2f}: effective n "
-            f"{40 / (1 + (m - 1) * icc):.1f} of 40 scored repeats only 2 scenarios: the interval "
-            "is wide") in flat
+            f"{40 / (1 + (m - 1) * icc):.1f} of 40 scored repeats approximate: the F interval, "
+            "for pass/fail repeats at a pooled pass rate of 0.93; only 2 scenarios: the "
+            "interval is wide") in flat
     assert low < 0  # a minus that reads as one
     # Unequal counts: the ICC's k0 differs from Kish's cluster size, and both are shown.
     flat = " ".join(render(run_report(void_document()), width=80).split())
@@ -623,7 +630,8 @@ def test_an_icc_without_variance_says_why_and_that_the_design_effect_is_its_wors
     assert ("ICC — (no variance: every scored repeat had the same outcome) · 2 scenarios, "
             "cluster size 20.0 design effect 20.00: effective n 2.0 of 40 scored repeats "
             "design effect at its worst case, ICC = 1: each scenario counts once") in flat
-    low, high = wilson(2, 2)
+    # Wilson's lower bound of 2/2 with t on 1 degree of freedom for z: n / (n + t²).
+    low = 2 / (2 + t_dist.ppf(0.975, 1) ** 2)
     assert f"clustered 100.0% [{low * 100:.1f}–100.0]" in flat
 
 
