@@ -76,14 +76,19 @@ class Tally:
 
 @dataclass(frozen=True, slots=True)
 class RepeatsNeeded:
-    """How many repeats show at least one failure of rate `failure_rate` with 95% confidence:
-    ⌈ln 0.05 / ln(1 − rate)⌉. The rate is the observed failure rate when some scored repeat
-    failed (`observed`), else the Wilson 95% upper bound of the failure rate after none did: the
-    largest rate the repeats leave possible."""
+    """What the repeats say about failures. When some scored repeat failed (`observed`):
+    `failure_rate` is the rate seen, `repeats` how many repeats show at least one failure with
+    95% confidence *if that is the true rate*, ⌈ln 0.05 / ln(1 − rate)⌉, and `repeats_at_low`
+    how many do so even at the rate's Wilson 95% lower bound `low_rate`: the count to plan a
+    reproduction with. When none failed: `failure_rate` is the Wilson 95% upper bound of the
+    failure rate, the largest the repeats leave possible, and `repeats` is None (result.json
+    files written before held the repeats to see a failure of that rate there)."""
 
     failure_rate: float
     observed: bool
-    repeats: int
+    repeats: int | None
+    low_rate: float | None = None
+    repeats_at_low: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,10 +189,10 @@ class LaneStats:
     """The lane's pooled counts and rates, its mean pass^k curve and its ICC.
 
     Two intervals around the pooled pass rate: `ci`, Wilson over every scored repeat, says how
-    well these scenarios' own rate is known; `clustered_rate` (`alk.stats.icc.
-    clustered_interval`; None with fewer than 2 scored scenarios) says how well the rate of
-    tasks like them is known, the scenarios being a sample of those. The second is the one to read when the
-    scenarios stand for a wider set of tasks."""
+    well these scenarios' own rate is known; `clustered_rate`
+    (`alk.stats.icc.clustered_interval`; None with fewer than 2 scored scenarios) says how well
+    the rate of tasks like them is known, the scenarios being a sample of those. The second is
+    the one to read when the scenarios stand for a wider set of tasks."""
 
     counts: Counts
     pass_rate: float | None

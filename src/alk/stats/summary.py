@@ -12,8 +12,8 @@ What each statistic means and how its interval is made:
 - void rate: void/completed, with Wilson's interval, per scenario and pooled over the lane.
 - pass^k (τ-bench) and pass@k (Chen et al.), as `alk.stats.pass_k` computes them.
 - ICC(1) with its F-based interval, Kish's design effect and the effective n (`alk.stats.icc`).
-- the repeats it takes to see a failure of the observed rate, or of the largest rate the
-  repeats leave possible when none failed (`RepeatsNeeded`).
+- the repeats it takes to see a failure, at the observed failure rate and at its Wilson lower
+  bound, or the largest rate the repeats leave possible when none failed (`RepeatsNeeded`).
 - consistency (outcome, tool use, steps, resources) and fault robustness, as
   `alk.stats.consistency` computes them (`Consistency`, `FaultRobustness`).
 """
@@ -66,11 +66,15 @@ def _repeats_needed(scored: int, passed: int) -> RepeatsNeeded | None:
     if scored == 0:
         return None
     failed = scored - passed
-    if failed:
-        rate = failed / scored
-    else:
-        rate = 1.0 - wilson_interval(passed, scored)[0]
-    return RepeatsNeeded(rate, failed > 0, repeats_to_see(rate))
+    if not failed:
+        # What a clean run leaves possible; a count of repeats would read as one to reproduce.
+        return RepeatsNeeded(1.0 - wilson_interval(passed, scored)[0], False, None)
+    # The observed rate is not known to be the true one: the count that holds even at the
+    # failure rate's Wilson lower bound is the one to plan with (336 after 1 failure in 20,
+    # where the observed 5% would say 59).
+    low = wilson_interval(failed, scored)[0]
+    rate = failed / scored
+    return RepeatsNeeded(rate, True, repeats_to_see(rate), low, repeats_to_see(low))
 
 
 def _layers(counter: Mapping[Outcome, int]) -> tuple[tuple[str, int], ...]:

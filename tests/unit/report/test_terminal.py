@@ -637,9 +637,12 @@ def test_an_icc_without_variance_says_why_and_that_the_design_effect_is_its_wors
 
 def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
     flat = " ".join(render(run_report(document()), width=80).split())
-    # 3 of 20 failed: the least n with 1 − 0.85ⁿ ≥ 0.95.
-    seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
-    assert f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time" in flat
+    # 3 of 20 failed: the least n with 1 − (1 − low)ⁿ ≥ 0.95, low the failure rate's Wilson
+    # lower bound, the rate the repeats cannot rule out below.
+    low = wilson(3, 20)[0]
+    seen = next(n for n in range(1, 1000) if 1 - (1 - low) ** n >= 0.95)
+    assert (f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time, even at "
+            f"{low:.1%}") in flat
     # None of 20 failed: failure rates up to Wilson's upper bound are not ruled out.
     bound = 1 - wilson(20, 20)[0]
     assert f"tool_error: no failure in 20 scored; up to {bound:.1%} not ruled out" in flat
@@ -773,3 +776,17 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
     flat = " ".join(render(run_report(doc), width=80).split())
     assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): faulted ÷ unfaulted twin, "
             "1 pair no upper bound: too few repeats passed without faults") in flat
+
+
+def test_an_older_files_failures_line_is_worded_as_conditional():
+    # A result.json written before the lower bound holds only the repeats at the rate seen.
+    doc = document()
+    nominal = doc.scenarios[0]
+    stats = dataclasses.replace(nominal.stats, repeats_needed=dataclasses.replace(
+        nominal.stats.repeats_needed, low_rate=None, repeats_at_low=None))
+    doc = dataclasses.replace(doc, scenarios=(dataclasses.replace(nominal, stats=stats),
+                                              *doc.scenarios[1:]))
+    flat = " ".join(render(run_report(doc), width=80).split())
+    seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
+    assert (f"nominal: 15.0% failed; if that is the rate, {seen} repeats show one 95% of the "
+            "time") in flat

@@ -268,18 +268,33 @@ def test_repeats_to_see_refuses_a_rate_that_is_not_one(rate: float) -> None:
         repeats_to_see(rate)
 
 
-def test_repeats_needed_from_the_observed_rate_or_the_wilson_bound() -> None:
+def test_repeats_needed_from_the_observed_rate_its_lower_bound_or_the_wilson_bound() -> None:
     seen = summarize_scenario("a", repeats("a", 19, 1), 20).repeats_needed
-    assert seen == RepeatsNeeded(failure_rate=0.05, observed=True, repeats=59)
-    # No failure in 20: the failure rate's Wilson upper bound, 3.84/(20 + 3.84) = 0.161,
-    # and ln 0.05 / ln(1 - 0.161) = 17.1, so 18 repeats.
+    # 1 failure in 20: statsmodels' Wilson lower bound of the failure rate, 0.0089, and the
+    # least n with 1 − (1 − 0.0089)ⁿ ≥ 0.95, counted up: 336 (59 at the observed 5%).
+    low = wilson(1, 20)[0]
+    assert seen == RepeatsNeeded(failure_rate=0.05, observed=True, repeats=59,
+                                 low_rate=pytest.approx(low, abs=1e-12), repeats_at_low=336)
+    assert next(n for n in range(1, 1000) if 1 - (1 - low) ** n >= 0.95) == 336
+    # 1 in 50: 845 (the audit's figure).
+    assert summarize_scenario("e", repeats("e", 49, 1), 50).repeats_needed.repeats_at_low == 845
+    # No failure in 20: the failure rate's Wilson upper bound, 3.84/(20 + 3.84) = 0.161, and no
+    # count of repeats, which would read as one to reproduce a failure never seen.
     unseen = summarize_scenario("b", repeats("b", 20), 20).repeats_needed
     assert unseen is not None and not unseen.observed
     assert unseen.failure_rate == pytest.approx(wilson(0, 20)[1], abs=1e-12)
-    assert unseen.repeats == 18
+    assert (unseen.repeats, unseen.low_rate, unseen.repeats_at_low) == (None, None, None)
     assert summarize_scenario("c", repeats("c", 0, 0, void=2), 2).repeats_needed is None
     assert math.isclose(summarize_scenario("d", repeats("d", 0, 4), 4).repeats_needed.failure_rate,
                         1.0)
+
+
+def test_an_older_files_repeats_needed_still_reads() -> None:
+    import msgspec
+
+    old = msgspec.convert({"failure_rate": 0.161, "observed": False, "repeats": 18},
+                          RepeatsNeeded)
+    assert (old.repeats, old.low_rate, old.repeats_at_low) == (18, None, None)
 
 
 def test_the_icc_interval_is_marked_approximate_where_pass_fail_data_break_it() -> None:
