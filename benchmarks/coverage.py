@@ -18,6 +18,7 @@ failures (repeats to see a failure), consistency (tool use, steps, resources), r
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -105,8 +106,85 @@ def icc(draws: int, rng: np.random.Generator) -> None:
                   + f"   {marked / max(total, 1):.2f}")
 
 
+# Tool paths of a scenario and their chances: one common path, three others (the audit's mix),
+# and a near-unanimous one.
+PATHS = (("a:ok", "b:ok"), ("a:ok", "a:ok", "b:ok"), ("c:ok", "b:ok"),
+         ("a:error", "a:ok", "b:ok", "c:ok"))
+MIXES = {"0.7 / 0.1 / 0.1 / 0.1": (0.7, 0.1, 0.1, 0.1), "0.4 / 0.3 / 0.2 / 0.1": (0.4, 0.3, 0.2, 0.1),
+         "0.9 / 0.1": (0.9, 0.1, 0.0, 0.0)}
+BATCH = 100  # simulated scenarios handed to alk at once, as a lane's
+
+
+def tool_frequencies(steps: Sequence[str]) -> dict[str, float]:
+    tools = [step.rpartition(":")[0] for step in steps]
+    return {tool: tools.count(tool) / len(tools) for tool in set(tools)}
+
+
+def js_distance(a: dict[str, float], b: dict[str, float]) -> float:
+    from scipy.spatial.distance import jensenshannon
+
+    keys = sorted(set(a) | set(b))
+    return float(jensenshannon([a.get(k, 0.0) for k in keys], [b.get(k, 0.0) for k in keys],
+                               base=2))
+
+
+def levenshtein_similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return 1.0 - row[-1] / max(len(a), len(b), 1)
+
+
+def pair_truth(chances: Sequence[float], value: Callable[[int, int], float]) -> float:
+    """The expectation over two independent repeats of a pairwise figure."""
+    return sum(p * q * value(i, j) for i, p in enumerate(chances)
+               for j, q in enumerate(chances))
+
+
+def covered(estimates: Sequence[Estimate | None], truth: float) -> tuple[int, int, int]:
+    hits = sum(e is not None and e.low <= truth <= e.high for e in estimates)
+    over = sum(e is not None and e.low > truth for e in estimates)
+    return hits, over, sum(e is not None for e in estimates)
+
+
+def consistency(draws: int, rng: np.random.Generator) -> None:
+    from alk.stats.consistency import resource_consistencies
+    from alk.stats.trajectories import sequence_consistencies, tool_use_consistencies
+
+    print("\n## consistency intervals: of the figure's value for the scenario")
+    print(f"{'figure, design (repeats)':44} {'cover':>6} {'over':>8}")
+    frequencies = [tool_frequencies(p) for p in PATHS]
+    for mix, chances in MIXES.items():
+        truths = {
+            "tool use": 1 - pair_truth(chances, lambda i, j: js_distance(frequencies[i],
+                                                                         frequencies[j])),
+            "steps": pair_truth(chances, lambda i, j: levenshtein_similarity(PATHS[i],
+                                                                             PATHS[j]))}
+        for n in (5, 10, 20, 50):
+            found: dict[str, list[Estimate | None]] = {"tool use": [], "steps": []}
+            for at in range(0, draws, BATCH):
+                scenarios = [[PATHS[i] for i in rng.choice(4, size=n, p=chances)]
+                             for _ in range(min(BATCH, draws - at))]
+                seed = int(rng.integers(2 ** 31))
+                found["tool use"] += tool_use_consistencies(scenarios, seed=seed)
+                found["steps"] += sequence_consistencies(scenarios, seed=seed)
+            for name, estimates in found.items():
+                print(tally_row(f"{name}, {mix} ({n})", *covered(estimates, truths[name])))
+    for sigma in (0.1, 0.3, 0.6):
+        truth = math.exp(-math.sqrt(math.exp(sigma ** 2) - 1))  # a lognormal's CV
+        for n in (5, 10, 20, 50, 200):
+            estimates: list[Estimate | None] = []
+            for at in range(0, draws, BATCH):
+                scenarios = [{"duration_s": rng.lognormal(0.0, sigma, n).tolist()}
+                             for _ in range(min(BATCH, draws - at))]
+                estimates += resource_consistencies(scenarios, seed=int(rng.integers(2 ** 31)))
+            print(tally_row(f"resources, lognormal σ {sigma} ({n})", *covered(estimates, truth)))
+
+
 SECTIONS: dict[str, Callable[[int, np.random.Generator], None]] = {
-    "clustered": clustered, "icc": icc}
+    "clustered": clustered, "icc": icc, "consistency": consistency}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,6 +38,23 @@ if TYPE_CHECKING:
 # Outcome consistency
 
 
+# A Consistency record's figures, in its order.
+FIGURES = ("outcome", "tool_use", "steps", "resources")
+# The repeats from which a scenario's bootstrap interval holds about 95%, as
+# benchmarks/coverage.py measures it (the mixes and spreads of docs/statistics.md): tool use
+# 83–93% up to 50 repeats, steps 85–98% below 20 and 92–96% from 20, resources 56–89% up to
+# 50 and 88–94% at 200. Below these, the interval is marked approximate (and optimistic: its
+# misses are mostly above the truth). Outcome's (Wilson, mapped) holds at any n.
+HOLDS_FROM = {"tool_use": 100, "steps": 20, "resources": 200}
+
+
+def approximate_figures(scored: int, values: Sequence[Estimate | None]) -> tuple[str, ...]:
+    """The figures of a scenario's consistency, given in FIGURES order, whose interval is
+    approximate at `scored` repeats."""
+    return tuple(name for name, value in zip(FIGURES, values)
+                 if value is not None and scored < HOLDS_FROM.get(name, 0))
+
+
 def outcome_consistency(passed: int, scored: int) -> Estimate | None:
     """C_out = 1 - 4·p(1-p) for `passed` of `scored` repeats; None with fewer than 2 scored
     repeats (one repeat cannot disagree with itself).

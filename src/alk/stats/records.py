@@ -131,6 +131,10 @@ class Consistency:
     tool_use: Estimate | None
     steps: Estimate | None
     resources: Estimate | None
+    # The figures whose interval is approximate at this scenario's scored repeats (below
+    # `alk.stats.consistency.HOLDS_FROM`, where benchmarks/coverage.py measures it under 95%);
+    # empty for a lane's (its means cover conservatively) and in older result.json files.
+    approximate: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,13 @@ from dataclasses import fields
 
 from alk.estimate import Estimate, wilson_estimate, wilson_interval
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.stats.consistency import lane_mean, outcome_consistency, resource_consistencies
+from alk.stats.consistency import (
+    FIGURES,
+    approximate_figures,
+    lane_mean,
+    outcome_consistency,
+    resource_consistencies,
+)
 from alk.stats.icc import clustered_interval, icc_of_tallies
 from alk.stats.pass_k import k_curve
 from alk.stats.records import (
@@ -276,8 +282,8 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
         void_rate=wilson_estimate(counts.void, counts.completed),
         curve=k_curve(tallies),
         tallies=tallies,
-        consistency=Consistency(*(lane_mean([getattr(s.consistency, f.name) for s in scenarios],
-                                            seed=seed) for f in fields(Consistency))),
+        consistency=Consistency(*(lane_mean([getattr(s.consistency, name) for s in scenarios],
+                                            seed=seed) for name in FIGURES)),
         fault_robustness=_fault_robustness(scenarios, seed),
         layers=_layers(layers),
         causes=_causes(causes),
@@ -347,5 +353,6 @@ def _consistencies(tallied: Sequence[tuple[dict[Outcome, int], dict[str, int],
             for i, estimate in zip(chosen, found):
                 tool_use[i] = estimate
     steps = sequence_consistencies(trajectories, seed=seed)
-    return [Consistency(*values) for values in zip(
-        outcome, tool_use, steps, resource_consistencies(resources, seed=seed))]
+    return [Consistency(*values, approximate=approximate_figures(len(scored), values))
+            for values, (_, _, scored) in zip(zip(
+                outcome, tool_use, steps, resource_consistencies(resources, seed=seed)), tallied)]

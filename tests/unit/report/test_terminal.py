@@ -717,9 +717,15 @@ def test_a_scenario_lists_only_its_figures_below_1_and_a_figure_none_is_left_out
                                          consistency.steps, consistency.resources))
     assert next(s for s in doc.scenarios if s.id == "mostly_void").stats.consistency.outcome is None
     flat = " ".join(" ".join(consistency_lines(render(run_report(doc), width=80))).split())
-    assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) for name, e in (
+    # At 20 repeats, tool use's and resources' intervals are marked approximate (steps' holds
+    # from 20), and the legend says what the mark means.
+    assert consistency.approximate == ("tool_use", "resources")
+    marks = {"tool use": " approx.", "resources": " approx."}
+    assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) + marks.get(name, "")
+                                     for name, e in (
         ("outcome", consistency.outcome), ("tool use", consistency.tool_use),
         ("steps", consistency.steps), ("resources", consistency.resources)))) in flat
+    assert "approx.: an interval that holds less than 95% at these repeats" in flat
     assert "mostly_void" not in flat
 
 

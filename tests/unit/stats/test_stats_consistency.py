@@ -163,3 +163,16 @@ def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
     low = (2 * 20 / (20 + 1.959963984540054**2) - 1) ** 2
     assert lane.consistency.outcome.value == 1
     assert lane.consistency.outcome.low == pytest.approx(low) and low < 0.5
+
+
+@pytest.mark.parametrize("n, marked", [
+    (5, ("tool_use", "steps", "resources")), (19, ("tool_use", "steps", "resources")),
+    (20, ("tool_use", "resources")), (100, ("resources",)), (200, ())])
+def test_a_scenarios_bootstrap_intervals_are_marked_approximate_below_where_they_hold(
+        n: int, marked: tuple[str, ...]) -> None:
+    # Two tool paths and two durations: every figure has a value and an interval.
+    repeats = [rep("pass" if i % 3 else "agent", ("a:ok",) if i % 2 else ("a:ok", "b:ok"),
+                   repeat=i, duration=1.0 + i % 2) for i in range(1, n + 1)]
+    stats = summarize_scenario("s", repeats, n)
+    assert stats.consistency.approximate == marked
+    assert summarize_lane([stats]).consistency.approximate == ()

@@ -120,14 +120,16 @@ def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
     lane = _figures(aggregate.consistency)
     if not lane:
         return []
-    below = [(min(e.value for _, e in figures), s.id, figures) for s in scenarios
+    below = [(min(e.value for _, e in figures), s.id, figures,
+              {_CONSISTENCY_WORDS[name] for name in s.stats.consistency.approximate})
+             for s in scenarios
              if (figures := _figures(s.stats.consistency, below_one=True))
              and _stands_out(s.stats.consistency)]
     # Least consistent first: when the list is cut, what is cut is the closest to 1.
     below.sort(key=lambda item: item[0])
     lines: list[RenderableType] = [Parts([_figure(name, e) for name, e in lane])]
-    for _, sid, figures in below[:CONSISTENCY_LISTED]:
-        first, *rest = [_figure(name, e) for name, e in figures]
+    for _, sid, figures, approximate in below[:CONSISTENCY_LISTED]:
+        first, *rest = [_figure(name, e, name in approximate) for name, e in figures]
         lines.append(Padding(Parts([Text.assemble((sid, "bold"), ": ", first), *rest]),
                              (0, 0, 0, 2)))
     if len(below) > CONSISTENCY_LISTED:
@@ -135,7 +137,10 @@ def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats
                           style="dim"))
     # Worded to take two lines at 80 columns.
     lines.append(Text("1 = all repeats alike in outcome, tool counts, step sequence, and time, "
-                      "CPU, memory, model calls; listed: what varies beyond timing",
+                      "CPU, memory, model calls; listed: what varies beyond timing"
+                      + ("; approx.: an interval that holds less than 95% at these repeats"
+                         if any(words in marked for _, _, shown, marked in
+                                below[:CONSISTENCY_LISTED] for words, _ in shown) else ""),
                       style="dim"))
     return [("" if i else "consistency", line) for i, line in enumerate(lines)]
 
@@ -156,10 +161,11 @@ def _figures(consistency: Consistency, below_one: bool = False) -> list[tuple[st
     return [(words, e) for words, e in figures if not below_one or round(e.value, 2) < 1]
 
 
-def _figure(name: str, estimate: Estimate) -> Text:
-    """"outcome 0.81 [0.62–0.95]"."""
+def _figure(name: str, estimate: Estimate, approximate: bool = False) -> Text:
+    """"outcome 0.81 [0.62–0.95]"; "approx." after an interval that holds less often."""
     return Text.assemble(f"{name} ", (f"{estimate.value:.2f}", "bold"),
-                         f" [{estimate.low:.2f}–{estimate.high:.2f}]")
+                         f" [{estimate.low:.2f}–{estimate.high:.2f}]",
+                         (" approx." if approximate else "", "dim"))
 
 
 def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
