@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from alk.estimate import Estimate, wilson_bounds
+from alk.estimate import Estimate, wilson_bounds, wilson_interval
 from alk.stats.icc import clustered_interval, icc_of_tallies
 from alk.stats.records import Tally
 
@@ -110,8 +110,8 @@ def icc(draws: int, rng: np.random.Generator) -> None:
 # and a near-unanimous one.
 PATHS = (("a:ok", "b:ok"), ("a:ok", "a:ok", "b:ok"), ("c:ok", "b:ok"),
          ("a:error", "a:ok", "b:ok", "c:ok"))
-MIXES = {"0.7 / 0.1 / 0.1 / 0.1": (0.7, 0.1, 0.1, 0.1), "0.4 / 0.3 / 0.2 / 0.1": (0.4, 0.3, 0.2, 0.1),
-         "0.9 / 0.1": (0.9, 0.1, 0.0, 0.0)}
+MIXES = {"0.7 / 0.1 / 0.1 / 0.1": (0.7, 0.1, 0.1, 0.1),
+         "0.4 / 0.3 / 0.2 / 0.1": (0.4, 0.3, 0.2, 0.1), "0.9 / 0.1": (0.9, 0.1, 0.0, 0.0)}
 BATCH = 100  # simulated scenarios handed to alk at once, as a lane's
 
 
@@ -183,8 +183,105 @@ def consistency(draws: int, rng: np.random.Generator) -> None:
             print(tally_row(f"resources, lognormal σ {sigma} ({n})", *covered(estimates, truth)))
 
 
+def stopping_points(p: float, sampled: bool) -> dict[tuple[int, int], float]:
+    """Every (passed, scored) alk's stop rule can stop at, with its chance, at the defaults
+    (rounds of 5, interval width 0.2, at most 100), enumerated exactly: the rule is evaluated
+    once a round, so only a round's count of passes matters, not their order."""
+    from scipy.stats import binom
+
+    from alk.execute.adaptive import stop_reason
+    from alk.result.options import CI_WIDTH, MAX_REPEATS, ROUND_SIZE
+
+    open_states = {(0, 0): 1.0}
+    stopped: dict[tuple[int, int], float] = {}
+    chances = binom.pmf(np.arange(ROUND_SIZE + 1), ROUND_SIZE, p)
+    while open_states:
+        after: dict[tuple[int, int], float] = {}
+        for (passed, failed), chance in open_states.items():
+            for k, c in enumerate(chances):
+                state = (passed + k, failed + ROUND_SIZE - k)
+                after[state] = after.get(state, 0.0) + chance * c
+        open_states = {}
+        for (passed, failed), chance in after.items():
+            if stop_reason(passed, failed, passed + failed, max_repeats=MAX_REPEATS,
+                           ci_width=CI_WIDTH, sampled=sampled) is None:
+                open_states[(passed, failed)] = chance
+            else:
+                stopped[(passed, passed + failed)] = chance
+    return stopped
+
+
+def adaptive(draws: int, rng: np.random.Generator) -> None:
+    from alk.estimate import clopper_pearson_interval
+
+    print("\n## adaptive runs (--repeats auto, defaults): exact over the stopping points")
+    print(f"{'interval, scenario':44} {'min cover':>9} {'at p':>6} {'mean':>6} {'max bias':>9}")
+    grid = np.round(np.arange(0.001, 1.0, 0.001), 3)
+    for sampled in (False, True):
+        for name, interval in (("Wilson", wilson_interval),
+                               ("Clopper–Pearson (alk)", clopper_pearson_interval)):
+            cover, bias = [], []
+            for p in grid:
+                points = stopping_points(float(p), sampled)
+                cover.append(sum(c for (x, n), c in points.items()
+                                 if (b := interval(x, n))[0] <= p <= b[1]))
+                bias.append(sum(c * x / n for (x, n), c in points.items()) - p)
+            worst = int(np.argmin(cover))
+            print(f"{name + (', sampled' if sampled else ', scripted'):44} "
+                  f"{cover[worst]:9.3f} {grid[worst]:6.3f} {np.mean(cover):6.3f} "
+                  f"{min(bias):+9.3f}")
+
+
+def robustness(draws: int, rng: np.random.Generator) -> None:
+    from alk.stats.robustness import paired_fault_robustness
+
+    print("\n## fault robustness (paired): of the scenarios' true ratio, 20 repeats each")
+    print(f"{'design':44} {'cover':>6} {'over':>8}")
+    designs = {  # faulted scenarios' true rates, their shared twin's
+        "8 wire-like at 1.0, one at 0.0; twin 1.0": ([1.0] * 7 + [0.0], 1.0),
+        "8 at 0.9; twin 0.95": ([0.9] * 8, 0.95),
+        "3 at 0.5, 0.7, 0.9; twin 0.8": ([0.5, 0.7, 0.9], 0.8),
+        "1 at 0.6; twin 0.9": ([0.6], 0.9),
+        "10 framework-like (7 at 1, 2 at 0, 1 at 0.5); twin 1": ([1.0] * 7 + [0.0] * 2 + [0.5],
+                                                                 1.0)}
+    for name, (rates, twin) in designs.items():
+        truth = float(np.mean(rates)) / twin
+        pairs = [(f"f{i}", "b") for i in range(len(rates))]
+        hits = over = total = 0
+        for _ in range(draws):
+            counts = {f"f{i}": (int(rng.binomial(REPEATS, r)), REPEATS)
+                      for i, r in enumerate(rates)}
+            counts["b"] = (int(rng.binomial(REPEATS, twin)), REPEATS)
+            estimate = paired_fault_robustness(pairs, counts, seed=int(rng.integers(2 ** 31)))
+            if estimate is None:
+                continue
+            total += 1
+            hits += estimate.low <= truth <= estimate.high
+            over += estimate.low > truth
+        print(tally_row(name, hits, over, total))
+
+
+def failures(draws: int, rng: np.random.Generator) -> None:
+    from alk.stats.summary import repeats_to_see
+
+    wilson = wilson_interval
+
+    print("\n## repeats to see a failure: chance that N more repeats show one, after f in n")
+    print(f"{'after':12} {'N at rate':>10} {'N at bound':>11} {'P(seen | N at rate)':>20} "
+          f"{'P(seen | N at bound)':>21}")
+    for failed, n in ((1, 20), (3, 20), (1, 50), (5, 100)):
+        rate, low = failed / n, wilson(failed, n)[0]
+        at_rate, at_low = repeats_to_see(rate), repeats_to_see(low)
+        # Given what n repeats say of the rate (Jeffreys' posterior Beta(f + ½, n − f + ½)).
+        drawn = rng.beta(failed + 0.5, n - failed + 0.5, max(draws, 1000) * 20)
+        seen = [float(np.mean(1 - (1 - drawn) ** k)) for k in (at_rate, at_low)]
+        print(f"{failed} in {n:<7} {at_rate:10} {at_low:11} {seen[0]:20.3f} {seen[1]:21.3f}"
+              f"   (at the bound: {1 - (1 - low) ** at_rate:.2f} / {1 - (1 - low) ** at_low:.2f})")
+
+
 SECTIONS: dict[str, Callable[[int, np.random.Generator], None]] = {
-    "clustered": clustered, "icc": icc, "consistency": consistency}
+    "clustered": clustered, "icc": icc, "consistency": consistency, "robustness": robustness,
+    "failures": failures, "adaptive": adaptive}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

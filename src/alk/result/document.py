@@ -230,7 +230,10 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                  else len(repeats) for sid, repeats in by_scenario.items()}
     # The scenarios the lane injures, each with its unfaulted twin: fault robustness pairs them.
     faulted = fault_twins(plan.scenarios)
-    stats = summarize_scenarios(by_scenario, requested, faulted=faulted, seed=plan.seed)
+    # An adaptive run's stop rule leaves Wilson's interval short of 95%: Clopper–Pearson's.
+    exact = set(by_scenario) if adaptive is not None else ()
+    stats = summarize_scenarios(by_scenario, requested, faulted=faulted, exact=exact,
+                                seed=plan.seed)
     scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], one, stopped.get(scenario.id))
                       for scenario, one in zip(plan.scenarios, stats))
     return RunDocument(

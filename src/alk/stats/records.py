@@ -164,7 +164,7 @@ class ScenarioStats:
     verdict: Verdict
     counts: Counts
     pass_rate: float | None
-    ci: tuple[float, float] | None  # Wilson
+    ci: tuple[float, float] | None  # as ci_method says
     void_rate: Estimate | None  # void/completed, Wilson
     curve: KCurve
     repeats_needed: RepeatsNeeded | None
@@ -178,6 +178,8 @@ class ScenarioStats:
     # A faulted scenario's unfaulted twin (`alk.stats.robustness.fault_twins`); None for the
     # others, and in result.json files written before pairing.
     baseline: str | None = None
+    # How `ci` was made: "wilson", or "clopper-pearson" for an adaptive run's scenarios.
+    ci_method: str = "wilson"
 
     @property
     def scores(self) -> tuple[int, ...]:

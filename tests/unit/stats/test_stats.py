@@ -379,7 +379,7 @@ def test_scenario_json_shape_round_trips() -> None:
     assert list(d) == [
         "id", "verdict", "counts", "pass_rate", "ci", "void_rate", "curve", "repeats_needed",
         "faulted", "consistency", "layers", "causes", "trajectories", "durations", "paths",
-        "baseline",
+        "baseline", "ci_method",
     ]
     assert d["id"] == "s1" and d["verdict"] == "flaky"
     assert "scores" not in d

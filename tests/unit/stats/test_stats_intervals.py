@@ -312,3 +312,26 @@ def test_the_icc_interval_is_marked_approximate_where_pass_fail_data_break_it() 
     # Few scenarios: both notes.
     few = lane_of((20, 0), (17, 3), (19, 1)).icc
     assert few.note.endswith("; only 3 scenarios: the interval is wide")
+
+
+def test_clopper_pearson_matches_statsmodels_beta_interval() -> None:
+    from alk.estimate import clopper_pearson_interval
+
+    for n in (1, 2, 5, 16, 20, 37, 100, 1000):
+        for x in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            expected = proportion_confint(x, n, alpha=0.05, method="beta")
+            assert clopper_pearson_interval(x, n) == pytest.approx(expected, abs=1e-10), (x, n)
+    with pytest.raises(ValueError, match="need 0 <= successes <= n"):
+        clopper_pearson_interval(3, 2)
+
+
+def test_an_exact_scenarios_interval_is_clopper_pearsons() -> None:
+    from alk.stats.summary import summarize_scenarios
+
+    runs = {"a": repeats("a", 14, 2), "b": repeats("b", 14, 2)}
+    a, b = summarize_scenarios(runs, 16, exact={"a"})
+    assert a.ci_method == "clopper-pearson" and b.ci_method == "wilson"
+    assert a.ci == pytest.approx(proportion_confint(14, 16, alpha=0.05, method="beta"),
+                                 abs=1e-10)
+    assert b.ci == pytest.approx(wilson(14, 16), abs=1e-12)
+    assert a.pass_rate == b.pass_rate == 14 / 16
