@@ -40,12 +40,12 @@ if TYPE_CHECKING:
 
 # A Consistency record's figures, in its order.
 FIGURES = ("outcome", "tool_use", "steps", "resources")
-# The repeats from which a scenario's bootstrap interval holds about 95%, as
+# The repeats from which a scenario's bootstrap interval holds within a few points of 95%, as
 # benchmarks/coverage.py measures it (the mixes and spreads of docs/statistics.md): tool use
-# 83–93% up to 50 repeats, steps 85–98% below 20 and 92–96% from 20, resources 56–89% up to
-# 50 and 88–94% at 200. Below these, the interval is marked approximate (and optimistic: its
-# misses are mostly above the truth). Outcome's (Wilson, mapped) holds at any n.
-HOLDS_FROM = {"tool_use": 100, "steps": 20, "resources": 200}
+# 80–92% at 5–20 repeats and 92–96% at 50; steps 84–98% below 20 and 93–95% from 20; resources
+# 56–90% up to 50 and 86–94% at 200. Below these, the interval is marked approximate (and
+# optimistic: its misses are mostly above the truth). Outcome's (Wilson, mapped) holds at any n.
+HOLDS_FROM = {"tool_use": 50, "steps": 20, "resources": 200}
 
 
 def approximate_figures(scored: int, values: Sequence[Estimate | None]) -> tuple[str, ...]:

@@ -29,8 +29,8 @@ class Icc:
     """One-way random effects ICC(1) (Shrout & Fleiss) across scenarios, with k0 for unequal
     repeat counts, its 95% interval from the F distribution (McGraw & Wong 1996, with k0 in
     place of k, an approximation when counts differ; for pass/fail outcomes the F interval is
-    itself approximate, more so near rates of 0 or 1), and Kish's design effect for the pooled
-    rate, 1 + (m̃ − 1)·ICC with m̃ = Σnᵢ²/N (`cluster_size`), floored at 1.
+    itself approximate, and `approximate` where it is measured not to hold), and Kish's design
+    effect for the pooled rate, 1 + (m̃ − 1)·ICC with m̃ = Σnᵢ²/N (`cluster_size`), floored at 1.
 
     `reason` says why there is no value; `note` what to bear in mind about the value there is
     (no interval, a wide one, a design effect taken at its worst)."""

@@ -6,12 +6,14 @@ at full precision: rounding is the renderer's business.
 
 What each statistic means and how its interval is made:
 
-- pass rate: passed/scored, with Wilson's score interval. The lane's pooled rate has two: Wilson
-  over every scored repeat (right for these scenarios only), and Wilson at the effective number
-  of independent repeats (right when the scenarios are a sample of the tasks one cares about).
+- pass rate: passed/scored, with Wilson's score interval (Clopper–Pearson's for an adaptive
+  run's scenarios). The lane's pooled rate has two: Wilson over every scored repeat (right for
+  these scenarios only), and the clustered interval of `alk.stats.icc.clustered_interval`
+  (right when the scenarios are a sample of the tasks one cares about).
 - void rate: void/completed, with Wilson's interval, per scenario and pooled over the lane.
 - pass^k (τ-bench) and pass@k (Chen et al.), as `alk.stats.pass_k` computes them.
-- ICC(1) with its F-based interval, Kish's design effect and the effective n (`alk.stats.icc`).
+- ICC(1) with its F-based interval (marked approximate where it does not hold for pass/fail
+  repeats), Kish's design effect and the effective n (`alk.stats.icc`).
 - the repeats it takes to see a failure, at the observed failure rate and at its Wilson lower
   bound, or the largest rate the repeats leave possible when none failed (`RepeatsNeeded`).
 - consistency (outcome, tool use, steps, resources) and fault robustness, as

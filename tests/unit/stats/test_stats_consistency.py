@@ -167,7 +167,8 @@ def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
 
 @pytest.mark.parametrize("n, marked", [
     (5, ("tool_use", "steps", "resources")), (19, ("tool_use", "steps", "resources")),
-    (20, ("tool_use", "resources")), (100, ("resources",)), (200, ())])
+    (20, ("tool_use", "resources")), (49, ("tool_use", "resources")), (50, ("resources",)),
+    (200, ())])
 def test_a_scenarios_bootstrap_intervals_are_marked_approximate_below_where_they_hold(
         n: int, marked: tuple[str, ...]) -> None:
     # Two tool paths and two durations: every figure has a value and an interval.
