@@ -59,12 +59,15 @@ def test_the_twin_is_the_baseline_named_else_the_one_alike_without_faults() -> N
         Scenario("kill", "other task", kill_at=KillAt("tool", "result", None, 1)),
         Scenario("sampled", "t", script=choices),
         Scenario("sampled-wire", "t", script=choices, wire_faults=wire),
+        # Weighted choices move its rate: left out, even with a baseline named.
+        Scenario("sampled-named", "t", script=choices, wire_faults=wire, baseline="nominal"),
         Scenario("copy-a", "u"), Scenario("copy-b", "u"),
         Scenario("ambiguous", "u", kill_at=KillAt("tool", "result", None, 1)),
     ]
     assert fault_twins(scenarios) == {
         "wire": "nominal", "wire-other-input": "other-input", "raises": None,
-        "raises-named": "nominal", "kill": None, "sampled-wire": None, "ambiguous": None}
+        "raises-named": "nominal", "kill": None, "sampled-wire": None, "sampled-named": None,
+        "ambiguous": None}
 
 
 def test_the_figure_is_the_faulted_mean_rate_over_the_twins_mean_rate() -> None:
