@@ -1,8 +1,7 @@
 """The records that flow through alk: lane → plan → observation → attribution → repeat result.
 
 Every record is a small frozen dataclass. Mappings inside them come from parsed JSON or TOML and
-are never mutated after construction.
-"""
+are never mutated after construction."""
 
 from __future__ import annotations
 
@@ -143,6 +142,7 @@ class Scenario:
     wire_faults: tuple[WireFault, ...] = ()  # injected by the gateway
     kill_at: KillAt | None = None
     max_attempts: int = 1
+    baseline: str | None = None  # the unfaulted twin fault robustness pairs it with
 
     @property
     def sampled(self) -> bool:

@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError, UsageError
 from alk.lane.find import find_lane, lane_paths, lane_root
-from alk.lane.scenario import parse_scenario
+from alk.lane.scenario import check_baselines, parse_scenario
 from alk.lane.table import ENV_NAME, NAME, Table, choice
 from alk.layout import LANES_DIR
 from alk.limits import NAMES as LIMIT_NAMES
@@ -164,6 +164,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
             raise LaneError(f"{where}: scenarios[{index}].id '{scenario.id}' is a duplicate;"
                             " scenario ids must be unique")
         seen.add(scenario.id)
+    check_baselines(scenarios, where)
 
     return Lane(
         name=name,

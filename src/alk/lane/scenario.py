@@ -4,11 +4,13 @@ and the workspace, the faults the worker and the gateway inject, and where alk k
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import regex
 
+from alk.errors import LaneError
 from alk.gateway.script import FAULT_KINDS, turn_problem
 from alk.lane.table import NAME, Table, choice, ordinal, require_json
 from alk.records import (
@@ -23,7 +25,7 @@ from alk.records import (
 
 WORKER_CHANNELS = ("agent", "tool", "model", "user", "framework")
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
-                    "max_attempts", "wire_faults"}
+                    "max_attempts", "wire_faults", "baseline"}
 _WIRE_FAULT_FIELDS = {"call", "kind", "retry_after_s", "seconds"}
 _FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
 _KILL_FIELDS = {"channel", "type", "name", "occurrence"}
@@ -91,7 +93,33 @@ def parse_scenario(raw: Any, where: str, index: int, model: ModelSetup | None) -
         kill_at=kill_at,
         max_attempts=max_attempts,
         wire_faults=wire_faults,
+        baseline=table.text("baseline"),
     )
+
+
+def _injured(scenario: Scenario) -> bool:
+    """alk injures it: worker faults, wire faults or a kill."""
+    return bool(scenario.faults or scenario.wire_faults or scenario.kill_at)
+
+
+def check_baselines(scenarios: Sequence[Scenario], where: str) -> None:
+    """A `baseline` names another scenario of the lane, one with no fault and no weighted
+    choice: the unfaulted twin whose pass rate a faulted scenario's is divided by."""
+    by_id = {s.id: s for s in scenarios}
+    for index, scenario in enumerate(scenarios):
+        if scenario.baseline is None:
+            continue
+        field = f"{where}: scenarios[{index}].baseline {scenario.baseline!r}"
+        twin = by_id.get(scenario.baseline)
+        if not _injured(scenario):
+            raise LaneError(f"{field}: only a scenario with faults, wire_faults or a kill_at "
+                            "has a baseline; remove the field")
+        if twin is None:
+            raise LaneError(f"{field} names no scenario of the lane; expected one of "
+                            f"{', '.join(by_id)}")
+        if _injured(twin) or twin.sampled:
+            raise LaneError(f"{field} must name a scenario with no fault and no weighted "
+                            "choices (its unfaulted twin); name another or remove the field")
 
 
 def _parse_wire_fault(raw: Any, where: str, field: str) -> WireFault:

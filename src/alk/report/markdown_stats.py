@@ -51,10 +51,15 @@ def _figures(document: RunDocument) -> list[str]:
         if shown:
             figures.append("consistency: " + ", ".join(shown))
     robustness = aggregate.fault_robustness
-    if robustness is not None:
+    if robustness is not None and robustness.value is None:
+        figures.append("fault robustness: none, no faulted scenario has an unfaulted twin")
+    elif robustness is not None:
         high = "∞)" if robustness.high is None else f"{robustness.high:.2f}]"
+        paired = (f" (faulted ÷ unfaulted twin, {len(robustness.pairs)} "
+                  f"pair{'s' if len(robustness.pairs) != 1 else ''})"
+                  if robustness.method == "paired" else "")
         figures.append(f"fault robustness {robustness.value:.2f} "
-                       f"{_approximate(robustness)}[{robustness.low:.2f}–{high}")
+                       f"{_approximate(robustness)}[{robustness.low:.2f}–{high}{paired}")
     return figures
 
 

@@ -27,6 +27,7 @@ from alk.records import Execution, Plan, Preflight, RepeatResult, Scenario, Verd
 from alk.result.options import Adaptive, StopReason
 from alk.result.rule import PassRule
 from alk.stats.records import LaneStats, ScenarioStats
+from alk.stats.robustness import fault_twins
 from alk.stats.summary import summarize_lane, summarize_scenarios
 
 SCHEMA = "alk.result/2"
@@ -227,9 +228,12 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     # A scenario an adaptive run settled asked for the repeats it ran, not the maximum.
     requested = {sid: plan.repeats if stopped.get(sid) in (None, StopReason.INTERRUPTED)
                  else len(repeats) for sid, repeats in by_scenario.items()}
-    # Faults the lane injects: its fault robustness compares these scenarios with the others.
-    faulted = {s.id for s in plan.scenarios if s.faults or s.wire_faults or s.kill_at}
-    stats = summarize_scenarios(by_scenario, requested, faulted=faulted, seed=plan.seed)
+    # The scenarios the lane injures, each with its unfaulted twin: fault robustness pairs them.
+    faulted = fault_twins(plan.scenarios)
+    # An adaptive run's stop rule leaves Wilson's interval short of 95%: Clopper–Pearson's.
+    exact = set(by_scenario) if adaptive is not None else ()
+    stats = summarize_scenarios(by_scenario, requested, faulted=faulted, exact=exact,
+                                seed=plan.seed)
     scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], one, stopped.get(scenario.id))
                       for scenario, one in zip(plan.scenarios, stats))
     return RunDocument(

@@ -38,6 +38,23 @@ if TYPE_CHECKING:
 # Outcome consistency
 
 
+# A Consistency record's figures, in its order.
+FIGURES = ("outcome", "tool_use", "steps", "resources")
+# The repeats from which a scenario's bootstrap interval holds within a few points of 95%, as
+# benchmarks/coverage.py measures it (the mixes and spreads of docs/statistics.md): tool use
+# 80–92% at 5–20 repeats and 92–96% at 50; steps 84–98% below 20 and 93–95% from 20; resources
+# 56–90% up to 50 and 86–94% at 200. Below these, the interval is marked approximate (and
+# optimistic: its misses are mostly above the truth). Outcome's (Wilson, mapped) holds at any n.
+HOLDS_FROM = {"tool_use": 50, "steps": 20, "resources": 200}
+
+
+def approximate_figures(scored: int, values: Sequence[Estimate | None]) -> tuple[str, ...]:
+    """The figures of a scenario's consistency, given in FIGURES order, whose interval is
+    approximate at `scored` repeats."""
+    return tuple(name for name, value in zip(FIGURES, values)
+                 if value is not None and scored < HOLDS_FROM.get(name, 0))
+
+
 def outcome_consistency(passed: int, scored: int) -> Estimate | None:
     """C_out = 1 - 4·p(1-p) for `passed` of `scored` repeats; None with fewer than 2 scored
     repeats (one repeat cannot disagree with itself).

@@ -29,8 +29,8 @@ class Icc:
     """One-way random effects ICC(1) (Shrout & Fleiss) across scenarios, with k0 for unequal
     repeat counts, its 95% interval from the F distribution (McGraw & Wong 1996, with k0 in
     place of k, an approximation when counts differ; for pass/fail outcomes the F interval is
-    itself approximate, more so near rates of 0 or 1), and Kish's design effect for the pooled
-    rate, 1 + (m̃ − 1)·ICC with m̃ = Σnᵢ²/N (`cluster_size`), floored at 1.
+    itself approximate, and `approximate` where it is measured not to hold), and Kish's design
+    effect for the pooled rate, 1 + (m̃ − 1)·ICC with m̃ = Σnᵢ²/N (`cluster_size`), floored at 1.
 
     `reason` says why there is no value; `note` what to bear in mind about the value there is
     (no interval, a wide one, a design effect taken at its worst)."""
@@ -47,6 +47,9 @@ class Icc:
     effective_n: float | None
     reason: str | None
     note: str | None
+    # The F interval does not hold here (`alk.stats.icc.icc_of_tallies`); False in result.json
+    # files written before the mark.
+    approximate: bool = False
 
 
 # -- per scenario --------------------------------------------------------------------------------
@@ -73,14 +76,19 @@ class Tally:
 
 @dataclass(frozen=True, slots=True)
 class RepeatsNeeded:
-    """How many repeats show at least one failure of rate `failure_rate` with 95% confidence:
-    ⌈ln 0.05 / ln(1 − rate)⌉. The rate is the observed failure rate when some scored repeat
-    failed (`observed`), else the Wilson 95% upper bound of the failure rate after none did: the
-    largest rate the repeats leave possible."""
+    """What the repeats say about failures. When some scored repeat failed (`observed`):
+    `failure_rate` is the rate seen, `repeats` how many repeats show at least one failure with
+    95% confidence *if that is the true rate*, ⌈ln 0.05 / ln(1 − rate)⌉, and `repeats_at_low`
+    how many do so even at the rate's Wilson 95% lower bound `low_rate`: the count to plan a
+    reproduction with. When none failed: `failure_rate` is the Wilson 95% upper bound of the
+    failure rate, the largest the repeats leave possible, and `repeats` is None (result.json
+    files written before held the repeats to see a failure of that rate there)."""
 
     failure_rate: float
     observed: bool
-    repeats: int
+    repeats: int | None
+    low_rate: float | None = None
+    repeats_at_low: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,18 +131,31 @@ class Consistency:
     tool_use: Estimate | None
     steps: Estimate | None
     resources: Estimate | None
+    # The figures whose interval is approximate at this scenario's scored repeats (below
+    # `alk.stats.consistency.HOLDS_FROM`, where benchmarks/coverage.py measures it under 95%);
+    # empty for a lane's (its means cover conservatively) and in older result.json files.
+    approximate: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class FaultRobustness:
-    """The pooled pass rate of a lane's scenarios with injected faults ÷ that of its others,
-    with a seeded bootstrap interval (`alk.stats.robustness.fault_robustness`). Not clamped to 1:
-    above 1 is chance, "no harm measured". `high` is None when the repeats without faults
-    passed too rarely to bound the ratio."""
+    """How a lane's faulted scenarios fare against their unfaulted twins
+    (`alk.stats.robustness.paired_fault_robustness`): the mean pass rate of the faulted
+    scenarios of `pairs` ÷ the mean of their twins', with a seeded bootstrap interval. Not
+    clamped to 1 (HAL's R_fault is): above 1 is chance, "no harm measured". `high` is None when
+    the twins passed too rarely to bound the ratio.
 
-    value: float
-    low: float
+    `method` "paired" (this alk); "pooled" in result.json files written before it: every
+    faulted scenario's pooled rate ÷ every other scenario's, a different figure. `value`, `low`
+    and `high` are None when the lane has faulted scenarios but none with a twin: `unpaired`
+    names the faulted scenarios left out (no twin, or weighted choices)."""
+
+    value: float | None
+    low: float | None
     high: float | None
+    method: str = "pooled"
+    pairs: tuple[tuple[str, str], ...] = ()  # (faulted scenario, its twin)
+    unpaired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +164,7 @@ class ScenarioStats:
     verdict: Verdict
     counts: Counts
     pass_rate: float | None
-    ci: tuple[float, float] | None  # Wilson
+    ci: tuple[float, float] | None  # as ci_method says
     void_rate: Estimate | None  # void/completed, Wilson
     curve: KCurve
     repeats_needed: RepeatsNeeded | None
@@ -154,6 +175,11 @@ class ScenarioStats:
     trajectories: TrajectoryStats
     durations: DurationStats
     paths: EventPaths
+    # A faulted scenario's unfaulted twin (`alk.stats.robustness.fault_twins`); None for the
+    # others, and in result.json files written before pairing.
+    baseline: str | None = None
+    # How `ci` was made: "wilson", or "clopper-pearson" for an adaptive run's scenarios.
+    ci_method: str = "wilson"
 
     @property
     def scores(self) -> tuple[int, ...]:
@@ -169,10 +195,10 @@ class LaneStats:
     """The lane's pooled counts and rates, its mean pass^k curve and its ICC.
 
     Two intervals around the pooled pass rate: `ci`, Wilson over every scored repeat, says how
-    well these scenarios' own rate is known; `clustered_rate`, Wilson at the ICC's effective n
-    (None with fewer than 2 scored scenarios), says how well the rate of tasks like them is
-    known, the scenarios being a sample of those. The second is the one to read when the
-    scenarios stand for a wider set of tasks."""
+    well these scenarios' own rate is known; `clustered_rate`
+    (`alk.stats.icc.clustered_interval`; None with fewer than 2 scored scenarios) says how well
+    the rate of tasks like them is known, the scenarios being a sample of those. The second is
+    the one to read when the scenarios stand for a wider set of tasks."""
 
     counts: Counts
     pass_rate: float | None
@@ -182,8 +208,11 @@ class LaneStats:
     curve: KCurve
     tallies: tuple[Tally, ...]  # the scenarios with scored repeats, by (scored, passed)
     consistency: Consistency
-    fault_robustness: FaultRobustness | None  # None without scenarios both with and without
+    fault_robustness: FaultRobustness | None  # None without a faulted scenario
     layers: tuple[tuple[str, int], ...]
     causes: tuple[tuple[str, int], ...]
     verdicts: tuple[tuple[str, int], ...]
     icc: Icc
+    # How `clustered_rate` was made: "kish-upper-t" (`alk.stats.icc.clustered_interval`), or
+    # "kish" in result.json files written before it (Wilson at icc.effective_n, z: narrower).
+    clustered_method: str = "kish"

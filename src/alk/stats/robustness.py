@@ -1,15 +1,90 @@
 """Fault robustness: R = the pass rate under injected faults / the pass rate without, with a
-bootstrap interval, for two pools of repeats or over a lane's scenarios. The HAL harness clamps
-R to at most 1; alk does not (see `fault_robustness`).
+bootstrap interval, for two pools of repeats, over a lane's scenarios, or (what a run reports)
+over pairs of a faulted scenario and its unfaulted twin (`fault_twins`,
+`paired_fault_robustness`). The HAL harness clamps R to at most 1; alk does not (see
+`fault_robustness`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from alk.estimate import Estimate
+from alk.estimate import Estimate, wilson_interval
+from alk.records import Scenario
 from alk.stats import bootstrap
+
+
+def _injured(scenario: Scenario) -> bool:
+    """alk injures it: worker faults, wire faults or a kill."""
+    return bool(scenario.faults or scenario.wire_faults or scenario.kill_at)
+
+
+def fault_twins(scenarios: Sequence[Scenario]) -> dict[str, str | None]:
+    """Each faulted scenario (faults, wire faults or a kill) → its unfaulted twin, or None.
+
+    The twin is the scenario its `baseline` names; else the one scenario with the same task,
+    input and script and no fault; else none (no such scenario, or several: the lane must name
+    one). A scenario whose model turns are drawn from weighted choices is never a twin, and a
+    faulted one has none: its rate moves with the draws, not only with the fault."""
+    clean = [s for s in scenarios if not _injured(s) and not s.sampled]
+    twins: dict[str, str | None] = {}
+    for scenario in scenarios:
+        if not _injured(scenario):
+            continue
+        if scenario.sampled:
+            twins[scenario.id] = None
+        elif scenario.baseline is not None:
+            twins[scenario.id] = scenario.baseline
+        else:
+            alike = [s.id for s in clean if (s.task, s.input, s.script)
+                     == (scenario.task, scenario.input, scenario.script)]
+            twins[scenario.id] = alike[0] if len(alike) == 1 else None
+    return twins
+
+
+def paired_fault_robustness(pairs: Sequence[tuple[str, str]],
+                            counts: Mapping[str, tuple[int, int]], *,
+                            seed: int = 0) -> Estimate | None:
+    """R over pairs (faulted scenario, its unfaulted twin), `counts` giving each scenario's
+    (passed, scored): the mean of the faulted scenarios' pass rates ÷ the mean of their twins'
+    rates, each pair weighing one (a twin shared by k pairs counts k times). None without a
+    pair, or when no twin passed.
+
+    The figure is of these scenarios, as the lane fixed them: the interval draws each scenario's
+    repeats once a draw (binomial, at its own rate; a shared twin is drawn once for all its
+    pairs), and is widened to the ratio of the pairs' mean Wilson bounds, which a scenario
+    that never varied leaves open. A draw whose twins never passed has no bounded ratio: when
+    such draws weigh more than 2.5%, the upper bound is math.inf."""
+    import numpy as np
+
+    if not pairs:
+        return None
+    ids = sorted({sid for pair in pairs for sid in pair})
+    table = np.array([counts[sid] for sid in ids], dtype=np.int64).reshape(-1, 2)
+    if (table < 0).any() or (table[:, 0] > table[:, 1]).any() or (table[:, 1] == 0).any():
+        raise ValueError(f"paired_fault_robustness needs 0 <= passed <= scored and scored > 0 "
+                         f"for every scenario, got {dict(zip(ids, table.tolist()))}")
+    place = {sid: i for i, sid in enumerate(ids)}
+    faulted = np.array([place[f] for f, _ in pairs])
+    twins = np.array([place[b] for _, b in pairs])
+    rates = table[:, 0] / table[:, 1]
+    if rates[twins].sum() == 0:
+        return None
+    point = rates[faulted].mean() / rates[twins].mean()
+    rng = bootstrap.rng(seed, bootstrap.RESAMPLE)
+    drawn = rng.binomial(table[:, 1], rates, size=(bootstrap.BOOTSTRAP_DRAWS, len(ids)))
+    drawn = drawn / table[:, 1]
+    top, bottom = drawn[:, faulted].mean(axis=1), drawn[:, twins].mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(bottom > 0, top / bottom, np.inf)
+    boot = bootstrap.intervals(np.array([point]), ratios[None, :])[0]
+    bounds = np.array([wilson_interval(int(p), int(n)) for p, n in table])
+    low_f, high_f = bounds[faulted, 0].mean(), bounds[faulted, 1].mean()
+    low_b, high_b = bounds[twins, 0].mean(), bounds[twins, 1].mean()
+    low = min(boot.low, low_f / high_b)
+    high = max(boot.high, high_f / low_b if low_b > 0 else math.inf)
+    return Estimate.covering(float(point), float(low), float(high))
 
 
 def fault_robustness(faulted_passed: int, faulted_scored: int, baseline_passed: int,

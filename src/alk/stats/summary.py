@@ -6,14 +6,16 @@ at full precision: rounding is the renderer's business.
 
 What each statistic means and how its interval is made:
 
-- pass rate: passed/scored, with Wilson's score interval. The lane's pooled rate has two: Wilson
-  over every scored repeat (right for these scenarios only), and Wilson at the effective number
-  of independent repeats (right when the scenarios are a sample of the tasks one cares about).
+- pass rate: passed/scored, with Wilson's score interval (Clopper–Pearson's for an adaptive
+  run's scenarios). The lane's pooled rate has two: Wilson over every scored repeat (right for
+  these scenarios only), and the clustered interval of `alk.stats.icc.clustered_interval`
+  (right when the scenarios are a sample of the tasks one cares about).
 - void rate: void/completed, with Wilson's interval, per scenario and pooled over the lane.
 - pass^k (τ-bench) and pass@k (Chen et al.), as `alk.stats.pass_k` computes them.
-- ICC(1) with its F-based interval, Kish's design effect and the effective n (`alk.stats.icc`).
-- the repeats it takes to see a failure of the observed rate, or of the largest rate the
-  repeats leave possible when none failed (`RepeatsNeeded`).
+- ICC(1) with its F-based interval (marked approximate where it does not hold for pass/fail
+  repeats), Kish's design effect and the effective n (`alk.stats.icc`).
+- the repeats it takes to see a failure, at the observed failure rate and at its Wilson lower
+  bound, or the largest rate the repeats leave possible when none failed (`RepeatsNeeded`).
 - consistency (outcome, tool use, steps, resources) and fault robustness, as
   `alk.stats.consistency` computes them (`Consistency`, `FaultRobustness`).
 """
@@ -27,10 +29,21 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import fields
 
-from alk.estimate import Estimate, wilson_bounds, wilson_estimate, wilson_interval
+from alk.estimate import (
+    Estimate,
+    clopper_pearson_interval,
+    wilson_estimate,
+    wilson_interval,
+)
 from alk.records import Outcome, RepeatResult, Verdict
-from alk.stats.consistency import lane_mean, outcome_consistency, resource_consistencies
-from alk.stats.icc import icc_of_tallies
+from alk.stats.consistency import (
+    FIGURES,
+    approximate_figures,
+    lane_mean,
+    outcome_consistency,
+    resource_consistencies,
+)
+from alk.stats.icc import clustered_interval, icc_of_tallies
 from alk.stats.pass_k import k_curve
 from alk.stats.records import (
     Consistency,
@@ -45,7 +58,7 @@ from alk.stats.records import (
     Tally,
     TrajectoryStats,
 )
-from alk.stats.robustness import pooled_fault_robustness
+from alk.stats.robustness import paired_fault_robustness
 from alk.stats.trajectories import sequence_consistencies, tool_use_consistencies
 
 _SIGNATURES_SHOWN = 5
@@ -66,11 +79,15 @@ def _repeats_needed(scored: int, passed: int) -> RepeatsNeeded | None:
     if scored == 0:
         return None
     failed = scored - passed
-    if failed:
-        rate = failed / scored
-    else:
-        rate = 1.0 - wilson_interval(passed, scored)[0]
-    return RepeatsNeeded(rate, failed > 0, repeats_to_see(rate))
+    if not failed:
+        # What a clean run leaves possible; a count of repeats would read as one to reproduce.
+        return RepeatsNeeded(1.0 - wilson_interval(passed, scored)[0], False, None)
+    # The observed rate is not known to be the true one: the count that holds even at the
+    # failure rate's Wilson lower bound is the one to plan with (336 after 1 failure in 20,
+    # where the observed 5% would say 59).
+    low = wilson_interval(failed, scored)[0]
+    rate = failed / scored
+    return RepeatsNeeded(rate, True, repeats_to_see(rate), low, repeats_to_see(low))
 
 
 def _layers(counter: Mapping[Outcome, int]) -> tuple[tuple[str, int], ...]:
@@ -147,17 +164,28 @@ def summarize_scenario(scenario_id: str, repeats: Sequence[RepeatResult], reques
                                faulted=(scenario_id,) if faulted else (), seed=seed)[0]
 
 
+def _twin(faulted: Collection[str] | Mapping[str, str | None], scenario_id: str) -> str | None:
+    return faulted.get(scenario_id) if isinstance(faulted, Mapping) else None
+
+
 def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]],
-                        requested: int | Mapping[str, int], *, faulted: Collection[str] = (),
+                        requested: int | Mapping[str, int], *,
+                        faulted: Collection[str] | Mapping[str, str | None] = (),
+                        exact: Collection[str] = (),
                         seed: int = 0) -> tuple[ScenarioStats, ...]:
     """`summarize_scenario` of every scenario of a lane (scenario id → its repeats), in the
     mapping's order, at once: the consistency metrics then compare what scenarios share once,
     which for thousands of scenarios is most of their cost. `requested`: the repeats asked of
-    every scenario, or of each (scenario id → repeats: an adaptive run's differ)."""
+    every scenario, or of each (scenario id → repeats: an adaptive run's differ). `faulted`:
+    the scenarios the lane injures, or each of them → its unfaulted twin or None
+    (`alk.stats.robustness.fault_twins`), which fault robustness pairs it with. `exact`: the
+    scenarios whose pass rate gets Clopper–Pearson's interval, not Wilson's: an adaptive run's,
+    whose stop rule makes Wilson's cover as little as 81% (docs/statistics.md)."""
     tallied = [_tallied(sid, rs) for sid, rs in repeats.items()]
     agreement = _consistencies(tallied, seed)
     asked = (lambda sid: requested) if isinstance(requested, int) else requested.__getitem__
-    return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency)
+    return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency,
+                           _twin(faulted, sid), sid in exact)
                  for (sid, rs), tally, consistency in zip(repeats.items(), tallied, agreement))
 
 
@@ -182,7 +210,8 @@ def _tallied(scenario_id: str, repeats: Sequence[RepeatResult]
 
 def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int, faulted: bool,
               tally: tuple[dict[Outcome, int], dict[str, int], list[RepeatResult]],
-              consistency: Consistency) -> ScenarioStats:
+              consistency: Consistency, baseline: str | None = None,
+              exact: bool = False) -> ScenarioStats:
     outcomes, causes, scored = tally
     n = len(scored)
     c = outcomes.get(_PASS, 0)
@@ -193,7 +222,9 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         verdict=_verdict(n, c),
         counts=counts,
         pass_rate=None if rate is None else rate.value,
-        ci=None if rate is None else (rate.low, rate.high),
+        ci=None if rate is None else (clopper_pearson_interval(c, n) if exact
+                                      else (rate.low, rate.high)),
+        ci_method="clopper-pearson" if exact else "wilson",
         void_rate=_wilson(counts.void, counts.completed),
         curve=curve,
         repeats_needed=needed,
@@ -204,6 +235,7 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         trajectories=_trajectories(scored),
         durations=_durations([r.duration_s for r in scored]),
         paths=_event_paths(scored),
+        baseline=baseline,
     )
 
 
@@ -253,19 +285,18 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
     verdicts = Counter(s.verdict.value for s in scenarios)
     rate = wilson_estimate(counts.passed, counts.scored)
     icc = icc_of_tallies(tallies)
-    clustered = None
-    if rate is not None and icc.effective_n is not None:
-        clustered = Estimate.covering(rate.value, *wilson_bounds(rate.value, icc.effective_n))
+    clustered = clustered_interval(counts.passed, counts.scored, icc)
     return LaneStats(
         counts=counts,
         pass_rate=None if rate is None else rate.value,
         ci=None if rate is None else (rate.low, rate.high),
         clustered_rate=clustered,
+        clustered_method="kish-upper-t",
         void_rate=wilson_estimate(counts.void, counts.completed),
         curve=k_curve(tallies),
         tallies=tallies,
-        consistency=Consistency(*(lane_mean([getattr(s.consistency, f.name) for s in scenarios],
-                                            seed=seed) for f in fields(Consistency))),
+        consistency=Consistency(*(lane_mean([getattr(s.consistency, name) for s in scenarios],
+                                            seed=seed) for name in FIGURES)),
         fault_robustness=_fault_robustness(scenarios, seed),
         layers=_layers(layers),
         causes=_causes(causes),
@@ -275,27 +306,23 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
 
 
 def _fault_robustness(scenarios: Sequence[ScenarioStats], seed: int) -> FaultRobustness | None:
-    # Scenarios differ: the interval draws scenarios, then their repeats (two stages), so that
-    # it does not treat the repeats of a few tasks as many independent ones.
-    pools = {side: [(s.counts.passed, s.counts.scored) for s in scenarios
-                    if s.faulted is side and s.counts.scored] for side in (True, False)}
-    ratio = pooled_fault_robustness(pools[True], pools[False], seed=seed)
-    if ratio is None:
+    """Each faulted scenario against its twin; None without a faulted scenario. One without a
+    twin, or whose pair scored nothing on a side, is left out and named."""
+    faulted = [s for s in scenarios if s.faulted]
+    if not faulted:
         return None
-    # Pools that never vary (every repeat passed, say) give every draw the same ratio: the
-    # interval is widened to the ratio of the pooled rates' Wilson bounds, which the repeats
-    # do leave open.
-    faulted_low, faulted_high = wilson_interval(*_pooled(pools[True]))
-    base_low, base_high = wilson_interval(*_pooled(pools[False]))
-    low = min(ratio.low, faulted_low / base_high)
-    high = max(ratio.high, faulted_high / base_low if base_low > 0 else math.inf)
+    by_id = {s.id: s for s in scenarios}
+    pairs = tuple((s.id, s.baseline) for s in faulted
+                  if s.baseline in by_id and s.counts.scored and by_id[s.baseline].counts.scored)
+    unpaired = tuple(s.id for s in faulted if (s.id, s.baseline) not in pairs)
+    counts = {sid: (by_id[sid].counts.passed, by_id[sid].counts.scored)
+              for pair in pairs for sid in pair}
+    ratio = paired_fault_robustness(pairs, counts, seed=seed)
+    if ratio is None:
+        return FaultRobustness(None, None, None, "paired", pairs, unpaired)
     # JSON has no infinity: an unbounded ratio has no upper bound.
-    return FaultRobustness(ratio.value, low, None if math.isinf(high) else high)
-
-
-def _pooled(pool: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """(passed, scored) over a pool of scenarios."""
-    return sum(p for p, _ in pool), sum(n for _, n in pool)
+    return FaultRobustness(ratio.value, ratio.low, None if math.isinf(ratio.high) else ratio.high,
+                           "paired", pairs, unpaired)
 
 
 # -- consistency ---------------------------------------------------------------------------------
@@ -339,5 +366,6 @@ def _consistencies(tallied: Sequence[tuple[dict[Outcome, int], dict[str, int],
             for i, estimate in zip(chosen, found):
                 tool_use[i] = estimate
     steps = sequence_consistencies(trajectories, seed=seed)
-    return [Consistency(*values) for values in zip(
-        outcome, tool_use, steps, resource_consistencies(resources, seed=seed))]
+    return [Consistency(*values, approximate=approximate_figures(len(scored), values))
+            for values, (_, _, scored) in zip(zip(
+                outcome, tool_use, steps, resource_consistencies(resources, seed=seed)), tallied)]

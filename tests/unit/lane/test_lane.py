@@ -381,3 +381,27 @@ def test_a_missing_interpreter_of_the_lanes_own_says_how_to_install_it(root: Pat
                                          install="make .venvs/fw/.installed"))
     assert message.startswith(f"{WHERE}: command[0] '.venvs/fw/bin/python' does not exist")
     assert message.endswith("; to install it: make .venvs/fw/.installed")
+
+
+FAULT = 'faults = [ { point = "tool", occurrence = 1 } ]'
+
+
+def test_a_baseline_names_the_faulted_scenarios_unfaulted_twin(root: Path) -> None:
+    text = lane_toml(scenario("nominal") + scenario("f", extra=f'{FAULT}\nbaseline = "nominal"'))
+    assert [s.baseline for s in load_lane(write(root, text)).scenarios] == [None, "nominal"]
+
+
+@pytest.mark.parametrize("scenarios, expected", [
+    (scenario("nominal") + scenario("f", extra=f'{FAULT}\nbaseline = "nomnal"'),
+     "scenarios[1].baseline 'nomnal' names no scenario of the lane; expected one of nominal, f"),
+    (scenario("nominal") + scenario("f", extra='baseline = "nominal"'),
+     "scenarios[1].baseline 'nominal': only a scenario with faults, wire_faults or a kill_at "
+     "has a baseline; remove the field"),
+    (scenario("g", extra=FAULT) + scenario("f", extra=f'{FAULT}\nbaseline = "g"'),
+     "scenarios[1].baseline 'g' must name a scenario with no fault and no weighted choices"),
+    (scenario("s", extra='script = [ { choices = [ { text = "a", weight = 1 } ] } ]')
+     + scenario("f", extra=f'{FAULT}\nbaseline = "s"'),
+     "scenarios[1].baseline 's' must name a scenario with no fault and no weighted choices"),
+])
+def test_a_baseline_that_is_no_twin_is_refused(root: Path, scenarios: str, expected: str) -> None:
+    assert lane_error(root, lane_toml(scenarios)).startswith(f"{WHERE}: {expected}")

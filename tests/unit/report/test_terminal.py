@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Group, RenderableType
 from scipy.stats import f as f_dist
+from scipy.stats import t as t_dist
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.conformance import Finding, Level
@@ -124,7 +125,8 @@ def test_run_report_shows_verdicts_rates_and_causes():
     icc = three_scored().aggregate.icc
     assert icc.value is not None and icc.design_effect is not None
     out = render(full_report(three_scored()))
-    assert re.search(rf"ICC +{icc.value:.2f} \[", out)
+    # 57 of 60 passed: a pooled rate above 0.8, where the F interval is marked approximate.
+    assert icc.approximate and re.search(rf"ICC +{icc.value:.2f} ≈\[", out)
     assert f"design effect {icc.design_effect:.2f}" in out
     assert "INTERRUPTED" not in out
 
@@ -606,9 +608,14 @@ def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read(
     pooled = wilson(57, 60)
     assert cells_of(out, "lane (pooled)")[1] == (f"95.0% [{pooled[0] * 100:.1f}–"
                                                  f"{pooled[1] * 100:.1f}]")
-    icc, *_, m = anova([(17, 20), (20, 20), (20, 20)])
-    effective = 60 / (1 + (m - 1) * icc)
-    low, high = wilson(57 / 60 * effective, effective)
+    # Kish's design effect at the ICC's upper bound, and Wilson with t on m − 1 = 2 degrees of
+    # freedom for z, written out: three scenarios say little of tasks like them.
+    _, _, icc_high, _, m = anova([(17, 20), (20, 20), (20, 20)])
+    effective, t, rate = 60 / (1 + (m - 1) * icc_high), t_dist.ppf(0.975, 2), 57 / 60
+    centre = (rate + t * t / (2 * effective)) / (1 + t * t / effective)
+    half = (t * (rate * (1 - rate) / effective + t * t / (4 * effective ** 2)) ** 0.5
+            / (1 + t * t / effective))
+    low, high = centre - half, min(1.0, centre + half)
     [clustered] = [line for line in out.splitlines() if line.startswith("  clustered ")]
     assert clustered.split() == ["clustered", "95.0%", f"[{low * 100:.1f}–{high * 100:.1f}]"]
     assert low < pooled[0] - 0.05  # the clustered one is wider here
@@ -620,10 +627,11 @@ def test_the_lane_shows_its_pooled_and_its_clustered_interval_and_which_to_read(
 def test_the_icc_has_its_f_interval_design_effect_and_effective_n():
     flat = " ".join(render(full_report(three_scored()), width=80).split())
     icc, low, high, k0, m = anova([(17, 20), (20, 20), (20, 20)])
-    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 3 scenarios, cluster size "
+    assert (f"ICC {minus(icc)} ≈[{minus(low)}, {minus(high)}] · 3 scenarios, cluster size "
             f"{m:.1f} design effect {1 + (m - 1) * icc:.2f}: effective n "
-            f"{60 / (1 + (m - 1) * icc):.1f} of 60 scored repeats only 3 scenarios: the interval "
-            "is wide") in flat
+            f"{60 / (1 + (m - 1) * icc):.1f} of 60 scored repeats approximate: the F interval, "
+            "for pass/fail repeats at a pooled pass rate of 0.95; only 3 scenarios: the "
+            "interval is wide") in flat
     assert low < 0  # a minus that reads as one
     # Unequal counts: the ICC's k0 differs from Kish's cluster size, and both are shown.
     doc = void_document()
@@ -631,7 +639,7 @@ def test_the_icc_has_its_f_interval_design_effect_and_effective_n():
                  "steady": [repeat(n, scenario="steady") for n in range(1, 21)]})
     flat = " ".join(render(full_report(doc), width=80).split())
     icc, low, high, k0, m = anova([(17, 20), (20, 20), (1, 1), (20, 20)])
-    assert (f"ICC {minus(icc)} [{minus(low)}, {minus(high)}] · 4 scenarios, cluster size "
+    assert (f"ICC {minus(icc)} ≈[{minus(low)}, {minus(high)}] · 4 scenarios, cluster size "
             f"{m:.1f} (k0 {k0:.1f}) design effect {1 + (m - 1) * icc:.2f}") in flat
 
 
@@ -641,15 +649,19 @@ def test_an_icc_without_variance_says_why_and_that_the_design_effect_is_its_wors
     assert ("ICC — (no variance: every scored repeat had the same outcome) · 3 scenarios, "
             "cluster size 20.0 design effect 20.00: effective n 3.0 of 60 scored repeats "
             "design effect at its worst case, ICC = 1: each scenario counts once") in flat
-    low, high = wilson(3, 3)
+    # Wilson's lower bound of 3/3 with t on 2 degrees of freedom for z: n / (n + t²).
+    low = 3 / (3 + t_dist.ppf(0.975, 2) ** 2)
     assert f"clustered 100.0% [{low * 100:.1f}–100.0]" in flat
 
 
 def test_failures_not_seen_and_the_repeats_it_takes_to_see_one():
     flat = " ".join(render(full_report(document()), width=80).split())
-    # 3 of 20 failed: the least n with 1 − 0.85ⁿ ≥ 0.95.
-    seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
-    assert f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time" in flat
+    # 3 of 20 failed: the least n with 1 − (1 − low)ⁿ ≥ 0.95, low the failure rate's Wilson
+    # lower bound, the rate the repeats cannot rule out below.
+    low = wilson(3, 20)[0]
+    seen = next(n for n in range(1, 1000) if 1 - (1 - low) ** n >= 0.95)
+    assert (f"failures nominal: 15.0% failed; {seen} repeats show one 95% of the time, even at "
+            f"{low:.1%}") in flat
     # None of 20 failed: failure rates up to Wilson's upper bound are not ruled out.
     bound = 1 - wilson(20, 20)[0]
     assert f"tool_error: no failure in 20 scored; up to {bound:.1%} not ruled out" in flat
@@ -724,9 +736,15 @@ def test_a_scenario_lists_only_its_figures_below_1_and_a_figure_none_is_left_out
                                          consistency.steps, consistency.resources))
     assert next(s for s in doc.scenarios if s.id == "mostly_void").stats.consistency.outcome is None
     flat = " ".join(" ".join(consistency_lines(render(full_report(doc), width=80))).split())
-    assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) for name, e in (
+    # At 20 repeats, tool use's and resources' intervals are marked approximate (steps' holds
+    # from 20), and the legend says what the mark means.
+    assert consistency.approximate == ("tool_use", "resources")
+    marks = {"tool use": " approx.", "resources": " approx."}
+    assert ("nominal: " + " · ".join(figure(name, e.value, e.low, e.high) + marks.get(name, "")
+                                     for name, e in (
         ("outcome", consistency.outcome), ("tool use", consistency.tool_use),
         ("steps", consistency.steps), ("resources", consistency.resources)))) in flat
+    assert "approx.: an interval that holds less than 95% at these repeats" in flat
     assert "mostly_void" not in flat
 
 
@@ -772,8 +790,8 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
     assert robustness is not None and robustness.high is not None
     out = render(full_report(doc), width=80)
     # 15 of 20 passed with the fault, 16 of 20 without: 0.75 / 0.8.
-    assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: pass "
-            "rate with injected faults ÷ without") in out
+    assert (f"robustness  to faults 0.94 [{robustness.low:.2f}–{robustness.high:.2f}]: "
+            "faulted ÷ unfaulted twin, 1 pair") in out
     assert "no upper bound" not in out
     # One pass in 20 without faults: the ratio has no upper bound, and the report says so.
     doc = built({"nominal": failing(1), "tool_error": failing(15, "tool_error")},
@@ -781,8 +799,9 @@ def test_fault_robustness_is_the_faulted_pass_rate_over_the_others_only_with_fau
     robustness = doc.aggregate.fault_robustness
     assert robustness is not None and robustness.high is None
     flat = " ".join(render(full_report(doc), width=80).split())
-    assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): pass rate with injected "
-            "faults ÷ without no upper bound: too few repeats passed without faults") in flat
+    assert (f"robustness to faults 15.00 [{robustness.low:.2f}–∞): faulted ÷ unfaulted twin, "
+            "1 pair no upper bound: too few repeats passed without faults") in flat
+
 
 
 # --- statistics where they mean something (docs/reports.md) ----------------------------------
@@ -871,3 +890,18 @@ def test_what_to_do_about_a_cause_is_said_once_a_lane():
     out = render(run_report(built(repeats)), width=80)
     assert out.count("→ nonzero_exit:") == 1
     assert out.index("why a:") < out.index("→ nonzero_exit:") < out.index("why b:")
+
+
+
+def test_an_older_files_failures_line_is_worded_as_conditional():
+    # A result.json written before the lower bound holds only the repeats at the rate seen.
+    doc = document()
+    nominal = doc.scenarios[0]
+    stats = dataclasses.replace(nominal.stats, repeats_needed=dataclasses.replace(
+        nominal.stats.repeats_needed, low_rate=None, repeats_at_low=None))
+    doc = dataclasses.replace(doc, scenarios=(dataclasses.replace(nominal, stats=stats),
+                                              *doc.scenarios[1:]))
+    flat = " ".join(render(full_report(doc), width=80).split())
+    seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
+    assert (f"nominal: 15.0% failed; if that is the rate, {seen} repeats show one 95% of the "
+            "time") in flat

@@ -379,6 +379,7 @@ def test_scenario_json_shape_round_trips() -> None:
     assert list(d) == [
         "id", "verdict", "counts", "pass_rate", "ci", "void_rate", "curve", "repeats_needed",
         "faulted", "consistency", "layers", "causes", "trajectories", "durations", "paths",
+        "baseline", "ci_method",
     ]
     assert d["id"] == "s1" and d["verdict"] == "flaky"
     assert "scores" not in d
@@ -405,6 +406,7 @@ def test_lane_aggregate() -> None:
     assert list(d) == [
         "counts", "pass_rate", "ci", "clustered_rate", "void_rate", "curve", "tallies",
         "consistency", "fault_robustness", "layers", "causes", "verdicts", "icc",
+        "clustered_method",
     ]
     assert lane.counts == Counts(requested=16, completed=12, void=3, scored=9, passed=4)
     assert lane.pass_rate == pytest.approx(4 / 9)

@@ -8,17 +8,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import json
 import math
 from collections import Counter
 
-import msgspec
 import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
 from alk.records import Outcome, RepeatResult
-from alk.stats.records import FaultRobustness
 from alk.stats.summary import summarize_lane, summarize_scenario, summarize_scenarios
 
 NO_STEPS = hashlib.sha256().hexdigest()
@@ -157,46 +154,6 @@ def test_every_scenario_at_once_is_each_scenario_alone() -> None:
     assert [s.counts.requested for s in asked] == [3, 4, 100]
 
 
-def faulted_lane(*pools: tuple[bool, int, int], seed: int = 0):
-    """A lane of scenarios (faulted?, passed, failed)."""
-    return summarize_lane([summarize_scenario(
-        f"s{i}", [rep("pass", scenario=f"s{i}")] * p + [rep("agent", scenario=f"s{i}")] * f,
-        p + f, faulted=faulted) for i, (faulted, p, f) in enumerate(pools)], seed=seed)
-
-
-def test_fault_robustness_pools_the_faulted_scenarios_against_the_others() -> None:
-    lane = faulted_lane((True, 6, 4), (True, 3, 7), (False, 8, 2), (False, 8, 2))
-    # Under faults 9 of 20 passed, without 16 of 20: R = 0.45/0.8 = 0.5625.
-    robustness = lane.fault_robustness
-    assert robustness is not None and robustness.value == pytest.approx(0.5625)
-    assert robustness.low < 0.5625 < robustness.high
-    assert faulted_lane((False, 8, 2), (False, 3, 1)).fault_robustness is None  # no faults
-    assert faulted_lane((True, 8, 2), (True, 3, 1)).fault_robustness is None  # no baseline
-    assert faulted_lane((True, 8, 2), (False, 0, 4)).fault_robustness is None  # baseline 0
-
-
-def test_a_robustness_the_baseline_cannot_bound_has_no_upper_bound_in_json() -> None:
-    # The baseline passed 1 of 10: a third of its bootstrap draws pass none, and the ratio
-    # over them has no bound. JSON has no infinity: the bound is None.
-    lane = faulted_lane((True, 5, 5), (False, 1, 9))
-    assert lane.fault_robustness == FaultRobustness(
-        pytest.approx(5.0), lane.fault_robustness.low, None)
-    json.dumps(json.loads(msgspec.json.encode(lane)), allow_nan=False)
-
-
-def test_fault_robustness_draws_scenarios_before_their_repeats() -> None:
-    # Tasks that differ: two baseline scenarios always pass, two never; under faults one always,
-    # one never, one half the time. Pooled, 30/60 against 40/80 (R = 1), and as if every repeat
-    # were independent, [0.68, 1.37] would bound it; drawn scenario by scenario, a draw of the
-    # baseline's failing scenarios alone leaves the ratio unbounded, and one of the faulted
-    # side's alone sends it to 0.
-    lane = faulted_lane((False, 20, 0), (False, 0, 20), (False, 20, 0), (False, 0, 20),
-                        (True, 20, 0), (True, 0, 20), (True, 10, 10))
-    robustness = lane.fault_robustness
-    assert robustness is not None and robustness.value == pytest.approx(1.0)
-    assert robustness.low < 0.3 and robustness.high is None
-
-
 def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
     # Every scenario passed all 20: each one's outcome consistency is 1 over [(2·0.839 − 1)², 1]
     # (Wilson's lower bound of 20/20 is 0.839), and resampling scenarios alone would say [1, 1].
@@ -208,12 +165,15 @@ def test_a_lanes_consistency_is_never_surer_than_its_scenarios() -> None:
     assert lane.consistency.outcome.low == pytest.approx(low) and low < 0.5
 
 
-def test_fault_robustness_of_pools_that_never_vary_is_still_uncertain() -> None:
-    # Every repeat passed, with faults (20) and without (40): every draw gives 1, but the
-    # repeats leave the rates open down to Wilson's lower bounds, 20/(20 + z²) = 0.839 and
-    # 40/(40 + z²) = 0.912: the ratio's interval is [0.839/1, 1/0.912].
-    robustness = faulted_lane((True, 20, 0), (False, 20, 0), (False, 20, 0)).fault_robustness
-    z2 = 1.959963984540054**2
-    assert robustness.value == 1
-    assert robustness.low == pytest.approx(20 / (20 + z2))
-    assert robustness.high == pytest.approx((40 + z2) / 40)
+@pytest.mark.parametrize("n, marked", [
+    (5, ("tool_use", "steps", "resources")), (19, ("tool_use", "steps", "resources")),
+    (20, ("tool_use", "resources")), (49, ("tool_use", "resources")), (50, ("resources",)),
+    (200, ())])
+def test_a_scenarios_bootstrap_intervals_are_marked_approximate_below_where_they_hold(
+        n: int, marked: tuple[str, ...]) -> None:
+    # Two tool paths and two durations: every figure has a value and an interval.
+    repeats = [rep("pass" if i % 3 else "agent", ("a:ok",) if i % 2 else ("a:ok", "b:ok"),
+                   repeat=i, duration=1.0 + i % 2) for i in range(1, n + 1)]
+    stats = summarize_scenario("s", repeats, n)
+    assert stats.consistency.approximate == marked
+    assert summarize_lane([stats]).consistency.approximate == ()

@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import f as f_dist
+from scipy.stats import norm
+from scipy.stats import t as t_dist
 from statsmodels.stats.proportion import proportion_confint
 
 from alk.estimate import Estimate, f_quantile, wilson_bounds, wilson_estimate
@@ -181,47 +183,61 @@ def test_kish_design_effect_never_counts_more_units_than_scenarios() -> None:
     assert lane.icc.effective_n <= 4
 
 
+def clustered_by_hand(pairs: list[tuple[int, int]]) -> tuple[float, float]:
+    """The clustered interval written out with numpy, scipy and statsmodels: the one-way ANOVA
+    of the 0/1 repeats, McGraw & Wong's upper bound of the ICC, Kish's design effect at that
+    bound (m̃ when the ICC has no interval), and statsmodels' Wilson at N / D with the alpha
+    whose normal quantile is t(0.975, m − 1)."""
+    groups = [np.array([1.0] * p + [0.0] * f) for p, f in pairs]
+    a, sizes = len(groups), np.array([len(g) for g in groups], dtype=float)
+    big_n = sizes.sum()
+    grand = np.concatenate(groups).mean()
+    msb = sum(len(g) * (g.mean() - grand) ** 2 for g in groups) / (a - 1)
+    msw = sum(((g - g.mean()) ** 2).sum() for g in groups) / (big_n - a)
+    k0 = (big_n - (sizes ** 2).sum() / big_n) / (a - 1)
+    m_tilde = (sizes ** 2).sum() / big_n
+    if msw > 0:
+        f_high = msb / msw * f_dist.ppf(0.975, big_n - a, a - 1)
+        design = max(1.0, 1 + (m_tilde - 1) * (f_high - 1) / (f_high + k0 - 1))
+    else:
+        design = m_tilde
+    alpha = 2 * (1 - norm.cdf(t_dist.ppf(0.975, a - 1)))
+    n_eff = big_n / design
+    return proportion_confint(grand * n_eff, n_eff, alpha=alpha, method="wilson")
+
+
+@pytest.mark.parametrize("pairs", [
+    [(20, 0)] * 3 + [(0, 20)] * 3,  # the README's lane: no variation within, m̃ = 20
+    [(19, 1), (10, 10), (17, 3), (20, 0), (12, 8)],
+    [(1, 1), (1, 1), (1, 1)],  # a negative ICC: its upper bound still counts
+    [(20, 0), (20, 0), (20, 0)],  # nothing varied: m̃
+    [(15, 5), (9, 1), (30, 10), (18, 2)],  # unequal sizes
+    [(20, 0)] * 45 + [(19, 1)] * 5,
+])
+def test_the_clustered_interval_is_wilson_at_the_icc_upper_bound_with_t(pairs) -> None:
+    lane = lane_of(*pairs)
+    assert lane.clustered_method == "kish-upper-t"
+    assert lane.clustered_rate.value == pytest.approx(
+        sum(p for p, _ in pairs) / sum(p + f for p, f in pairs))
+    assert (lane.clustered_rate.low, lane.clustered_rate.high) == pytest.approx(
+        clustered_by_hand(pairs), abs=1e-9)
+
+
 def test_the_issues_lane_gets_a_clustered_interval_six_scenarios_wide() -> None:
     lane = lane_of(*[(20, 0)] * 3, *[(0, 20)] * 3)
     # Pooled: 60/120 with Wilson, [41.2%, 58.8%]: right for these six scenarios only.
     assert lane.ci == pytest.approx(wilson(60, 120), abs=1e-12)
     assert (round(lane.ci[0] * 100, 1), round(lane.ci[1] * 100, 1)) == (41.2, 58.8)
-    # As a sample of tasks: design effect 1 + 19·1 = 20, effective n 120/20 = 6: Wilson of 3/6.
+    # As a sample of tasks: design effect 1 + 19·1 = 20, effective n 120/20 = 6, and t on 5
+    # degrees of freedom (2.571) for z: [13.8–86.2] where z gave [18.8–81.2].
     assert lane.icc.effective_n == pytest.approx(6.0)
-    assert lane.clustered_rate is not None and lane.clustered_rate.value == 0.5
     clustered = (lane.clustered_rate.low, lane.clustered_rate.high)
-    assert clustered == pytest.approx(wilson(3, 6), abs=1e-12)
-
-
-def test_a_clustered_interval_at_a_fractional_effective_n() -> None:
-    pairs = [(19, 1), (10, 10), (17, 3), (20, 0), (12, 8)]
-    lane = lane_of(*pairs)
-    n_eff = lane.icc.effective_n
-    assert n_eff is not None and 5 < n_eff < 100
-    # Kish by hand: every size is 20, so m~ = 5·20²/100 = 20 and the design effect 1 + 19·ICC.
-    assert lane.icc.design_effect == pytest.approx(1 + 19 * lane.icc.value)
-    rate = 78 / 100
-    assert lane.clustered_rate is not None
-    assert (lane.clustered_rate.low, lane.clustered_rate.high) == pytest.approx(
-        wilson(rate * n_eff, n_eff), abs=1e-12)
-    # Wider than the pooled one: the repeats of a scenario are alike.
-    assert lane.clustered_rate.low < lane.ci[0] and lane.clustered_rate.high > lane.ci[1]
-
-
-def test_a_negative_icc_leaves_the_clustered_interval_the_pooled_one() -> None:
-    lane = lane_of((1, 1), (1, 1))  # ICC = -1: floored design effect 1
-    assert lane.icc.value == pytest.approx(-1.0) and lane.icc.design_effect == 1.0
-    assert lane.clustered_rate is not None
-    assert (lane.clustered_rate.low, lane.clustered_rate.high) == pytest.approx(lane.ci)
-
-
-def test_a_lane_where_nothing_varied_takes_the_worst_case() -> None:
-    # 3 scenarios at 20/20: whether their repeats are alike is unknown, so each counts once:
-    # effective n 60²/1200 = 3, and the clustered interval is Wilson's for 3/3.
-    lane = lane_of((20, 0), (20, 0), (20, 0))
-    assert lane.icc.value is None and lane.icc.effective_n == pytest.approx(3.0)
-    assert lane.clustered_rate is not None
-    assert (lane.clustered_rate.low, lane.clustered_rate.high) == pytest.approx(wilson(3, 3))
+    assert [round(x * 100, 1) for x in clustered] == [13.8, 86.2]
+    # Wider than the pooled one, and than the plain Kish interval.
+    lane = lane_of((19, 1), (10, 10), (17, 3), (20, 0), (12, 8))
+    kish = wilson(0.78 * lane.icc.effective_n, lane.icc.effective_n)
+    assert lane.clustered_rate.low < kish[0] < lane.ci[0]
+    assert lane.clustered_rate.high > kish[1] > lane.ci[1]
     assert lane_of((20, 0)).clustered_rate is None  # one scenario is no sample of tasks
 
 
@@ -252,15 +268,70 @@ def test_repeats_to_see_refuses_a_rate_that_is_not_one(rate: float) -> None:
         repeats_to_see(rate)
 
 
-def test_repeats_needed_from_the_observed_rate_or_the_wilson_bound() -> None:
+def test_repeats_needed_from_the_observed_rate_its_lower_bound_or_the_wilson_bound() -> None:
     seen = summarize_scenario("a", repeats("a", 19, 1), 20).repeats_needed
-    assert seen == RepeatsNeeded(failure_rate=0.05, observed=True, repeats=59)
-    # No failure in 20: the failure rate's Wilson upper bound, 3.84/(20 + 3.84) = 0.161,
-    # and ln 0.05 / ln(1 - 0.161) = 17.1, so 18 repeats.
+    # 1 failure in 20: statsmodels' Wilson lower bound of the failure rate, 0.0089, and the
+    # least n with 1 − (1 − 0.0089)ⁿ ≥ 0.95, counted up: 336 (59 at the observed 5%).
+    low = wilson(1, 20)[0]
+    assert seen == RepeatsNeeded(failure_rate=0.05, observed=True, repeats=59,
+                                 low_rate=pytest.approx(low, abs=1e-12), repeats_at_low=336)
+    assert next(n for n in range(1, 1000) if 1 - (1 - low) ** n >= 0.95) == 336
+    # 1 in 50: 845 (the audit's figure).
+    assert summarize_scenario("e", repeats("e", 49, 1), 50).repeats_needed.repeats_at_low == 845
+    # No failure in 20: the failure rate's Wilson upper bound, 3.84/(20 + 3.84) = 0.161, and no
+    # count of repeats, which would read as one to reproduce a failure never seen.
     unseen = summarize_scenario("b", repeats("b", 20), 20).repeats_needed
     assert unseen is not None and not unseen.observed
     assert unseen.failure_rate == pytest.approx(wilson(0, 20)[1], abs=1e-12)
-    assert unseen.repeats == 18
+    assert (unseen.repeats, unseen.low_rate, unseen.repeats_at_low) == (None, None, None)
     assert summarize_scenario("c", repeats("c", 0, 0, void=2), 2).repeats_needed is None
     assert math.isclose(summarize_scenario("d", repeats("d", 0, 4), 4).repeats_needed.failure_rate,
                         1.0)
+
+
+def test_an_older_files_repeats_needed_still_reads() -> None:
+    import msgspec
+
+    old = msgspec.convert({"failure_rate": 0.161, "observed": False, "repeats": 18},
+                          RepeatsNeeded)
+    assert (old.repeats, old.low_rate, old.repeats_at_low) == (18, None, None)
+
+
+def test_the_icc_interval_is_marked_approximate_where_pass_fail_data_break_it() -> None:
+    # 6 scenarios, pooled 0.5 and barely alike: the F interval holds there.
+    middle = lane_of((11, 9), (9, 11), (10, 10), (12, 8), (8, 12), (10, 10)).icc
+    assert middle.ci is not None and not middle.approximate
+    # Pooled 106/120 = 0.883 > 0.8.
+    high = lane_of((20, 0), (19, 1), (17, 3), (20, 0), (14, 6), (16, 4)).icc
+    assert high.approximate and high.note.startswith(
+        "approximate: the F interval, for pass/fail repeats at a pooled pass rate of 0.88")
+    # Pooled 0.5 but an ICC above 0.5: scenarios at 19/20 and 1/20.
+    alike = lane_of((19, 1), (1, 19), (19, 1), (1, 19), (18, 2), (2, 18)).icc
+    assert alike.value >= 0.5 and alike.approximate
+    assert alike.note.endswith(f"at an ICC of {alike.value:.2f}")
+    # Few scenarios: both notes.
+    few = lane_of((20, 0), (17, 3), (19, 1)).icc
+    assert few.note.endswith("; only 3 scenarios: the interval is wide")
+
+
+def test_clopper_pearson_matches_statsmodels_beta_interval() -> None:
+    from alk.estimate import clopper_pearson_interval
+
+    for n in (1, 2, 5, 16, 20, 37, 100, 1000):
+        for x in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            expected = proportion_confint(x, n, alpha=0.05, method="beta")
+            assert clopper_pearson_interval(x, n) == pytest.approx(expected, abs=1e-10), (x, n)
+    with pytest.raises(ValueError, match="need 0 <= successes <= n"):
+        clopper_pearson_interval(3, 2)
+
+
+def test_an_exact_scenarios_interval_is_clopper_pearsons() -> None:
+    from alk.stats.summary import summarize_scenarios
+
+    runs = {"a": repeats("a", 14, 2), "b": repeats("b", 14, 2)}
+    a, b = summarize_scenarios(runs, 16, exact={"a"})
+    assert a.ci_method == "clopper-pearson" and b.ci_method == "wilson"
+    assert a.ci == pytest.approx(proportion_confint(14, 16, alpha=0.05, method="beta"),
+                                 abs=1e-10)
+    assert b.ci == pytest.approx(wilson(14, 16), abs=1e-12)
+    assert a.pass_rate == b.pass_rate == 14 / 16

@@ -120,15 +120,17 @@ def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
     lane = _figures(aggregate.consistency)
     if not lane:
         return []
-    below = [(min(e.value for _, e in figures), s.id, figures) for s in scenarios
+    below = [(min(e.value for _, e in figures), s.id, figures,
+              {_CONSISTENCY_WORDS[name] for name in s.stats.consistency.approximate})
+             for s in scenarios
              if s.stats.counts.scored >= fewest
              and (figures := _figures(s.stats.consistency, below_one=True))
              and _stands_out(s.stats.consistency)]
     # Least consistent first: when the list is cut, what is cut is the closest to 1.
     below.sort(key=lambda item: item[0])
     lines: list[RenderableType] = [Parts([_figure(name, e) for name, e in lane])]
-    for _, sid, figures in below[:CONSISTENCY_LISTED]:
-        first, *rest = [_figure(name, e) for name, e in figures]
+    for _, sid, figures, approximate in below[:CONSISTENCY_LISTED]:
+        first, *rest = [_figure(name, e, name in approximate) for name, e in figures]
         lines.append(Padding(Parts([Text.assemble((sid, "bold"), ": ", first), *rest]),
                              (0, 0, 0, 2)))
     if len(below) > CONSISTENCY_LISTED:
@@ -136,7 +138,10 @@ def consistency(scenarios: Sequence[ScenarioResult], aggregate: LaneStats,
                           style="dim"))
     # Worded to take two lines at 80 columns.
     lines.append(Text("1 = all repeats alike in outcome, tool counts, step sequence, and time, "
-                      "CPU, memory, model calls; listed: what varies beyond timing",
+                      "CPU, memory, model calls; listed: what varies beyond timing"
+                      + ("; approx.: an interval that holds less than 95% at these repeats"
+                         if any(words in marked for _, _, shown, marked in
+                                below[:CONSISTENCY_LISTED] for words, _ in shown) else ""),
                       style="dim"))
     return [("" if i else "consistency", line) for i, line in enumerate(lines)]
 
@@ -157,27 +162,32 @@ def _figures(consistency: Consistency, below_one: bool = False) -> list[tuple[st
     return [(words, e) for words, e in figures if not below_one or round(e.value, 2) < 1]
 
 
-def _figure(name: str, estimate: Estimate) -> Text:
-    """"outcome 0.81 [0.62–0.95]", "≈[…]" when the record marks its interval approximate."""
+def _figure(name: str, estimate: Estimate, approximate: bool = False) -> Text:
+    """"outcome 0.81 [0.62–0.95]"; "approx." after an interval that holds less often."""
     return Text.assemble(f"{name} ", (f"{estimate.value:.2f}", "bold"),
-                         f" {approximate(estimate)}[{estimate.low:.2f}–{estimate.high:.2f}]")
+                         f" [{estimate.low:.2f}–{estimate.high:.2f}]",
+                         (" approx." if approximate else "", "dim"))
 
 
 def approximate(record: object) -> str:
     """"≈" before an interval its statistics record marks approximate (an `approximate` flag,
     where the record has one), else "": the report shows what the record holds."""
-    return "≈" if getattr(record, "approximate", False) else ""
+    return "≈" if getattr(record, "approximate", False) is True else ""
 
 
 def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
     """The pass rate with injected faults ÷ without, when the lane has scenarios of both."""
     if robustness is None:
         return None
+    if robustness.value is None:
+        return Text("none: no faulted scenario has an unfaulted twin (a scenario's baseline "
+                    "names one)", style="dim")
     high = "∞)" if robustness.high is None else f"{robustness.high:.2f}]"
     text = Text.assemble("to faults ", (f"{robustness.value:.2f}", "bold"),
-                         f" {approximate(robustness)}[{robustness.low:.2f}–{high}: pass rate "
-                         "with injected faults ÷ "
-                         "without")
+                         f" [{robustness.low:.2f}–{high}: " + (
+                             f"faulted ÷ unfaulted twin, {plural(len(robustness.pairs), 'pair')}"
+                             if robustness.method == "paired" else
+                             "pass rate with injected faults ÷ without"))
     if robustness.high is None:
         text.append("\nno upper bound: too few repeats passed without faults", style="dim")
     return text

@@ -45,11 +45,14 @@ def failures(scenarios: Sequence[ScenarioResult]) -> list[tuple[str, Text | None
         if not needed.observed:
             unseen.setdefault((counts.scored, needed.failure_rate), []).append(scenario.id)
         elif needed.failure_rate < 1.0:  # a failure every time needs no reproducing
-            seen.setdefault((needed.failure_rate, needed.repeats), []).append(scenario.id)
+            seen.setdefault((needed.failure_rate, needed.repeats_at_low, needed.low_rate,
+                             needed.repeats), []).append(scenario.id)
     scored = sum(1 for s in scenarios if s.stats.counts.scored)
     lines = _capped([Text.assemble((_listed(ids, scored), "bold"), f": {rate:.1%} failed; "
-                                   f"{repeats} repeats show one 95% of the time")
-                     for (rate, repeats), ids in seen.items()], seen.values())
+                                   f"{at_low} repeats show one 95% of the time, even at "
+                                   f"{low:.1%}" if at_low else f": {rate:.1%} failed; if that "
+                                   f"is the rate, {repeats} repeats show one 95% of the time")
+                     for (rate, at_low, low, repeats), ids in seen.items()], seen.values())
     lines += _capped([Text.assemble((_listed(ids, scored), "bold"), f": no failure in {n} "
                                     f"scored; up to {rate:.1%} not ruled out")
                       for (n, rate), ids in unseen.items()], unseen.values())
