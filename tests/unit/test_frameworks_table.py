@@ -92,9 +92,10 @@ MADE = {  # scenario → (script, events, cause, detail)
                            call(1.2, 3, 200, 0.2, tools=("write_report",), turn=1),
                            tool("write_report", order="742"), result("accepted", "written"),
                            failed("tool_calls.write_report", 1, 2)],
-                      "fault_mishandled", "the gateway injected bad_tool_args@call2; the "
-                      "framework went on past it and the run failed; then wrong_tool_calls: "
-                      "tool_calls.write_report: expected 1, got 2"),
+                      "fault_mishandled", ("the gateway injected bad_tool_args@call2; the "
+                                           "framework went on past it and the run failed; "
+                                           "then wrong_tool_calls: tool_calls.write_report: "
+                                           "expected 1, got 2")),
     "wire-bad-args-handed-back": ([], [
         call(1.0, 1, 200, 0.2, tools=("lookup_order",), turn=0),
         tool("lookup_order", order="742"),
