@@ -14,6 +14,14 @@ process a repeat; a lane that runs from a venv of its own needs it installed fir
     .venv/bin/python scripts/frameworks_table.py measure reports/RUN_ID/result.json ...
     .venv/bin/python scripts/frameworks_table.py render --write
 
+To measure again only some scenarios of a lane (those a change of alk's attribution could
+move, say), run them with the lane's first run's seed and the same repeats, and put them in
+place of the summary's (the lane's entry lists such runs under `remeasured`):
+
+    .venv/bin/alk run --lane lanes/langgraph.toml --repeats 20 -j 1 --seed SEED \
+        -s crash-after-effect -s malformed-output -q
+    .venv/bin/python scripts/frameworks_table.py measure --update reports/RUN_ID/result.json
+
 `alk run` exits 1 when a scenario fails: that is a finding, not an error. `measure` takes the
 seven runs' result.json (reports/RUN_ID/result.json) and writes docs/frameworks.json, a small
 summary that is committed; `render` prints the tables from it and `render --write` replaces
@@ -33,7 +41,8 @@ the faulted call's arrival to the next call's (`t` less `ms`; a stall's wait inc
 stall), as the median over the repeats; for a 429, the lane's `retry_after_s` and in how many
 repeats the wait was at least that (within 10 ms: alk stamps an event when its loop writes it).
 When repeats failed: the commonest cause, how the worker's run ended (its result's stop reason
-and whether its answer was empty), its first failed check and a short part of the detail. For a
+and whether its answer was empty), its first failed check and a short part of the detail, and
+whose failure each was (`blame`: layer/cause and count, as alk attributed it). For a
 scenario whose script has weighted choices (the likeliest does the work, in every lane): in how
 many repeats the turn served was the likeliest choice, and how many of those passed.
 """
@@ -69,7 +78,8 @@ AGENT_SCENARIOS = {
     "denied-tool": "the policy refuses the call; the model answers",
     "crash-after-effect": "killed after the effect and resumed: the report is not written twice",
     "malformed-output": "the parse error goes to the model, which calls again",
-    "sampled": "passes the repeats that drew the turn doing the work (7 in 10)",
+    "sampled": "passes the repeats that drew the turn doing the work (7 in 10); the "
+               "others drew the lane's mistake, the agent's",
 }
 WIRE_SCENARIOS = {
     "wire-429": "waits the Retry-After (0.2 s), retries",
@@ -289,6 +299,9 @@ def scenario_summary(scenario: dict[str, Any], base: Path, lane: dict[str, Any] 
     failure = failure_facts([f for f in scored if f["outcome"] != "pass"])
     if failure is not None:
         summary["failure"] = failure
+        # Whose failure each was (docs/causes.md's rule), as alk attributed it.
+        summary["blame"] = dict(Counter(f"{f['outcome']}/{f['cause']}" for f in scored
+                                        if f["outcome"] != "pass").most_common())
     return summary
 
 
@@ -328,6 +341,26 @@ def measure_run(result_path: Path) -> dict[str, Any]:
         "repeat_s": round(statistics.median(durations), 2) if durations else None,
         "scenarios": {s["id"]: scenario_summary(s, base, lane) for s in document["scenarios"]},
     }
+
+
+def update(data: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary with each run's scenarios put in place of its lane's (a run of some of a
+    lane's scenarios, `alk run --scenario ...`): the lane's entry keeps its first run, and
+    lists the runs that measured some of its scenarios again, with what they measured."""
+    frameworks = {entry["lane"]: entry for entry in data["frameworks"]}
+    for run in runs:
+        entry = frameworks.get(run["lane"])
+        if entry is None:
+            raise SystemExit(f"{run['lane']}: not in the summary; measure a whole run of it")
+        if run["repeats"] != entry["repeats"]:
+            raise SystemExit(f"{run['lane']}: run {run['run_id']} has {run['repeats']} repeats "
+                             f"a scenario, the summary {entry['repeats']}: run it with "
+                             f"--repeats {entry['repeats']}")
+        entry["scenarios"] = {**entry["scenarios"], **run["scenarios"]}
+        entry.setdefault("remeasured", []).append({
+            key: run[key] for key in ("run_id", "alk_version", "status", "seed", "run_s",
+                                      "repeat_s")} | {"scenarios": sorted(run["scenarios"])})
+    return data
 
 
 def lane_order(name: str) -> tuple[int, str]:
@@ -431,11 +464,29 @@ def wire_phrase(summary: dict[str, Any]) -> str:
     return subject + ", ".join(did) + f"; {failure['repeats']} {ending(failure)}"
 
 
+# Whose failure it is, in a cell: docs/causes.md's layers.
+LAYER_WORDS = {"framework_runtime": "framework", "agent": "agent"}
+
+
+def blamed(blame: dict[str, int]) -> str:
+    """The layers and causes of the failed repeats, e.g. `framework: effect_repeated`; with
+    counts when there is more than one."""
+    by_layer: dict[str, list[str]] = {}
+    for key, count in blame.items():
+        layer, _, cause = key.partition("/")
+        by_layer.setdefault(LAYER_WORDS.get(layer, layer), []).append(
+            cause if len(blame) == 1 else f"{cause} ×{count}")
+    return "; ".join(f"{layer}: {', '.join(causes)}" for layer, causes in by_layer.items())
+
+
 def cell(summary: dict[str, Any] | None) -> str:
-    """A framework's result in one scenario: the verdict, passed of scored, and the finding."""
+    """A framework's result in one scenario: the verdict, passed of scored, whose failure it
+    was, and the finding."""
     if summary is None:
         return "—"
     head = f"{summary['verdict']} {summary['passed']}/{summary['scored']}"
+    if summary.get("blame"):
+        head += f" ({blamed(summary['blame'])})"
     if summary["void"]:
         head += f" ({summary['void']} void: {', '.join(summary.get('void_causes', {}))})"
     drawn, failure = summary.get("drawn"), summary.get("failure")
@@ -496,11 +547,28 @@ def render(data: dict[str, Any]) -> str:
         "the wire, whether the next call repeated the faulted request (retried) or was a new "
         "one (the model asked again) and the median wait from the faulted call to it, and a "
         "tool run on a faulted answer; when repeats failed, how the commonest failure ended; "
-        "for `sampled`, how many repeats drew the likelier turn. A repeat's median wall time, a "
+        "for `sampled`, how many repeats drew the likelier turn. In brackets, whose failure "
+        "it was, by docs/causes.md's rule (framework: the framework's runtime, after alk's "
+        "kill or fault or on model turns alk served meaning them right; agent: the model's "
+        "choice, here the mistake the lane planted), and its cause."
+        f"{remeasured_note(frameworks)} A repeat's median wall time, a "
         f"fresh worker process each, on 2 cores shared with other work: {costs}; a lane's "
         f"whole run: {runs}. The runs' ids and "
         "seeds, the causes and the calls a repeat are in `docs/frameworks.json`.")]
     return "\n".join(lines) + "\n"
+
+
+def remeasured_note(frameworks: list[dict[str, Any]]) -> str:
+    """What was measured again, and with what, when a lane's entry was updated."""
+    again = [(f["lane"], r) for f in frameworks for r in f.get("remeasured", [])]
+    if not again:
+        return ""
+    scenarios = sum(len(r["scenarios"]) for _, r in again)
+    versions = listing(sorted({r["alk_version"] for _, r in again}))
+    return (f" The {scenarios} scenarios that did not pass every repeat were run again with "
+            f"alk {versions} ({plural(len(again), 'run')}, one lane at a time, each with its "
+            "first run's seed, so the same sampled draws), the others are their first runs': "
+            "`remeasured` in `docs/frameworks.json` names the runs.")
 
 
 def replace_block(text: str, block: str) -> str:
@@ -542,12 +610,21 @@ def main(argv: list[str] | None = None) -> int:
     measuring = commands.add_parser("measure", help="summarize runs into docs/frameworks.json")
     measuring.add_argument("results", nargs="+", type=Path, metavar="RESULT_JSON")
     measuring.add_argument("--out", type=Path, default=DATA)
+    measuring.add_argument("--update", action="store_true",
+                           help="put the runs' scenarios in place of their lanes' in the "
+                                "summary (--out), keeping the rest")
     rendering = commands.add_parser("render", help="print the README's tables")
     rendering.add_argument("--data", type=Path, default=DATA)
     rendering.add_argument("--write", action="store_true",
                            help="replace README.md's block between the markers")
     rendering.add_argument("--readme", type=Path, default=README)
     args = parser.parse_args(argv)
+    if args.command == "measure" and args.update:
+        data = update(json.loads(args.out.read_text(encoding="utf-8")),
+                      [measure_run(path) for path in args.results])
+        args.out.write_text(dump(data), encoding="utf-8")
+        print(f"updated {args.out} from {len(args.results)} run(s)")
+        return 0
     if args.command == "measure":
         data = measure(args.results)
         args.out.write_text(dump(data), encoding="utf-8")

@@ -249,12 +249,13 @@ class ModelSeen:
     unmatched: str | None = None  # replay: the first request the cassette did not hold
     steps: tuple[str, ...] = ()  # per call, "status:tool,tool" or "status:text"
     over_bounds: int = 0  # connections, request heads, bodies refused past its bounds, unread
+    mode: str = ""  # how it served the model: "script", "replay" or "proxy"
+    mistakes: tuple[int, ...] = ()  # script turns (0-based) served that the lane marks mistakes
 
     def summary(self) -> dict[str, Any]:
         """What a result document keeps of it (`RepeatResult.model`)."""
         return {"calls": self.calls, "turns": self.turns, "retries": self.retries,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "faults": list(self.faults_fired[:20]),
                 **({"over_bounds": self.over_bounds} if self.over_bounds else {})}
 
@@ -302,8 +303,7 @@ class Observation:
     kill_fired: bool = False  # the scenario's kill_at event came and alk killed the worker
     path_hash: str = ""  # sha256 of the normalized event path (runner.protocol)
     model_turns: int = 0  # scripted model turns the worker reported consuming
-    # (turn asked for, scripted turns) of the first model/script_exhausted the worker sent
-    script_exhausted: tuple[int, int] | None = None
+    script_exhausted: tuple[int, int] | None = None  # the worker's first (turn asked, script turns)
     path: tuple[str, ...] = ()  # its first steps, "channel/type name@digest"
     trajectory_hash: str = ""  # sha256 of every tool result step, kept or not
     attempts: int = 1

@@ -35,7 +35,7 @@ PYDANTIC_AI = {
     "tool-raises": ("fail", "fault_unrecovered"),       # the tool's exception ends the run
     "wire-bad-args": ("pass", None),                    # bad tool arguments are retried
     "malformed-output": ("pass", None),
-    "crash-after-effect": ("fail", "wrong_files"),      # no durable state: the effect repeats
+    "crash-after-effect": ("fail", "effect_repeated"),  # no durable state: the effect repeats
     "denied-tool": ("pass", None),                      # the policy's denial reaches the model
 }
 
@@ -45,7 +45,7 @@ LANGGRAPH = {
     "nominal": ("pass", None),
     "tool-raises": ("fail", "fault_unrecovered"),       # ToolNode re-raises by default
     "wire-bad-args": ("fail", "fault_unrecovered"),     # an invalid tool call ends the graph
-    "malformed-output": ("fail", "wrong_files"),        # the same, from the script's raw text
+    "malformed-output": ("fail", "answer_dropped"),     # the same, from the script's raw text
     # The interrupted step runs again (19 of 20 repeats); when LangGraph's checkpoint, written
     # in the background by default, landed before alk's SIGKILL, the resumed graph goes on
     # and passes (1 of 20). Either is the framework's behaviour: not pinned to one repeat.
@@ -60,7 +60,7 @@ OPENAI_AGENTS = {
     "tool-raises": ("pass", None),                      # the tool's error goes to the model
     "wire-bad-args": ("pass", None),                    # bad arguments go back to the model
     "malformed-output": ("pass", None),
-    "crash-after-effect": ("fail", "wrong_files"),      # no durable state: the effect repeats
+    "crash-after-effect": ("fail", "effect_repeated"),  # no durable state: the effect repeats
     "denied-tool": ("pass", None),
 }
 

@@ -16,7 +16,7 @@ FINDINGS = {
     "wire-truncated": ("fail", ["fault_unrecovered"]),
     # Arguments cut mid-JSON are repaired by LlamaIndex's partial-JSON parser into
     # {"order": None}, and the tool runs with it: a report for no order, then the right one.
-    "wire-bad-args": ("fail", ["wrong_tool_calls"]),
+    "wire-bad-args": ("fail", ["fault_mishandled"]),
 }
 
 

@@ -15,7 +15,7 @@ FINDINGS = {
     "wire-malformed": ("fail", ["fault_unrecovered"]),
     # Tool arguments that are not JSON are handed to the one-argument tool as its string: the
     # report is written for order '{"order": "742', then again when the model asks properly.
-    "wire-bad-args": ("fail", ["wrong_tool_calls"]),
+    "wire-bad-args": ("fail", ["fault_mishandled"]),
 }
 
 

@@ -192,7 +192,7 @@ id = "sampled"
 task = "Prepare the report for order 742"
 script = [ { tool = "lookup_order", args = { order = "742" } },
            { choices = [ { weight = 0.5, tool = "write_report", args = { order = "742" } },
-                         { weight = 0.5, text = "I will not write it" } ] },
+                         { weight = 0.5, mistake = true, text = "I will not write it" } ] },
            { text = "Report for order 742 written" } ]
 [scenarios.expect]
 files = [ { path = "lab-output/effects.json", json_length = 1 } ]
@@ -252,7 +252,7 @@ files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
         assert repeat["outcome"] == "pass", repeat["detail"]
         assert [(c["call"], c["turn"]) for c in resumed] == [(1, 2)]
     else:
-        assert repeat["cause"] == "wrong_files" and "got 2" in repeat["detail"]
+        assert repeat["cause"] == "effect_repeated" and "got 2" in repeat["detail"]
         assert [c["turn"] for c in resumed] == [0, 1, 2]
 
 
@@ -275,7 +275,7 @@ id = "sampled"
 task = "Prepare the report for order 742"
 script = [ {{ tool = "lookup_order", args = {{ order = "742" }} }},
            {{ choices = [ {{ weight = 0.5, tool = "write_report", args = {{ order = "742" }} }},
-                         {{ weight = 0.5, text = "I will not write it" }} ] }},
+                         {{ weight = 0.5, mistake = true, text = "I will not write it" }} ] }},
            {{ text = "Report for order 742 written" }} ]
 {EXPECT}
 """)

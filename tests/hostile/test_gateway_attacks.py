@@ -61,7 +61,7 @@ def test_a_worker_cannot_ask_the_gateway_for_its_scenario_before_the_gate(tmp_pa
     # exit before the gate there, and its failures would be void (exited_before_ready).
     text = lane("peek_model", scenario("easy"), scenario("hard", '[ { text = "hard" } ]'))
     done, document = run(tmp_path, text, "-n", "3")
-    assert causes(document) == {"easy": ["passed"] * 3, "hard": ["wrong_output"] * 3}
+    assert causes(document) == {"easy": ["passed"] * 3, "hard": ["script_not_followed"] * 3}
     assert done.returncode == 1
 
 
@@ -71,7 +71,7 @@ def test_a_worker_cannot_time_the_gateway_for_its_scenario_before_the_gate(tmp_p
     stall = 'wire_faults = [ { call = 1, kind = "stall" } ]'
     text = lane("peek_model_timing", scenario("easy"), scenario("hard", extra=stall))
     done, document = run(tmp_path, text, "-n", "3")
-    assert causes(document) == {"easy": ["passed"] * 3, "hard": ["wrong_output"] * 3}
+    assert causes(document) == {"easy": ["passed"] * 3, "hard": ["script_not_followed"] * 3}
 
 
 def test_the_probe_and_every_repeat_look_alike_until_start(tmp_path):

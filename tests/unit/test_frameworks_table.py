@@ -92,7 +92,10 @@ MADE = {  # scenario → (script, events, cause, detail)
                            call(1.2, 3, 200, 0.2, tools=("write_report",), turn=1),
                            tool("write_report", order="742"), result("accepted", "written"),
                            failed("tool_calls.write_report", 1, 2)],
-                      "wrong_tool_calls", "tool_calls.write_report: expected 1, got 2"),
+                      "fault_mishandled", ("the gateway injected bad_tool_args@call2; the "
+                                           "framework went on past it and the run failed; "
+                                           "then wrong_tool_calls: tool_calls.write_report: "
+                                           "expected 1, got 2")),
     "wire-bad-args-handed-back": ([], [
         call(1.0, 1, 200, 0.2, tools=("lookup_order",), turn=0),
         tool("lookup_order", order="742"),
@@ -124,7 +127,8 @@ def made_run(tmp_path: Path) -> Path:
                 "counts": {"requested": 1, "completed": 1, "void": 0, "scored": 1,
                            "passed": int(ok)},
                 "causes": [[cause, 1]]},
-            "repeats": [{"outcome": "pass" if ok else "framework_runtime", "cause": cause,
+            "repeats": [{"outcome": "pass" if ok else "agent" if cause.startswith("wrong_")
+                         else "framework_runtime", "cause": cause,
                          "detail": detail, "duration_s": 2.5, "model": None,
                          "transcript": f"transcripts/RUN/{sid}/repeat-01.jsonl"}]})
     (tmp_path / "lanes").mkdir(parents=True)
@@ -162,15 +166,16 @@ def test_measure_reads_what_the_stack_did_from_the_calls_and_the_tools_it_ran(tm
     assert cut["failure"]["stop"] == "error:APIConnectionError"
     assert cut["failure"]["detail"] == ('wrong_stop_reason: stop_reason: expected "accepted", '
                                         'got "error:APIConnectionError"')
-    assert table.cell(cut) == "fail 0/1: cut stream raised APIConnectionError, not retried"
+    assert table.cell(cut) == ("fail 0/1 (framework: fault_unrecovered): cut stream raised "
+                               "APIConnectionError, not retried")
 
     # The tool the bad answer named ran with what the framework made of its arguments; the
     # lookup reported late, and the write the next answer asked for, are not counted.
     bad = framework["scenarios"]["wire-bad-args"]
     assert (bad["wire"]["ran_tool"], bad["wire"]["ran"], bad["wire"]["asked_again"]) == (
         1, {"name": "write_report", "args": {"order": None}}, 1)
-    assert table.cell(bad) == ('fail 0/1: ran write_report with `{"order": null}`, '
-                               "model asked again")
+    assert table.cell(bad) == ('fail 0/1 (framework: fault_mishandled): ran write_report '
+                               'with `{"order": null}`, model asked again')
 
     handed_back = framework["scenarios"]["wire-bad-args-handed-back"]
     assert (handed_back["wire"]["ran_tool"], handed_back["wire"]["asked_again"]) == (0, 1)
@@ -179,7 +184,41 @@ def test_measure_reads_what_the_stack_did_from_the_calls_and_the_tools_it_ran(tm
     sampled = framework["scenarios"]["sampled"]
     assert sampled["drawn"] == {"weight": 0.7, "likeliest": 0, "other": 1,
                                 "likeliest_passed": 0}
-    assert table.cell(sampled) == "fail 0/1, as drawn (0 drew the 0.7 turn)"
+    # Whose failure it was, as alk attributed it: the lane's mistake, the agent's.
+    assert sampled["blame"] == {"agent/wrong_files": 1}
+    assert table.cell(sampled) == "fail 0/1 (agent: wrong_files), as drawn (0 drew the 0.7 turn)"
+
+
+def test_blame_names_each_layer_and_its_causes_with_counts_when_they_differ():
+    assert table.blamed({"framework_runtime/effect_repeated": 19}) == \
+        "framework: effect_repeated"
+    assert table.blamed({"framework_runtime/effect_repeated": 16,
+                         "framework_runtime/state_lost": 3, "agent/wrong_files": 1}) == (
+        "framework: effect_repeated ×16, state_lost ×3; agent: wrong_files ×1")
+
+
+def test_update_puts_a_runs_scenarios_in_place_of_its_lanes_and_says_so(tmp_path):
+    """A run of some of a lane's scenarios measured again replaces those, keeps the rest, and
+    the README's text names what was run again."""
+    result_path = made_run(tmp_path)
+    data = table.measure([result_path])
+    again = table.measure_run(result_path)
+    again["run_id"], again["scenarios"] = "AGAIN", {"sampled": {
+        **again["scenarios"]["sampled"], "passed": 1, "verdict": "pass"}}
+    kept = data["frameworks"][0]["scenarios"]["wire-429"]
+    [entry] = table.update(data, [again])["frameworks"]
+    assert entry["run_id"] == "RUN" and entry["scenarios"]["wire-429"] is kept
+    assert entry["scenarios"]["sampled"]["passed"] == 1
+    assert entry["remeasured"] == [{"run_id": "AGAIN", "alk_version": "0.1.0",
+                                    "status": "complete", "seed": 7, "run_s": 90.0,
+                                    "repeat_s": 2.5, "scenarios": ["sampled"]}]
+    assert ("The 1 scenarios that did not pass every repeat were run again with alk 0.1.0 "
+            "(1 run, one lane at a time") in table.render(data)
+    with pytest.raises(SystemExit, match="made: run AGAIN has 5 repeats a scenario, the "
+                                         "summary 1: run it with --repeats 1"):
+        table.update(data, [{**again, "repeats": 5}])
+    with pytest.raises(SystemExit, match="other: not in the summary"):
+        table.update(data, [{**again, "lane": "other"}])
 
 
 def test_a_wait_shorter_than_retry_after_is_not_honoured(tmp_path):
@@ -251,4 +290,5 @@ def test_measure_of_a_real_run_finds_a_retried_429_and_a_cut_stream_not_retried(
     assert (cut["wire"]["fault"], cut["wire"]["stream"], cut["wire"]["retried"],
             cut["wire"]["asked_again"]) == ("truncated_stream@call2", True, 0, 0)
     assert cut["failure"]["stop"] == "error:APIConnectionError"
-    assert table.cell(cut) == "fail 0/1: cut stream raised APIConnectionError, not retried"
+    assert table.cell(cut) == ("fail 0/1 (framework: fault_unrecovered): cut stream raised "
+                               "APIConnectionError, not retried")

@@ -14,7 +14,7 @@ import re
 import signal
 from typing import Any, Callable, Sequence
 
-from alk.attribution import tracebacks
+from alk.attribution import layers, tracebacks
 from alk.causes import Cause, outcome_of
 from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation, Outcome
@@ -36,6 +36,7 @@ _CHECK_CAUSES = (
     ("script_consumed", Cause.SCRIPT_NOT_CONSUMED),
     ("model_calls", Cause.WRONG_MODEL_CALLS),
 )
+_CHECK_CODES = {cause.value for _, cause in _CHECK_CAUSES}
 
 
 def void(cause: Cause, detail: str) -> Attribution:
@@ -107,6 +108,13 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
         return _make(Cause.SCRIPT_EXHAUSTED,
                      f"the framework asked for model turn {turn}; the script has {scripted}; "
                      f"then {found.cause}: {found.detail}")
+    # A check failed: the agent's only where the agent had a choice to make (a live model,
+    # a worker's own model, the lane's mistake); after alk's kill or fault, or on turns alk
+    # served meaning them right, the framework's (alk.attribution.layers).
+    if found.cause in _CHECK_CODES:
+        cause, detail = layers.judge(obs, [c for c in checks if not c.ok], Cause(found.cause),
+                                     found.detail)
+        return _make(cause, detail)
     return found
 
 

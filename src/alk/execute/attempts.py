@@ -66,6 +66,7 @@ def combine_models(seen: list[ModelSeen]) -> ModelSeen | None:
         provider_error=next((s.provider_error for s in seen if s.provider_error), None),
         upstream_refused=next((s.upstream_refused for s in seen if s.upstream_refused), None),
         over_bounds=sum(s.over_bounds for s in seen),
+        mistakes=tuple(turn for s in seen for turn in s.mistakes),
         unmatched=next((s.unmatched for s in seen if s.unmatched), None))
 
 

@@ -5,7 +5,8 @@ checks from here and the server its answers."""
 from __future__ import annotations
 
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # What a scenario's `wire_faults` may inject (docs/gateway.md says what each sends).
 FAULT_KINDS = ("http_429", "http_500", "http_503", "connection_reset", "stall",
@@ -13,6 +14,9 @@ FAULT_KINDS = ("http_429", "http_500", "http_503", "connection_reset", "stall",
 # The HTTP status each status fault answers with.
 FAULT_STATUS = {"http_429": 429, "http_500": 500, "http_503": 503}
 TURN_KINDS = ("tool", "text", "choices")
+# What a weighted choice holds beside its turn: its weight, and whether the lane marks it as the
+# model's mistake (a turn meant to fail, whose failure is the agent's, docs/causes.md).
+_CHOICE_ONLY = ("weight", "mistake")
 # What a call past the script is answered with: a final answer, so that the run can end and
 # the harness's own record of the exhausted script explains what follows.
 EXHAUSTED_TEXT = "(alk: the script has no more turns)"
@@ -35,7 +39,10 @@ def turn_problem(turn: Any) -> str | None:
             weight = choice.get("weight")
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
                 return f"choices[{index}].weight must be a positive number, got {weight!r}"
-            problem = _plain_problem({k: v for k, v in choice.items() if k != "weight"})
+            if not isinstance(choice.get("mistake", False), bool):
+                return (f"choices[{index}].mistake must be true or false (true: the model's "
+                        f"mistake, meant to fail), got {choice['mistake']!r}")
+            problem = _plain_problem({k: v for k, v in choice.items() if k not in _CHOICE_ONLY})
             if problem:
                 return f"choices[{index}] {problem}"
         return None
@@ -70,6 +77,21 @@ def sampled_turn(script: tuple[Mapping[str, Any], ...], index: int, seed: int
     turn with choices is drawn from the repeat's seed and the turn's place alone: the same seed
     gives the same answers (`--seed` reproduces a run), and a resumed attempt hears what the
     killed one heard."""
+    drawn = _drawn(script, index, seed)
+    if drawn is None or "choices" not in script[index]:
+        return drawn
+    return {key: value for key, value in drawn.items() if key not in _CHOICE_ONLY}
+
+
+def is_mistake(script: tuple[Mapping[str, Any], ...], index: int, seed: int) -> bool:
+    """Whether this repeat's `index`-th turn is a choice the lane marks `mistake = true`: the
+    model's mistake, meant to make the run fail."""
+    drawn = _drawn(script, index, seed)
+    return drawn is not None and drawn.get("mistake") is True
+
+
+def _drawn(script: tuple[Mapping[str, Any], ...], index: int, seed: int
+           ) -> Mapping[str, Any] | None:
     if index >= len(script):
         return None
     turn = script[index]
@@ -81,4 +103,4 @@ def sampled_turn(script: tuple[Mapping[str, Any], ...], index: int, seed: int
         draw -= choice["weight"]
         if draw < 0:
             break
-    return {key: value for key, value in choice.items() if key != "weight"}
+    return choice

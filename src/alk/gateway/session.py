@@ -32,7 +32,7 @@ from alk.gateway import cassette as cassettes
 from alk.gateway.faults import inject
 from alk.gateway.http import SSE, json_response
 from alk.gateway.proxy import forward
-from alk.gateway.script import EXHAUSTED_TEXT, sampled_turn
+from alk.gateway.script import EXHAUSTED_TEXT, is_mistake, sampled_turn
 from alk.gateway.server import Gateway
 from alk.gateway.wire.bodies import error_body, models_body, response_body, stream_events
 from alk.gateway.wire.reply import Reply, Usage, estimate_usage, reply_from_turn
@@ -101,6 +101,7 @@ class Session:
         self.upstream_checks = 0
         self.unmatched: str | None = None
         self.steps: list[str] = []
+        self.mistakes: list[int] = []  # turns served that the lane marks as the model's mistake
         self._last: tuple[str, bool] | None = None  # (the last call's body digest, it failed)
 
     # -- alk's side ------------------------------------------------------------------------------
@@ -172,7 +173,8 @@ class Session:
             exhausted=self.exhausted, provider_error=self.provider_error,
             upstream_refused=self.upstream_refused,
             unmatched=self.unmatched, steps=tuple(self.steps),
-            over_bounds=bounds.refused(self._web))
+            over_bounds=bounds.refused(self._web), mode=self.gateway.setup.mode,
+            mistakes=tuple(self.mistakes))
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number
@@ -283,13 +285,19 @@ class Session:
             if self.exhausted is None:
                 self.exhausted = (turn_index + 1, len(self.scenario.script))
             reply = Reply(text=EXHAUSTED_TEXT)
-            shown_turn = None
+            shown_turn, mistake = None, False
         else:
             reply = reply_from_turn(turn)
             self.turns += 1
             shown_turn = turn_index
+            # alk's own record that the lane's mistake was served: the agent's, not the
+            # framework's, when the run then fails (docs/causes.md).
+            mistake = is_mistake(self.scenario.script, turn_index, self.seed)
+            if mistake and len(self.mistakes) < MAX_RECORDED_CALLS:
+                self.mistakes.append(turn_index)
         self.fault_pending = False
-        return await self.reply(request, asked, reply, call, began, retry, turn=shown_turn)
+        return await self.reply(request, asked, reply, call, began, retry, turn=shown_turn,
+                                mistake=mistake)
 
     async def _replayed(self, request: web.BaseRequest, asked: Asked, body: bytes,
                         call: int, began: float, retry: bool) -> web.StreamResponse:
@@ -320,12 +328,12 @@ class Session:
 
     async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,
-                    fault: str | None = None) -> web.StreamResponse:
+                    fault: str | None = None, mistake: bool = False) -> web.StreamResponse:
         usage = estimate_usage(asked, reply)
         kwargs = dict(model=asked.model or self.gateway.setup.name, call=call, usage=usage,
                       created=int(time.time()))
         self.record(call, asked.api, asked, 200, began, retry=retry, reply=reply, usage=usage,
-                    turn=turn, fault=fault)
+                    turn=turn, fault=fault, mistake=mistake)
         if not asked.stream:
             return json_response(200, response_body(asked.api, reply, **kwargs))
         response = web.StreamResponse(status=200, headers=SSE)
@@ -338,7 +346,8 @@ class Session:
     def record(self, call: int, api: str, asked: Asked | None, status: int | None,
                began: float, *, retry: bool = False, reply: Reply | None = None,
                usage: Usage | None = None, turn: int | None = None,
-               fault: str | None = None, problem: str | None = None) -> None:
+               fault: str | None = None, problem: str | None = None,
+               mistake: bool = False) -> None:
         """One call as the harness saw it: counted always, recorded while within bounds."""
         if usage is not None:
             self.prompt_tokens += usage.prompt_tokens
@@ -364,6 +373,8 @@ class Session:
             payload["model"] = redact.bounded(asked.model, 100)
         if problem:
             payload["problem"] = redact.cut(problem, 300)
+        if mistake:
+            payload["mistake"] = True  # the lane marks this turn as the model's mistake
         self.note("call", payload)
 
     def note(self, type: str, payload: dict[str, Any]) -> None:

@@ -85,7 +85,7 @@ def _first_sentence(text: str) -> str:
 _SECTIONS = ((Outcome.PASS, "pass"), (Outcome.LANE_INFRA, "lane_infra: the repeat is void, "
                                                           "never scored"),
              (Outcome.FRAMEWORK_RUNTIME, "framework_runtime: the framework failed"),
-             (Outcome.AGENT, "agent: the run finished, the harness's check failed"))
+             (Outcome.AGENT, "agent: a check failed on the model's or agent code's choice"))
 
 
 _LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}

@@ -116,8 +116,8 @@ def test_what_the_gateway_saw_of_every_attempt_adds_up(make_lane, tmp_path):
     ({}, {"provider_error": "refused"}, Cause.PROVIDER_UNAVAILABLE),
     ({"unmatched": "call 1: differs"}, {}, Cause.REPLAY_MISMATCH),
     # Recovery is the last attempt's: the fault fired in the killed one, and the resumed
-    # one's calls were answered.
-    ({"recovered": False}, {}, Cause.WRONG_STOP_REASON),
+    # one's calls were answered (what failed then is alk's kill's, docs/causes.md).
+    ({"recovered": False}, {}, Cause.STATE_LOST),
     ({}, {"recovered": False}, Cause.FAULT_UNRECOVERED),
 ])
 def test_which_attempts_view_decides(make_lane, tmp_path, first, second, cause):

@@ -143,12 +143,43 @@ def test_the_stacked_failures_add_up_to_the_repeats_that_did_not_pass(run):
     for index, scenario in enumerate(run.scenarios):
         stacked = sum(bar["x"][index] or 0 for bar in bars)
         assert stacked == scenario.stats.counts.completed - scenario.stats.counts.passed
-    # One trace a (layer, cause): its totals are the statistics' causes.
-    causes = {bar["name"]: sum(n or 0 for n in bar["x"]) for bar in bars}
+    # One trace a (layer, what happened, cause): its totals are the statistics' causes.
+    causes = {bar["customdata"][0][2]: sum(n or 0 for n in bar["x"]) for bar in bars}
     assert causes == {cause: n for cause, n in run.aggregate.causes if cause != "passed"}
     # The layer is told by pattern as well as colour.
     shapes = {bar["legendgroup"]: bar["marker"]["pattern"]["shape"] for bar in bars}
     assert shapes == {"framework_runtime": "/", "agent": ".", "lane_infra": "x"}
+
+
+def test_a_failure_bar_says_what_happened_under_the_layer_that_failed(run):
+    """Issue 24: the legend named the framework's layer "framework crashed" and the agent's
+    "agent answered wrongly", guesses; a fault not recovered from read "framework crashed"
+    when the worker stopped with an error. The layer's title says whose failure it is, the
+    bar what happened, its hover the code."""
+    def failed(number: int, cause: str, detail: str, outcome: Outcome):
+        return dataclasses.replace(repeat(number, ("a:ok",), outcome=outcome), cause=cause,
+                                   detail=detail)
+
+    stopped = failed(1, "fault_unrecovered", "the gateway injected malformed_json@call1 and no "
+                     "model call after it was answered in full; then wrong_stop_reason: "
+                     'stop_reason: expected "accepted", got "error:JSONDecodeError"',
+                     Outcome.FRAMEWORK_RUNTIME)
+    crashed = failed(2, "fault_unrecovered", "the worker injected tool#2; then "
+                     "framework_exception: exit code 1; RuntimeError: boom",
+                     Outcome.FRAMEWORK_RUNTIME)
+    twice = failed(3, "effect_repeated", "alk killed the worker ...", Outcome.FRAMEWORK_RUNTIME)
+    mistake = failed(4, "wrong_tool_calls", "tool_calls.write_report: expected 1, got 0",
+                     Outcome.AGENT)
+    document = with_scenarios(run, scenario_of(stopped, crashed, twice, mistake))
+    bars = traces(by_id(run_charts([document]))["chart-failures"])
+    shown = sorted((bar["legendgrouptitle"]["text"], bar["name"], bar["customdata"][0][2])
+                   for bar in bars)
+    assert shown == [("agent: model or agent code", "wrong tool calls", "wrong_tool_calls"),
+                     ("framework runtime", "crash after a fault", "fault_unrecovered"),
+                     ("framework runtime", "effect repeated on resume", "effect_repeated"),
+                     ("framework runtime", "error stop after a fault", "fault_unrecovered")]
+    assert not any("crashed" in text or "wrongly" in text for bar in bars
+                   for text in strings(bar["legendgrouptitle"]))
 
 
 def test_the_duration_boxes_hold_each_scored_repeats_duration(run):

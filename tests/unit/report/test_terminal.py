@@ -499,7 +499,7 @@ def test_the_cause_list_is_a_code_and_a_sentence_each_grouped_by_outcome():
     sections = [line for line in lines if line and not line.startswith(" ")]
     assert sections[:4] == ["pass", "lane_infra: the repeat is void, never scored",
                             "framework_runtime: the framework failed",
-                            "agent: the run finished, the harness's check failed"]
+                            "agent: a check failed on the model's or agent code's choice"]
     # A meaning's first sentence only: `alk causes CODE` has the rest.
     assert "`alk check-worker`" not in out and "alk causes CODE" in out
 

@@ -39,9 +39,10 @@ DASHES = ("solid", "dash", "dot", "dashdot")
 MARKS = ("diamond", "square", "circle", "triangle-up")
 VERDICT_COLOURS = {Verdict.PASS: GREEN, Verdict.FLAKY: ORANGE, Verdict.FAIL: VERMILLION,
                    Verdict.VOID: PURPLE}
-# A layer: its name in the legend, its colour and its bar pattern.
-LAYERS = {Outcome.FRAMEWORK_RUNTIME: ("framework crashed", VERMILLION, "/"),
-          Outcome.AGENT: ("agent answered wrongly", ORANGE, "."),
+# A layer: its name in the legend, its colour and its bar pattern. The name says whose failure
+# it is (docs/causes.md's rule), never how it happened: the cause's label says that.
+LAYERS = {Outcome.FRAMEWORK_RUNTIME: ("framework runtime", VERMILLION, "/"),
+          Outcome.AGENT: ("agent: model or agent code", ORANGE, "."),
           Outcome.LANE_INFRA: ("void (lane or harness)", PURPLE, "x")}
 # The divergence tree's pass share: vermillion (none passed) to sky blue (all passed), both
 # light enough for black text to read on them.

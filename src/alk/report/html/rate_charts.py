@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
+from alk.causes.labels import label as happened
 from alk.records import Outcome
 from alk.report.html.figure import (
     BLACK,
@@ -154,21 +155,23 @@ def pass_k_chart(go: Any, rows: Sequence[Row], documents: Sequence[RunDocument])
 
 
 def failures_chart(go: Any, rows: Sequence[Row], hidden: int) -> Chart | None:
-    # (layer, cause) -> counts per row; the repeats hold what the statistics count apart.
-    counts: dict[tuple[Outcome, str], list[int]] = {}
+    # (layer, what happened, cause) -> counts per row; the repeats hold what the statistics
+    # count apart. What happened is the cause's label, and for a fault not recovered from how
+    # the run then ended (an error stop reason is not a crash).
+    counts: dict[tuple[Outcome, str, str], list[int]] = {}
     for index, row in enumerate(rows):
         for repeat in row.scenario.repeats:
             if repeat.outcome is not Outcome.PASS:
-                key = (repeat.outcome, repeat.cause)
+                key = (repeat.outcome, happened(repeat.cause, repeat.detail), repeat.cause)
                 counts.setdefault(key, [0] * len(rows))[index] += 1
     if not counts:
         return None
     order = {layer: i for i, layer in enumerate(LAYERS)}
     traces = []
-    for (layer, cause), per_row in sorted(counts.items(), key=lambda kv: (order[kv[0][0]],
-                                                                          -sum(kv[1]), kv[0][1])):
+    for (layer, what, cause), per_row in sorted(
+            counts.items(), key=lambda kv: (order[kv[0][0]], -sum(kv[1]), kv[0][1:])):
         name, colour, pattern = LAYERS[layer]
-        cause_label = label(cause)
+        cause_label = label(what)
         traces.append(go.Bar(
             orientation="h", y=[row.name for row in rows], x=[n or None for n in per_row],
             name=cause_label, legendgroup=layer.value,
@@ -179,12 +182,12 @@ def failures_chart(go: Any, rows: Sequence[Row], hidden: int) -> Chart | None:
                     "line": {"color": "#FFFFFF", "width": 1.5}},
             text=[cause_label if n else "" for n in per_row], textposition="inside",
             insidetextanchor="middle", textfont={"color": BLACK},
-            customdata=[[name, cause_label]] * len(rows),
-            hovertemplate=("%{y}: %{x} repeat(s), %{customdata[0]}: %{customdata[1]}"
-                           "<extra></extra>")))
+            customdata=[[name, cause_label, label(cause)]] * len(rows),
+            hovertemplate=("%{y}: %{x} repeat(s), %{customdata[0]}: %{customdata[1]} "
+                           "(%{customdata[2]})<extra></extra>")))
     failed = sum(sum(v) for v in counts.values())
     # The legend below the bars: a column per layer, its title over its causes.
-    per_layer = Counter(layer for layer, _ in counts)
+    per_layer = Counter(layer for layer, *_ in counts)
     legend_px = 22 * (1 + max(per_layer.values()))
     layout = base_layout(rows_height(len(rows)) + legend_px,
                          barmode="stack",
@@ -199,12 +202,14 @@ def failures_chart(go: Any, rows: Sequence[Row], hidden: int) -> Chart | None:
                          uniformtext={"minsize": 9, "mode": "hide"})
     caption = ("Each bar counts a scenario's repeats that did not pass "
                f"({failed} in all), stacked by cause; the colour and hatching tell the layer: "
-               "hatched lines for a crashed framework, dots for a wrong answer, crosses for a "
-               "void repeat." + more_note(hidden))
+               "hatched lines for the framework's runtime (a crash, or a failure after alk's "
+               "kill or fault, or on model turns alk served meaning them right), dots for the "
+               "agent (the model's or the agent code's choice), crosses for a void repeat; "
+               "each bar says what happened, its cause code on hover." + more_note(hidden))
     return Chart("chart-failures", "Failures by layer and cause", caption,
                  figure_json(go, traces, layout))
 
 
-def _most_stacked(counts: dict[tuple[Outcome, str], list[int]]) -> int:
+def _most_stacked(counts: dict[tuple[Outcome, str, str], list[int]]) -> int:
     """The longest stacked bar: the most repeats of one scenario that did not pass."""
     return max(sum(column) for column in zip(*counts.values()))

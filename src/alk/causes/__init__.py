@@ -1,7 +1,8 @@
 """The stable vocabulary of cause codes: every repeat carries exactly one.
 
 Codes are part of the result format (`alk.result/2`): never rename one, only add. The table in
-`docs/causes.md` is generated from `CATALOGUE` (a test keeps them equal).
+`docs/causes.md` is generated from `CATALOGUE` (a test keeps them equal); `alk.causes.labels`
+says in a few words what each one means happened, for charts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class Cause(StrEnum):
     KILL_NOT_FIRED = "kill_not_fired"
     ISOLATION_UNAVAILABLE = "isolation_unavailable"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
-    # framework_runtime: the framework crashed, hung or broke the protocol
+    # framework_runtime: the framework crashed, hung, broke the protocol or did not recover
+    # from what alk did to it
     TIMEOUT = "timeout"
     KILLED_BY_SIGNAL = "killed_by_signal"
     NONZERO_EXIT = "nonzero_exit"
@@ -49,7 +51,14 @@ class Cause(StrEnum):
     FAULT_UNRECOVERED = "fault_unrecovered"
     UPSTREAM_REFUSED = "upstream_refused"
     REPLAY_MISMATCH = "replay_mismatch"
-    # agent: the run finished, the harness's own check of the result failed
+    # framework_runtime too: a check failed where the agent had no choice to make (rule 13)
+    EFFECT_REPEATED = "effect_repeated"
+    STATE_LOST = "state_lost"
+    FAULT_MISHANDLED = "fault_mishandled"
+    ANSWER_DROPPED = "answer_dropped"
+    SCRIPT_NOT_FOLLOWED = "script_not_followed"
+    # agent: the model's or the agent code's choice (a live model, a worker's own model, the
+    # lane's mistake alternative), and the harness's own check of the result failed
     WRONG_STOP_REASON = "wrong_stop_reason"
     WRONG_OUTPUT = "wrong_output"
     WRONG_END_STATE = "wrong_end_state"
@@ -283,6 +292,53 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "If the framework's requests changed on purpose (a new version, a new prompt), record "
         "the cassette again (`mode = \"proxy\"`, `record = ...`); else find what varies.",
     ),
+    Cause.EFFECT_REPEATED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "alk killed the worker (the scenario's `kill_at`) and resumed it in the same "
+        "workspace, and a check that counts effects came out above what the scenario expects "
+        "(a file's `json_length`, a tool's `tool_calls`): the resumed run did again what the "
+        "killed one had done. The kill was alk's; not recovering from it is the framework's. "
+        "A scored failure, never void.",
+        "Give the effect an idempotency key, or checkpoint after it (durably, before the "
+        "next step): the detail names the check, the transcript's restart event the resume.",
+    ),
+    Cause.STATE_LOST: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "alk killed the worker (the scenario's `kill_at`) and resumed it, and the resumed "
+        "run then failed another check (an effect missing, a wrong answer or end state): what "
+        "the killed attempt had done or decided did not reach the resumed one. A scored "
+        "failure, never void.",
+        "Read the attempts in the transcript (a harness restart event splits them): what did "
+        "the resumed attempt load, and where did it start again?",
+    ),
+    Cause.FAULT_MISHANDLED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "alk's gateway injected a declared wire fault, the framework went on past it (a "
+        "later model call was answered in full), and a check then failed: what it did with "
+        "the faulted answer (a tool run with arguments that did not parse, a call made "
+        "twice) is the finding. A scored failure, never void.",
+        "The transcript's model/call events show the faulted answer and what came next; the "
+        "tool channel shows what was run on it.",
+    ),
+    Cause.ANSWER_DROPPED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "alk served the model from the script (or a cassette), the last answer the "
+        "framework got proposed a tool call, and the run ended there, never back at the "
+        "model: the framework dropped the call (an unparsable tool call taken for an empty "
+        "answer, a proposed call it did not run or did not report back), and a check failed. "
+        "A scored failure, never void.",
+        "Find where the framework parses the model's tool calls: an invalid one should go "
+        "back to the model as an error, not end the run.",
+    ),
+    Cause.SCRIPT_NOT_FOLLOWED: CauseInfo(
+        Outcome.FRAMEWORK_RUNTIME,
+        "alk served the model from the script (or a cassette), no served turn was one the "
+        "lane marks as the model's mistake, no fault or kill explains it, and a check of the "
+        "result failed: the framework was given right answers and did not carry them out. "
+        "A scored failure, never void.",
+        "Compare the transcript's model/call events (what the model said) with its tool "
+        "events and result (what the framework did); the detail names the failed checks.",
+    ),
     Cause.WRONG_STOP_REASON: CauseInfo(
         Outcome.AGENT,
         "The result's `stop_reason` is not the expected one.",
@@ -311,7 +367,9 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     Cause.SCRIPT_NOT_CONSUMED: CauseInfo(
         Outcome.AGENT,
         "The scenario expects every scripted model turn to be used (`script_consumed`), and "
-        "the framework stopped early or asked for more.",
+        "fewer or more were: the agent's when the worker plays the script itself (the turns "
+        "it reported) or the lane's mistake was served; under alk's gateway otherwise, "
+        "`script_not_followed`.",
         "Compare the model/turn events in the transcript with the scenario's `script`.",
     ),
     Cause.WRONG_MODEL_CALLS: CauseInfo(
