@@ -129,15 +129,7 @@ def _resume_run(run_id: str, setup: RunSetup) -> RunResult:
         if start.rerun_of:
             raise ResumeError(f"run {run_id} is a rerun of one repeat: run it again with "
                               f"`alk rerun {start.rerun_of}`")
-        lane = load_lane(start.lane_path)
-        if lane.sha256 != start.lane_sha256:
-            raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began "
-                              "(its sha256 differs); resuming would mix two lanes in one "
-                              "result: start a new run, or restore the file")
-        if lane.model is not None and lane.model.record is not None:
-            raise ResumeError(f"{lane.path}: model.record: run {run_id} was recording a "
-                              "cassette, which a resumed run would replace with its own part "
-                              "alone; start a new run to record one whole")
+        lane = recorded_lane(run_id, start, "resuming it")
         options = start.options
         plan = _plan(lane, run_id, options)
         started_at = datetime.fromisoformat(start.started_at)
@@ -148,6 +140,27 @@ def _resume_run(run_id: str, setup: RunSetup) -> RunResult:
         return _run_plan(plan, journal, options, setup, started_at=started_at,
                          done=past.repeats, identity=past.identity, resumed=past.resumed,
                          resumed_at=datetime.now(timezone.utc))
+
+
+def recorded_lane(run_id: str, start: RunStart, doing: str) -> Lane:
+    """The lane file a run recorded, loaded again for `doing` ("resuming it", "more repeats"):
+    it must be byte for byte the file the run ran (sha256), else its new repeats would be of
+    another lane, and not one recording a cassette, which they would replace with their part."""
+    try:
+        lane = load_lane(Path(start.lane_path))
+    except LaneError as exc:
+        raise ResumeError(f"run {run_id}: its lane file, as the run recorded it "
+                          f"({start.lane_path}), cannot be loaded: {exc}; restore it there"
+                          ) from None
+    if lane.sha256 != start.lane_sha256:
+        raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began (its "
+                          f"sha256 differs); {doing} would mix two lanes in one result: "
+                          "restore the file, or start a new run")
+    if lane.model is not None and lane.model.record is not None:
+        raise ResumeError(f"{lane.path}: model.record: run {run_id} recorded a cassette, which "
+                          f"{doing} would replace with its own part alone; start a new run to "
+                          "record one whole")
+    return lane
 
 
 def rerun(run_id: str, scenario: str, repeat: int, setup: RunSetup = RunSetup(), *,

@@ -16,15 +16,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from pathlib import Path
 
 from alk.api.read import read_run
-from alk.api.run import RunResult, _plan, _run_plan
+from alk.api.run import RunResult, _plan, _run_plan, recorded_lane
 from alk.api.setup import RunSetup
 from alk.cleanup import remove_left_folders
 from alk.compare import Change, Comparison, compare_runs, with_sequence
-from alk.errors import LaneError, ResumeError, UsageError
-from alk.lane.load import load_lane
+from alk.errors import ResumeError, UsageError
 from alk.layout import journal_path
 from alk.result.document import RunDocument
 from alk.result.journal import JournalWriter, read_journal
@@ -52,20 +50,7 @@ def extend_run(run_id: str, targets: Mapping[str, int], setup: RunSetup = RunSet
             kind = "a rerun of one repeat" if start.rerun_of else "an adaptive run"
             raise ResumeError(f"run {run_id} is {kind}: only a run of fixed repeats can be "
                               "extended; compare two runs made with `alk run -n N`")
-        try:
-            lane = load_lane(Path(start.lane_path))
-        except LaneError as exc:
-            raise ResumeError(f"run {run_id} cannot be extended: its lane file, as the run "
-                              f"recorded it ({start.lane_path}), cannot be loaded: {exc}; "
-                              "restore it there") from None
-        if lane.sha256 != start.lane_sha256:
-            raise ResumeError(f"{start.lane_path}: the lane file changed since run {run_id} "
-                              "ran (its sha256 differs); more repeats would mix two lanes in "
-                              "one result: restore the file, or compare new runs")
-        if lane.model is not None and lane.model.record is not None:
-            raise ResumeError(f"{start.lane_path}: model.record: run {run_id} recorded a "
-                              "cassette, which more repeats would replace with their part "
-                              "alone")
+        lane = recorded_lane(run_id, start, "more repeats")
         unknown = sorted(set(targets) - set(start.options.scenarios))
         if unknown:
             raise UsageError(f"run {run_id} ran no scenario {', '.join(unknown)}")

@@ -169,7 +169,7 @@ def test_a_changed_lane_file_is_refused_and_the_run_left_as_it_was(root):
         resume(root, run_id, runner)
     assert str(caught.value).startswith(f"{path.resolve()}: the lane file changed since run "
                                         f"{run_id} began")
-    assert "start a new run, or restore the file" in str(caught.value)
+    assert "restore the file, or start a new run" in str(caught.value)
     assert runner.requests == [] and files_of(root, run_id) == before
     write(root, lane_text())  # restored, it resumes
     assert resume(root, run_id, runner).document.status == "complete"
