@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate bench-reports \
+.PHONY: demo test test-fast browser bench bench-overhead bench-startup bench-gateway bench-scale bench-aggregate bench-reports bench-gate bench-coverage \
         mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
@@ -73,6 +73,16 @@ bench-aggregate: $(VENV)/.installed
 # (exit 1 over 1 s); then the page with one 64 MiB transcript.
 bench-reports: $(VENV)/.installed
 	$(BIN)/python benchmarks/reports.py
+
+# alk compare's gates side by side (today's rule, the fixed gate, --until-decided): false
+# regressions and power over designs of 1 and 14 scenarios (about 80 s; docs/compare.md).
+bench-gate: $(VENV)/.installed
+	$(BIN)/python benchmarks/gate.py --runs 2000
+
+# How often each 95% interval holds the truth, beside its nominal level (about a minute;
+# docs/statistics.md and the README quote it).
+bench-coverage: $(VENV)/.installed
+	$(BIN)/python benchmarks/coverage.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
