@@ -111,8 +111,8 @@ def clustered_interval(passed: int, scored: int, icc: Icc) -> Estimate | None:
     scored scenarios.
 
     The plug-in ICC underestimates the design effect with few scenarios (median 0.64–0.95 of
-    the true one with 3–5), which left the plain Kish interval covering 81–97%; the upper
-    bound and t together give 93–99.7% in the same designs (`benchmarks/coverage.py`)."""
+    the true one with 3–5), which left the plain Kish interval covering 83–95%; the upper
+    bound and t together give 94.7–100% in the same designs (`benchmarks/coverage.py`)."""
     if scored == 0 or icc.effective_n is None or icc.groups < 2:
         return None
     t = math.sqrt(f_quantile(0.95, 1.0, icc.groups - 1.0))  # t² on ν df is F(1, ν)
