@@ -116,10 +116,17 @@ def scan(pattern):
     key = os.environ.get("OPENAI_API_KEY", "").encode()
     if wanted.search("\0".join(f"{k}={v}" for k, v in os.environ.items()).encode()):
         found.append("environment")
+    # Python installations (this one, and any virtual environment) are left out: they hold no
+    # key, and when the checkout lies under /tmp the sandbox shows its environments there,
+    # gigabytes of them, more than a repeat's timeout to read.
+    installed = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)})
     for top in (os.getcwd(), "/tmp", "/proc/self", "/proc/1"):
-        for folder, _, names in os.walk(top):
+        for folder, subfolders, names in os.walk(top):
             if folder.startswith("/proc/") and folder.count("/") > 3:
                 continue
+            subfolders[:] = [d for d in subfolders if not (
+                os.path.realpath(os.path.join(folder, d)) + os.sep).startswith(installed)
+                and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg"))]
             for name in names:
                 try:
                     with open(os.path.join(folder, name), "rb") as handle:
