@@ -213,13 +213,21 @@ def stopping_points(p: float, sampled: bool) -> dict[tuple[int, int], float]:
 
 def adaptive(draws: int, rng: np.random.Generator) -> None:
     from alk.estimate import clopper_pearson_interval
+    from alk.result.options import CI_WIDTH, MAX_REPEATS, ROUND_SIZE
+    from alk.stats.stopped_interval import StopRule, stopped_interval
+
+    rule = StopRule(ROUND_SIZE, CI_WIDTH, MAX_REPEATS)
 
     print("\n## adaptive runs (--repeats auto, defaults): exact over the stopping points")
     print(f"{'interval, scenario':44} {'min cover':>9} {'at p':>6} {'mean':>6} {'max bias':>9}")
     grid = np.round(np.arange(0.001, 1.0, 0.001), 3)
     for sampled in (False, True):
-        for name, interval in (("Wilson", wilson_interval),
-                               ("Clopper–Pearson (alk)", clopper_pearson_interval)):
+        intervals = [("Wilson", wilson_interval), (
+            "Clopper–Pearson" + ("" if sampled else " (alk)"), clopper_pearson_interval)]
+        if sampled:  # what alk gives a sampled scenario: exact over its rule's stopping points
+            intervals.append(("exact, stopping points (alk)",
+                              lambda x, n: stopped_interval(x, n, rule)))
+        for name, interval in intervals:
             cover, bias = [], []
             for p in grid:
                 points = stopping_points(float(p), sampled)

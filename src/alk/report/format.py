@@ -16,8 +16,9 @@ PASS_HAT_K = 5
 
 # What the report says under an adaptive run's table.
 ADAPTIVE_NOTE = ("adaptive repeats: each scenario stopped once its verdict looked settled; its "
-                 "interval is Clopper–Pearson's (at least 97% for a scripted scenario, 93.6% "
-                 "for a sampled one) and its rate is biased low, by up to 5 points")
+                 "interval is Clopper–Pearson's for a scripted scenario (at least 97%) and exact "
+                 "over the stop rule's stopping points for a sampled one (at least 95%); its "
+                 "rate is biased low, by up to 5 points")
 
 
 def share(value: float) -> str:

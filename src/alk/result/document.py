@@ -28,6 +28,7 @@ from alk.result.options import Adaptive, StopReason
 from alk.result.rule import PassRule
 from alk.stats.records import LaneStats, ScenarioStats
 from alk.stats.robustness import fault_twins
+from alk.stats.stopped_interval import StopRule
 from alk.stats.summary import summarize_lane, summarize_scenarios
 
 SCHEMA = "alk.result/2"
@@ -231,9 +232,13 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
     # The scenarios the lane injures, each with its unfaulted twin: fault robustness pairs them.
     faulted = fault_twins(plan.scenarios)
     # An adaptive run's stop rule leaves Wilson's interval short of 95%: Clopper–Pearson's.
+    # A sampled one's (stopped by the width rule or the maximum): exact over its stopping points.
     exact = set(by_scenario) if adaptive is not None else ()
+    stopped_rule = {} if adaptive is None else {
+        scenario.id: StopRule(adaptive.round_size, adaptive.ci_width, adaptive.max_repeats)
+        for scenario in plan.scenarios if scenario.sampled}
     stats = summarize_scenarios(by_scenario, requested, faulted=faulted, exact=exact,
-                                seed=plan.seed)
+                                stopped=stopped_rule, seed=plan.seed)
     scenarios = tuple(_scenario(scenario, by_scenario[scenario.id], one, stopped.get(scenario.id))
                       for scenario, one in zip(plan.scenarios, stats))
     return RunDocument(

@@ -178,7 +178,8 @@ class ScenarioStats:
     # A faulted scenario's unfaulted twin (`alk.stats.robustness.fault_twins`); None for the
     # others, and in result.json files written before pairing.
     baseline: str | None = None
-    # How `ci` was made: "wilson", or "clopper-pearson" for an adaptive run's scenarios.
+    # How `ci` was made: "wilson", or for an adaptive run's scenarios "clopper-pearson" (scripted)
+    # or "exact-stopped" (sampled: alk.stats.stopped_interval).
     ci_method: str = "wilson"
 
     @property

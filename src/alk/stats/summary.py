@@ -59,6 +59,7 @@ from alk.stats.records import (
     TrajectoryStats,
 )
 from alk.stats.robustness import paired_fault_robustness
+from alk.stats.stopped_interval import StopRule, stopped_interval
 from alk.stats.trajectories import sequence_consistencies, tool_use_consistencies
 
 _SIGNATURES_SHOWN = 5
@@ -172,6 +173,7 @@ def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]],
                         requested: int | Mapping[str, int], *,
                         faulted: Collection[str] | Mapping[str, str | None] = (),
                         exact: Collection[str] = (),
+                        stopped: Mapping[str, StopRule] | None = None,
                         seed: int = 0) -> tuple[ScenarioStats, ...]:
     """`summarize_scenario` of every scenario of a lane (scenario id → its repeats), in the
     mapping's order, at once: the consistency metrics then compare what scenarios share once,
@@ -180,12 +182,16 @@ def summarize_scenarios(repeats: Mapping[str, Sequence[RepeatResult]],
     the scenarios the lane injures, or each of them → its unfaulted twin or None
     (`alk.stats.robustness.fault_twins`), which fault robustness pairs it with. `exact`: the
     scenarios whose pass rate gets Clopper–Pearson's interval, not Wilson's: an adaptive run's,
-    whose stop rule makes Wilson's cover as little as 81% (docs/statistics.md)."""
+    whose stop rule makes Wilson's cover as little as 81% (docs/statistics.md). `stopped`: the
+    sampled scenarios of an adaptive run, each → its stop rule: their interval is exact over
+    the rule's stopping points (`alk.stats.stopped_interval`), which Clopper–Pearson's is not
+    (93.6% at worst); it takes precedence over `exact`."""
+    rules = stopped or {}
     tallied = [_tallied(sid, rs) for sid, rs in repeats.items()]
     agreement = _consistencies(tallied, seed)
     asked = (lambda sid: requested) if isinstance(requested, int) else requested.__getitem__
     return tuple(_scenario(sid, rs, asked(sid), sid in faulted, tally, consistency,
-                           _twin(faulted, sid), sid in exact)
+                           _twin(faulted, sid), sid in exact, rules.get(sid))
                  for (sid, rs), tally, consistency in zip(repeats.items(), tallied, agreement))
 
 
@@ -211,7 +217,7 @@ def _tallied(scenario_id: str, repeats: Sequence[RepeatResult]
 def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int, faulted: bool,
               tally: tuple[dict[Outcome, int], dict[str, int], list[RepeatResult]],
               consistency: Consistency, baseline: str | None = None,
-              exact: bool = False) -> ScenarioStats:
+              exact: bool = False, rule: StopRule | None = None) -> ScenarioStats:
     outcomes, causes, scored = tally
     n = len(scored)
     c = outcomes.get(_PASS, 0)
@@ -222,9 +228,9 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         verdict=_verdict(n, c),
         counts=counts,
         pass_rate=None if rate is None else rate.value,
-        ci=None if rate is None else (clopper_pearson_interval(c, n) if exact
-                                      else (rate.low, rate.high)),
-        ci_method="clopper-pearson" if exact else "wilson",
+        ci=None if rate is None else _interval(rate, c, n, counts.void, exact, rule),
+        ci_method=("exact-stopped" if rule is not None
+                   else "clopper-pearson" if exact else "wilson"),
         void_rate=_wilson(counts.void, counts.completed),
         curve=curve,
         repeats_needed=needed,
@@ -237,6 +243,13 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         paths=_event_paths(scored),
         baseline=baseline,
     )
+
+
+def _interval(rate: Estimate, passed: int, scored: int, void: int, exact: bool,
+              rule: StopRule | None) -> tuple[float, float]:
+    if rule is not None:
+        return stopped_interval(passed, scored, rule, void)
+    return clopper_pearson_interval(passed, scored) if exact else (rate.low, rate.high)
 
 
 # Looked up once: summarize_scenario runs once a scenario, 10,000 times for 10,000 scenarios.
