@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE
-from alk.compare import Change, Comparison, RunSide, ScenarioComparison, Side
+from alk.compare import Change, Comparison, Looks, RunSide, ScenarioComparison, Side
 from alk.estimate import Estimate
 from alk.records import Outcome
 from alk.stats.sequential import Ledger
@@ -34,7 +35,7 @@ ARROW = " → "
 
 def compare_view(comparison: Comparison) -> RenderableType:
     """The whole comparison, designed for 80 columns."""
-    parts: list[RenderableType] = [_header(comparison), _table(comparison)]
+    parts: list[RenderableType] = [_header(comparison), _FittedTable(comparison)]
     if comparison.sequence is not None:
         parts.append(_looks(comparison))
     if comparison.lane is not None:
@@ -45,7 +46,9 @@ def compare_view(comparison: Comparison) -> RenderableType:
                               for i, note in enumerate(comparison.notes)],
                              label_style="bold yellow", value_style="yellow"))
     for group in _alike([s for s in comparison.scenarios if s.change is not Change.UNCHANGED]):
-        parts.extend((Text(), _details(group[0]) if len(group) == 1 else _alike_details(group)))
+        looks = comparison.sequence
+        parts.extend((Text(), _details(group[0], looks) if len(group) == 1
+                      else _alike_details(group, looks)))
     return Group(*parts)
 
 
@@ -80,13 +83,13 @@ def _alike(scenarios: list[ScenarioComparison]) -> list[list[ScenarioComparison]
     return groups
 
 
-def _alike_details(group: list[ScenarioComparison]) -> RenderableType:
+def _alike_details(group: list[ScenarioComparison], looks: Looks | None) -> RenderableType:
     first = group[0]
     names = Text(", ").join(cell(s.id, "bold") for s in group)
     title = names.append(f" ({len(group)} scenarios, {first.a.passed}/{first.a.scored} in both "
                          "runs): ").append_text(verdict(first.change))
     title.append(" · ").append_text(cell(first.reason))
-    rows = [("test", _test(first)), ("repeats", _repeats(first)),
+    rows = [("test", _test(first, looks)), ("repeats", _repeats(first)),
             ("failures", _failures(first.a, first.b))]
     return Group(title, hanging([(Text(label, style="dim"), value)
                                  for label, value in rows if value is not None],
@@ -122,11 +125,28 @@ def _run_line(side: RunSide) -> Text:
     return text
 
 
-def _table(comparison: Comparison) -> Table:
+class _FittedTable:
+    """The table, with each run's rate and counts; where that is wider than the terminal
+    (three-digit counts and a long id at 80 columns), the counts alone: rich would otherwise
+    crop the last column, the verdict, mid-word."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        self.comparison = comparison
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = _table(self.comparison)
+        # Measured unbounded: a measurement within the options is clamped to their width.
+        wanted = Measurement.get(console, options.update_width(10 * options.max_width), table)
+        if wanted.maximum > options.max_width:
+            table = _table(self.comparison, rates=False)
+        yield table
+
+
+def _table(comparison: Comparison, *, rates: bool = True) -> Table:
     # The pooled row is the footer, under a rule. Its p is Fisher's on the pooled counts, not
     # adjusted (one test), and it carries no verdict: the scenarios' verdicts decide (header).
-    pooled = (Text("pooled", style="bold"), _rate(comparison.pooled_a),
-              _rate(comparison.pooled_b), _difference(comparison.pooled_difference),
+    pooled = (Text("pooled", style="bold"), _rate(comparison.pooled_a, rates),
+              _rate(comparison.pooled_b, rates), _difference(comparison.pooled_difference),
               _p(comparison.pooled_p), Text(""))
     # No padding: the box's column divider is the one space between columns, which 80
     # columns need for an 18-letter id beside the numbers.
@@ -140,7 +160,8 @@ def _table(comparison: Comparison) -> Table:
         table.add_column(header, footer=footer, justify="right" if right else "left",
                          no_wrap=True, min_width=widest if header == "scenario" else None)
     for scenario in comparison.scenarios:
-        table.add_row(cell(scenario.id, "bold"), _rate(scenario.a), _rate(scenario.b),
+        table.add_row(cell(scenario.id, "bold"), _rate(scenario.a, rates),
+                      _rate(scenario.b, rates),
                       _difference(scenario.difference), _p(_directed_p(scenario)),
                       verdict(scenario.change))
     return table
@@ -211,11 +232,11 @@ def _legend(comparison: Comparison) -> Text:
         "the test misses more than 20% of the time", style="dim")
 
 
-def _details(scenario: ScenarioComparison) -> RenderableType:
+def _details(scenario: ScenarioComparison, looks: Looks | None) -> RenderableType:
     """Why a scenario got its verdict, and what changed in it."""
     title = cell(scenario.id, "bold").append(": ").append_text(verdict(scenario.change))
     title.append(" · ").append_text(cell(scenario.reason))
-    rows = [("test", _test(scenario)), ("repeats", _repeats(scenario)),
+    rows = [("test", _test(scenario, looks)), ("repeats", _repeats(scenario)),
             ("failures", _failures(scenario.a, scenario.b)),
             ("void", _void(scenario.a, scenario.b)),
             ("tool paths", _paths(scenario)),
@@ -225,13 +246,18 @@ def _details(scenario: ScenarioComparison) -> RenderableType:
                                 label_width=11))
 
 
-def _test(scenario: ScenarioComparison) -> Text | None:
+def _test(scenario: ScenarioComparison, looks: Looks | None = None) -> Text | None:
     if scenario.difference is None or scenario.change in (Change.REGRESSED, Change.IMPROVED):
         return None  # the reason has said it
     better = scenario.difference.value > 0
     p, level = ((scenario.p_better, scenario.level_better) if better
                 else (scenario.p, scenario.level))
     way = "better" if better else "worse"
+    if looks is not None and looks.boundaries:
+        # The sequential gate holds every scenario to its share of each look's α: Holm–Tarone's
+        # count is not part of it (alk.stats.sequential says why).
+        return cell(f"one-sided p {_p(p).plain} (B {way}) at the last look, needs <= "
+                    f"{_level(looks.boundaries[-1])} there, its share of that look's α")
     if level is None:
         return cell(f"one-sided p {_p(p).plain} (B {way}); counts like these cannot reach "
                     "significance, so this test spent no α (Holm–Tarone)")
@@ -308,10 +334,10 @@ def _duration(scenario: ScenarioComparison) -> Text | None:
                 f"[{low}, {high}] (bootstrap)")
 
 
-def _rate(side: Side) -> Text:
+def _rate(side: Side, rate: bool = True) -> Text:
     if not side.scored:
         return Text("void", style=STYLES[Outcome.LANE_INFRA])
-    text = Text(f"{_percent(side.rate)} {side.passed}/{side.scored}")
+    text = Text(f"{_percent(side.rate) + ' ' if rate else ''}{side.passed}/{side.scored}")
     if side.void:
         text.append(f"\nvoid {_percent(side.void_rate)}", style=STYLES[Outcome.LANE_INFRA])
     return text

@@ -77,6 +77,27 @@ def test_no_scenario_id_or_number_is_split(width: int, tmp_path: Path,
     assert not any("…" in line for line in lines)  # nothing cut short either
 
 
+def test_three_digit_counts_beside_a_long_id_keep_the_verdict_whole(tmp_path: Path,
+                                                                   private_temp: None) -> None:
+    # The reference lane's five scenarios at 30 repeats a run, as --until-decided leaves them:
+    # the pooled row's three-digit counts and an 18-letter id make the table with each rate
+    # and its counts wider than 80 columns, where rich would crop the verdict mid-word; the
+    # counts alone are shown instead, and every number and verdict stays whole.
+    ids = ("nominal", "deny-tenant", "deny-egress", "budget-exhausted", "crash-after-effect")
+    a, b = (documents.made(tmp_path / side, documents.observation(0.3), repeats=30,
+                           **{sid: documents.passing(30) for sid in ids}) for side in "ab")
+    made = compare_runs(a, dataclasses.replace(b, run_id="20261130-093000-cd34e5"))
+    narrow, wide = plain(made, 80).splitlines(), plain(made, 120).splitlines()
+    assert not any("…" in line for line in narrow)
+    row = next(line for line in narrow if line.startswith("crash-after-effect "))
+    assert row.split() == ["crash-after-effect", "30/30", "30/30", "0", "[−11,", "+11]",
+                           "1.00", "?", "inconclusive"]
+    assert next(line for line in narrow if line.startswith("pooled ")).split()[1:3] == [
+        "150/150", "150/150"]
+    row = next(line for line in wide if line.startswith("crash-after-effect "))
+    assert row.split()[1:5] == ["100%", "30/30", "100%", "30/30"]
+
+
 @pytest.mark.parametrize("change,mark", [(Change.REGRESSED, "▼"), (Change.IMPROVED, "▲"),
                                          (Change.UNCHANGED, "="), (Change.INCONCLUSIVE, "?")])
 def test_verdicts_read_without_colour(change: Change, mark: str) -> None:

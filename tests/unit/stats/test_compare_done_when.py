@@ -125,6 +125,10 @@ def test_until_decided_decides_it(runs) -> None:
     assert looks.alpha_spent == pytest.approx(2 * (1 - norm.cdf(norm.ppf(0.975) / math.sqrt(t))))
     text = render(compare_view(comparison), 80)
     assert f"until decided: {looks.taken} of 5 looks" in " ".join(text.split())
+    # The scenarios left undecided were held to the last look's boundary, not to a share by
+    # Holm–Tarone, which the sequential gate does not use.
+    flat = " ".join(text.split())
+    assert "at the last look, needs <= " in flat and "(Holm–Tarone)" not in flat
     page = compare_page(comparison, Path("."))
     assert f"until decided: {looks.taken} of 5 looks" in page
     assert "These decisions replace the rules above" in page
