@@ -10,6 +10,7 @@ import shlex
 from typing import Callable
 
 from alk.result.document import RerunOf
+from alk.stats.records import Icc
 
 # The k of the pass^k shown when the reader names none (`alk run --k`).
 PASS_HAT_K = 5
@@ -19,6 +20,12 @@ ADAPTIVE_NOTE = ("adaptive repeats: each scenario stopped once its verdict looke
                  "interval is Clopper–Pearson's for a scripted scenario (at least 97%) and exact "
                  "over the stop rule's stopping points for a sampled one (at least 95%); its "
                  "rate is biased low, by up to 5 points")
+
+
+def icc_mark(icc: Icc) -> str:
+    """"≈" before the ICC's interval where its record marks it approximate (pass/fail data
+    near 0 or 1, or a high ICC), else "": every report marks it the same way."""
+    return "≈" if icc.approximate else ""
 
 
 def share(value: float) -> str:

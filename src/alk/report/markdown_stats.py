@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from alk.estimate import Estimate
+from alk.report.format import icc_mark
 from alk.report.meaning import clustered_shown, consistency_shown, withheld
 from alk.result.document import RunDocument
 
@@ -39,7 +40,7 @@ def _figures(document: RunDocument) -> list[str]:
             figures.append(f"clustered pass rate {_percent(rate)}")
         icc = aggregate.icc
         if icc.value is not None:
-            interval = (f" {_approximate(icc)}[{icc.ci[0]:.2f}, {icc.ci[1]:.2f}]"
+            interval = (f" {icc_mark(icc)}[{icc.ci[0]:.2f}, {icc.ci[1]:.2f}]"
                         if icc.ci is not None else "")
             figures.append(f"ICC {icc.value:.2f}{interval}")
         if icc.design_effect is not None and icc.effective_n is not None:
@@ -59,20 +60,13 @@ def _figures(document: RunDocument) -> list[str]:
                   f"pair{'s' if len(robustness.pairs) != 1 else ''})"
                   if robustness.method == "paired" else "")
         figures.append(f"fault robustness {robustness.value:.2f} "
-                       f"{_approximate(robustness)}[{robustness.low:.2f}–{high}{paired}")
+                       f"[{robustness.low:.2f}–{high}{paired}")
     return figures
 
 
-def _approximate(record: object) -> str:
-    """"≈" before an interval its record marks approximate (where it has the flag)."""
-    return "≈" if getattr(record, "approximate", False) else ""
-
-
 def _percent(estimate: Estimate) -> str:
-    return (f"{estimate.value * 100:.1f}% {_approximate(estimate)}"
-            f"[{estimate.low * 100:.1f}–{estimate.high * 100:.1f}]")
+    return f"{estimate.value * 100:.1f}% [{estimate.low * 100:.1f}–{estimate.high * 100:.1f}]"
 
 
 def _ratio(estimate: Estimate) -> str:
-    return (f"{estimate.value:.2f} {_approximate(estimate)}"
-            f"[{estimate.low:.2f}–{estimate.high:.2f}]")
+    return f"{estimate.value:.2f} [{estimate.low:.2f}–{estimate.high:.2f}]"

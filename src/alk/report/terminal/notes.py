@@ -15,7 +15,7 @@ from rich.text import Text
 from alk.causes import CATALOGUE, Cause
 from alk.estimate import Estimate
 from alk.records import Outcome
-from alk.report.format import share
+from alk.report.format import icc_mark, share
 from alk.report.safe_text import DASH, hanging, plural
 from alk.report.terminal.cells import THIN_MARK, VOID_STYLE, Parts, is_thin
 from alk.result.document import ScenarioResult
@@ -78,7 +78,7 @@ def icc(icc: Icc) -> RenderableType:
     else:
         point = Text(_signed(icc.value), style="bold")
         if icc.ci is not None:
-            point.append(f" {approximate(icc)}[{_signed(icc.ci[0])}, {_signed(icc.ci[1])}]")
+            point.append(f" {icc_mark(icc)}[{_signed(icc.ci[0])}, {_signed(icc.ci[1])}]")
     sizes = Text(plural(icc.groups, "scenario"), style="dim")
     if icc.cluster_size is not None:
         sizes.append(f", cluster size {icc.cluster_size:.1f}")
@@ -167,12 +167,6 @@ def _figure(name: str, estimate: Estimate, approximate: bool = False) -> Text:
     return Text.assemble(f"{name} ", (f"{estimate.value:.2f}", "bold"),
                          f" [{estimate.low:.2f}–{estimate.high:.2f}]",
                          (" approx." if approximate else "", "dim"))
-
-
-def approximate(record: object) -> str:
-    """"≈" before an interval its statistics record marks approximate (an `approximate` flag,
-    where the record has one), else "": the report shows what the record holds."""
-    return "≈" if getattr(record, "approximate", False) is True else ""
 
 
 def fault_robustness(robustness: FaultRobustness | None) -> Text | None:
