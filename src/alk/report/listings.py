@@ -88,7 +88,8 @@ _SECTIONS = ((Outcome.PASS, "pass"), (Outcome.LANE_INFRA, "lane_infra: the repea
              (Outcome.AGENT, "agent: a check failed on the model's or agent code's choice"))
 
 
-_LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}
+_LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "finding": ("◆", "magenta"),
+                "fail": ("✗", "bold red")}
 
 
 def findings_view(findings: Sequence[Any]) -> RenderableType:
@@ -106,13 +107,18 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
         if body:
             lines.append(Padding(body, (0, 0, 0, 4)))
     failed = sum(1 for f in findings if not f.ok)
+    found = sum(1 for f in findings if str(f.level) == "finding")
     warned = sum(1 for f in findings if str(f.level) == "warn")
-    verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
-               else Text(f"{plural(failed, 'problem')} to fix", style="bold red"))
+    verdict = [Text("the worker speaks protocol v1", style="bold green") if not failed
+               else Text(f"{plural(failed, 'problem')} to fix in the worker (✗)",
+                         style="bold red")]
+    # Whose each is, said once: a finding is the framework's, and fails no check.
+    if found:
+        verdict.append(Text(f"{plural(found, 'finding')} about the framework (◆), not the "
+                            "worker's to fix", style="magenta"))
     if warned:
-        verdict.append(f" ({plural(warned, 'warning')}, marked !, worth a look)",
-                       style="yellow")
-    return Group(*lines, Text(), verdict)
+        verdict.append(Text(f"{plural(warned, 'warning')} (!), worth a look", style="yellow"))
+    return Group(*lines, Text(), *verdict)
 
 
 def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
