@@ -1,7 +1,8 @@
 """What to do about a failure, fitted to the fault it followed: a tool that raised calls for
 other advice than a 429 on the wire. Read from the detail alk's attribution wrote, whose
 opening (before "; then ", where the failure that followed is told in its own words, the
-worker's among them) names each fault in the words below.
+worker's among them) names each fault in the words below. A kill has causes of its own
+(effect_repeated, state_lost), and their own advice.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ def advice(cause: str, detail: str = "") -> str:
     by_site = _BY_SITE.get(known, {})
     fitted = [by_site[site] for site in fault_sites(detail) if site in by_site]
     return " ".join(fitted) or CATALOGUE[known].action
+
+
+def by_site(cause: str) -> tuple[tuple[FaultSite, str], ...]:
+    """The advice a cause gives for each place a fault was injected; () for most causes."""
+    try:
+        return tuple(_BY_SITE.get(Cause(cause), {}).items())
+    except ValueError:
+        return ()
 
 
 def fault_sites(detail: str) -> tuple[FaultSite, ...]:

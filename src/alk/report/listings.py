@@ -10,6 +10,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from alk.causes import CATALOGUE
+from alk.causes.advice import FaultSite, by_site
 from alk.records import Lane, Outcome
 from alk.report.safe_text import cell, hanging, new_table, one_line, plural, printable, style_of
 
@@ -55,14 +56,24 @@ def causes_view() -> RenderableType:
     return Group(*blocks)
 
 
+_AFTER = {FaultSite.WIRE: "fault on the wire", FaultSite.TOOL: "fault at a tool",
+          FaultSite.MODEL: "fault at the model"}
+
+
 def cause_view(code: str) -> RenderableType | None:
-    """One cause: its outcome, what it means, what to do; None for an unknown code."""
+    """One cause: its outcome, what it means, what to do (after each kind of fault, when that
+    differs), and whether check-worker counts it against the worker; None for an unknown
+    code."""
     cause = next((c for c in CATALOGUE if c.value == code.strip()), None)
     if cause is None:
         return None
     info = CATALOGUE[cause]
-    grid = hanging([("meaning", info.meaning), ("what to do", info.action)], gap=2,
-                   label_style="dim")
+    rows = [("meaning", info.meaning), ("what to do", info.action),
+            *((_AFTER[site], said) for site, said in by_site(cause))]
+    if info.framework_finding:
+        rows.append(("check-worker", "a finding about the framework, not the worker's to fix: "
+                                     "listed, and the check still passes"))
+    grid = hanging(rows, gap=2, label_style="dim")
     return Group(Text.assemble((cause.value, "bold"), "  ", (dict(_SECTIONS)[info.outcome],
                                                             style_of(info.outcome))),
                  Padding(grid, (0, 0, 0, 2)))

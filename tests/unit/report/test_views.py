@@ -159,6 +159,7 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
     "lanes": lanes,
     "causes": causes_view,
     "cause": lambda: cause_view("timeout"),
+    "cause-fault": lambda: cause_view("fault_unrecovered"),
     "check-worker": findings,
     "runs": runs,
 }
