@@ -71,7 +71,8 @@ class Finding:
 def review(document: RunDocument, out_dir: Path) -> list[Finding]:
     """The handshake first, then each protocol violation once (a worker that breaks the
     protocol the same way in the probe and in every scenario hears it once, with where), then
-    the probe's other findings and each repeat's outcome."""
+    the probe's other findings and each repeat's outcome: a problem of the worker's (FAIL), a
+    finding about the framework (FINDING), a failed expectation (WARN) or a pass."""
     handshake = _handshake(document)
     sightings: dict[tuple[str, str, str], list[str]] = {}
     probe = _read_facts("probe", out_dir / probe_transcript(document.run_id), sightings)
