@@ -1,7 +1,10 @@
 """`alk check-worker`: turns one short run of a lane into findings a worker's author can act on.
 
 It reads the run's result document and transcripts (the harness's own record of what the worker
-did) and says, per problem, what went wrong and what to change.
+did) and says, per problem, what went wrong, whose it is and what to change: a problem of the
+worker's (its protocol lines, its adapter) is the author's to fix; a finding about the framework
+(its own handling of a fault, a kill or an answer alk served, `CauseInfo.framework_finding`) is
+what the lane measures, and is listed without failing the check.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from alk.causes import CATALOGUE, Cause
+from alk.causes.advice import advice
 from alk.errors import TranscriptError
 from alk.layout import probe_transcript
 from alk.records import Outcome, RepeatResult
@@ -41,12 +45,15 @@ VIOLATION_HINTS = {
 # A worker can break the protocol on every line: past this many in one transcript, the rest are
 # counted in one finding instead of listed.
 MAX_VIOLATION_FINDINGS = 10
+# How many failed checks a finding names.
+MAX_CHECKS_NAMED = 4
 
 
 class Level(StrEnum):
     OK = "ok"
-    WARN = "warn"
-    FAIL = "fail"
+    WARN = "warn"  # worth a look, not a protocol problem (the agent's answer differs)
+    FINDING = "finding"  # the framework's, not the worker's: a result of the check, not a fault
+    FAIL = "fail"  # a problem the worker's author must fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +71,8 @@ class Finding:
 def review(document: RunDocument, out_dir: Path) -> list[Finding]:
     """The handshake first, then each protocol violation once (a worker that breaks the
     protocol the same way in the probe and in every scenario hears it once, with where), then
-    the probe's other findings and each repeat's outcome."""
+    the probe's other findings and each repeat's outcome: a problem of the worker's (FAIL), a
+    finding about the framework (FINDING), a failed expectation (WARN) or a pass."""
     handshake = _handshake(document)
     sightings: dict[tuple[str, str, str], list[str]] = {}
     probe = _read_facts("probe", out_dir / probe_transcript(document.run_id), sightings)
@@ -84,7 +92,7 @@ def _handshake(document: RunDocument) -> Finding:
         return Finding(Level.OK, "handshake", f"framework_ready: {gate.framework} "
                        f"{gate.version} satisfies {document.lane.requirement!r}")
     cause = gate.cause or Cause.HARNESS_ERROR.value
-    return Finding(Level.FAIL, f"handshake: {cause}", gate.detail, CATALOGUE[Cause(cause)].action)
+    return Finding(Level.FAIL, f"handshake: {cause}", gate.detail, advice(cause, gate.detail))
 
 
 def _probe(facts: _Facts) -> list[Finding]:
@@ -120,6 +128,9 @@ class _Facts:
     aborted: bool = False
     killed: bool = False
     exit_code: Any = None
+    results: int = 0  # the worker's agent/result events
+    failed_checks: list[str] = field(default_factory=list)  # names, the first few
+    whole: bool = True  # read to its end: no truncated marker, no unreadable line
 
     def note(self, event: Mapping[str, Any]) -> None:
         kind, payload = event.get("type"), event.get("payload")
@@ -127,6 +138,8 @@ class _Facts:
         if event.get("source") != HARNESS:
             if kind == "framework_ready" and self.ready_paths is None:
                 self.ready_paths = bool(payload.get("package_paths"))
+            elif kind == "result" and event.get("channel") == "agent":
+                self.results += 1
         elif kind == "violation":
             if self.listed < MAX_VIOLATION_FINDINGS:
                 self.listed += 1
@@ -143,6 +156,11 @@ class _Facts:
             self.killed = True
         elif kind == "exit" and self.exit_code is None:
             self.exit_code = payload.get("exit_code")
+        elif kind == "check" and payload.get("ok") is False:
+            if len(self.failed_checks) < MAX_CHECKS_NAMED:
+                self.failed_checks.append(str(payload.get("name", "?")))
+        elif kind == "truncated":
+            self.whole = False
 
 
 def _read_facts(label: str, path: Path,
@@ -153,7 +171,7 @@ def _read_facts(label: str, path: Path,
         for event in iter_transcript(path):
             facts.note(event)
     except TranscriptError:
-        pass  # what could be read is reviewed; the run itself reports the unreadable rest
+        facts.whole = False  # what could be read is reviewed; the run reports the rest
     if facts.hidden:
         facts.overflow.append(Finding(
             Level.FAIL, f"{label}: {facts.hidden} more protocol violations",
@@ -181,11 +199,20 @@ def _repeat(scenario: str, repeat: RepeatResult, out_dir: Path,
             sightings: dict[tuple[str, str, str], list[str]]) -> list[Finding]:
     label = f"scenario {scenario}"
     outcome, cause = repeat.outcome, repeat.cause
-    findings = _read_facts(label, out_dir / repeat.transcript, sightings).overflow
-    if outcome in (Outcome.LANE_INFRA, Outcome.FRAMEWORK_RUNTIME):
-        if cause != Cause.PROTOCOL_VIOLATION:
+    facts = _read_facts(label, out_dir / repeat.transcript, sightings)
+    findings = facts.overflow
+    if cause == Cause.PROTOCOL_VIOLATION:
+        # The violations are listed on their own; what the repeat's one cause left unsaid is
+        # told here, so that the author fixes it in the same round.
+        findings += _behind_violations(label, facts)
+    elif outcome in (Outcome.LANE_INFRA, Outcome.FRAMEWORK_RUNTIME):
+        info = CATALOGUE[Cause(cause)]
+        if info.framework_finding:
+            findings.append(Finding(Level.FINDING, f"{label}: framework finding, {cause}",
+                                    repeat.detail, advice(cause, repeat.detail)))
+        else:
             findings.append(Finding(Level.FAIL, f"{label}: {outcome}/{cause}", repeat.detail,
-                                    CATALOGUE[Cause(cause)].action))
+                                    advice(cause, repeat.detail)))
     elif outcome == Outcome.AGENT:
         findings.append(Finding(Level.WARN, f"{label}: protocol ok; an expectation failed "
                                 f"({cause})", repeat.detail,
@@ -194,3 +221,22 @@ def _repeat(scenario: str, repeat: RepeatResult, out_dir: Path,
         findings.append(Finding(Level.OK, f"{label}: protocol ok, passed",
                                 f"{repeat.duration_s:.2f} s"))
     return findings
+
+
+def _behind_violations(label: str, facts: _Facts) -> list[Finding]:
+    """What a repeat whose cause is protocol_violation hid behind it: a clean exit with no
+    result (alk names the first rule that matches, and violations come first), and checks
+    that failed on the result it did send."""
+    if facts.results == 0:
+        if not facts.whole:
+            return []  # the result may be in what was not kept
+        return [Finding(Level.FAIL, f"{label}: {Outcome.FRAMEWORK_RUNTIME}/{Cause.NO_RESULT}",
+                        "the worker exited cleanly without a result event (the repeat's cause "
+                        "is the protocol violation above; this needs fixing too)",
+                        CATALOGUE[Cause.NO_RESULT].action)]
+    if facts.failed_checks:
+        return [Finding(Level.WARN, f"{label}: an expectation failed too "
+                        f"({', '.join(facts.failed_checks)})",
+                        hint="judged (the agent's or the framework's) once the protocol lines "
+                             "are fixed: run check-worker again")]
+    return []

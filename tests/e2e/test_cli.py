@@ -319,6 +319,25 @@ def test_check_worker_names_what_breaks_the_protocol(tmp_path, alk):
     assert sorted(checked) == ["deny-egress", "nominal"]
 
 
+def test_check_worker_tells_the_workers_problems_from_the_frameworks_findings(tmp_path, alk):
+    lane = LANES / "fragile.toml"
+    # The careless scenario breaks the protocol and sends no result: both are said at once,
+    # beside the framework's own failure on a raising tool, which is a finding.
+    both = alk("check-worker", "--lane", lane, cwd=tmp_path)
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert "✗ stdout line 2: not_json (scenario careless)" in both.stdout
+    assert "✗ scenario careless: framework_runtime/no_result" in both.stdout
+    assert "◆ scenario tool-raises: framework finding, fault_unrecovered" in both.stdout
+    assert "2 problems to fix in the worker" in both.stdout
+    # Without it, the worker speaks the protocol: the finding is listed and fails nothing.
+    fine = alk("check-worker", "--lane", lane, "-s", "nominal", "-s", "tool-raises",
+               cwd=tmp_path)
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+    assert "the worker speaks protocol v1" in fine.stdout
+    assert "1 finding about the framework" in fine.stdout
+    assert "tool's error back to the model" in fine.stdout and "Retry-After" not in fine.stdout
+
+
 def test_check_worker_takes_a_timeout_and_says_the_hang(tmp_path, alk):
     # The worker sleeps for ever: that check-worker returned at all is the timeout kept.
     hung = alk("check-worker", "--lane", LANES / "hangs.toml", "--timeout", "1", cwd=tmp_path)

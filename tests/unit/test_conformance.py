@@ -3,11 +3,13 @@ and only the harness's own events believed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from alk.causes import CATALOGUE, Cause
 from alk.conformance import MAX_VIOLATION_FINDINGS, Level, review
 from alk.layout import probe_transcript, repeat_transcript
 from alk.plan import build_plan
@@ -47,10 +49,12 @@ def passed(scenario: str, transcript: str) -> RepeatResult:
 
 
 def document(out: Path, *repeat_lines: bytes, others: dict[str, str] | None = None,
-             refused: Attribution | None = None) -> RunDocument:
+             refused: Attribution | None = None,
+             verdict: Attribution | None = None) -> RunDocument:
     """The record alk's builder makes of one passed repeat of scenario s, whose transcript
     holds `repeat_lines`, and of one of each scenario in `others` (id: its transcript); with
-    `refused`, of a run whose preflight refused the worker, so that no repeat ran."""
+    `refused`, of a run whose preflight refused the worker, so that no repeat ran; with
+    `verdict`, of one in which scenario s's repeat was judged so instead of passing."""
     transcripts = {"s": write(out, repeat_transcript(RUN, "s", 1), *repeat_lines),
                    **(others or {})}
     lane = Lane(name="demo", description="", framework="fw", requirement=">=1",
@@ -58,8 +62,11 @@ def document(out: Path, *repeat_lines: bytes, others: dict[str, str] | None = No
                 scenarios=tuple(Scenario(sid, "t") for sid in transcripts),
                 path=Path("lanes/demo.toml"), root=Path("."), transcript_cap_bytes=1 << 20)
     if refused is None:
-        execution = Execution(preflight=Preflight(True, "fw", "1.0"),
-                              repeats=[passed(sid, path) for sid, path in transcripts.items()])
+        repeats = [passed(sid, path) for sid, path in transcripts.items()]
+        if verdict is not None:
+            repeats[0] = dataclasses.replace(repeats[0], outcome=verdict.outcome,
+                                             cause=verdict.cause, detail=verdict.detail)
+        execution = Execution(preflight=Preflight(True, "fw", "1.0"), repeats=repeats)
     else:
         execution = Execution(preflight=Preflight(False, "fw", "0.9", refused.cause,
                                                   refused.detail), void=refused)
@@ -134,3 +141,73 @@ def test_a_refused_handshake_is_said_first_with_what_to_do(tmp_path: Path) -> No
         Level.FAIL, "handshake: version_unsupported", detail)
     assert "Install a version the lane supports" in findings[0].hint
     assert not any(f.title.startswith("scenario") for f in findings)  # nothing ran to review
+
+
+# --- whose problem it is, and every problem at once -----------------------------------------
+
+NOT_JSON = event(6, "violation", {"kind": "not_json", "line": 2, "detail": "line is not JSON"})
+CLEAN_EXIT = event(9, "exit", {"exit_code": 0})
+VIOLATED = Attribution(Outcome.FRAMEWORK_RUNTIME, "protocol_violation",
+                       "stdout line 2: not_json: line is not JSON")
+RESULT = event(8, "result", {"output": "x", "stop_reason": "accepted", "end_state": {}},
+               "worker", "agent")
+
+
+def probed(out: Path) -> None:
+    write(out, probe_transcript(RUN), ready(["/x"]), event(2, "abort", {}),
+          event(3, "exit", {"exit_code": 0}))
+
+
+def by_title(findings) -> dict[str, Level]:
+    return {f.title: f.level for f in findings}
+
+
+def test_a_protocol_violation_does_not_hide_a_missing_result(tmp_path: Path) -> None:
+    probed(tmp_path)
+    findings = review(document(tmp_path, NOT_JSON, CLEAN_EXIT, verdict=VIOLATED), tmp_path)
+    levels = by_title(findings)
+    assert levels["stdout line 2: not_json (scenario s)"] is Level.FAIL
+    assert levels["scenario s: framework_runtime/no_result"] is Level.FAIL
+    [missing] = [f for f in findings if f.title.endswith("no_result")]
+    assert missing.hint == CATALOGUE[Cause.NO_RESULT].action
+
+
+def test_behind_a_violation_a_result_sent_is_no_problem_and_its_failed_checks_are_said(
+        tmp_path: Path) -> None:
+    probed(tmp_path)
+    failed = event(10, "check", {"name": "stop_reason", "ok": False, "expected": "accepted",
+                                 "actual": "error"})
+    held = event(11, "check", {"name": "output_contains", "ok": True})
+    findings = review(document(tmp_path, NOT_JSON, RESULT, CLEAN_EXIT, failed, held,
+                               verdict=VIOLATED), tmp_path)
+    levels = by_title(findings)
+    assert not any("no_result" in title for title in levels)
+    assert levels["scenario s: an expectation failed too (stop_reason)"] is Level.WARN
+
+
+def test_a_result_in_what_a_truncated_transcript_lost_is_not_called_missing(
+        tmp_path: Path) -> None:
+    probed(tmp_path)
+    cut = event(7, "truncated", {"dropped_bytes": 100})
+    findings = review(document(tmp_path, NOT_JSON, cut, CLEAN_EXIT, verdict=VIOLATED), tmp_path)
+    assert not any("no_result" in f.title for f in findings)
+
+
+def test_the_frameworks_own_failure_is_a_finding_that_fails_no_check(tmp_path: Path) -> None:
+    probed(tmp_path)
+    detail = ("the worker injected tool#2; then wrong_stop_reason: stop_reason: expected "
+              "\"accepted\", got \"error:RuntimeError\"")
+    findings = review(document(tmp_path, RESULT, CLEAN_EXIT, verdict=Attribution(
+        Outcome.FRAMEWORK_RUNTIME, "fault_unrecovered", detail)), tmp_path)
+    [found] = [f for f in findings if f.title.startswith("scenario s")]
+    assert (found.level, found.title, found.detail) == (
+        Level.FINDING, "scenario s: framework finding, fault_unrecovered", detail)
+    assert found.ok and all(f.ok for f in findings)
+    assert "tool's error back to the model" in found.hint and "Retry-After" not in found.hint
+
+
+def test_a_crash_in_the_workers_own_code_is_a_problem_to_fix(tmp_path: Path) -> None:
+    probed(tmp_path)
+    findings = review(document(tmp_path, RESULT, CLEAN_EXIT, verdict=Attribution(
+        Outcome.FRAMEWORK_RUNTIME, "worker_exception", "KeyError: 'x'")), tmp_path)
+    assert by_title(findings)["scenario s: framework_runtime/worker_exception"] is Level.FAIL

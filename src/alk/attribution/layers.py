@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from alk.causes import Cause
+from alk.causes.advice import WIRE_FAULT
 from alk.records import Check, ModelSeen, Observation
 
 # Checks that count what a run did: above the scenario's number after a resume, the resumed run
@@ -53,7 +54,7 @@ def judge(obs: Observation, failed: Sequence[Check], cause: Cause, detail: str
     # Past a recovered fault a live model's answer is still its own; a served one was right.
     if served and model.faults_fired:
         return Cause.FAULT_MISHANDLED, (
-            f"the gateway injected {', '.join(model.faults_fired[:4])}; the framework went on "
+            f"{WIRE_FAULT}{', '.join(model.faults_fired[:4])}; the framework went on "
             f"past it and the run failed; {then}")
     if model is not None and model.mistakes:
         turns = ", ".join(str(turn + 1) for turn in sorted(set(model.mistakes))[:4])

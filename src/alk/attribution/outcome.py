@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 from alk.attribution import layers, tracebacks
 from alk.causes import Cause, outcome_of
+from alk.causes.advice import THEN, WIRE_FAULT, WORKER_FAULT
 from alk.limits import CAUSES, SIGNS
 from alk.records import Attribution, Check, Observation, Outcome
 from alk.redaction import Redactor
@@ -95,7 +96,7 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     unrecovered = _unrecovered(obs, found.cause)
     if unrecovered and failed:
         return _make(Cause.FAULT_UNRECOVERED,
-                     f"{unrecovered}; then {found.cause}: {found.detail}")
+                     f"{unrecovered}{THEN}{found.cause}: {found.detail}")
     # The framework asked its scripted model for a turn past the script: whatever failure
     # followed (a crash, a hang, a wrong answer) came from a run that had left the scenario's
     # path, so the exhausted script is named, with that failure in the detail. Never over a
@@ -174,16 +175,17 @@ _ENDED_BY_FAULT = {Cause.WRONG_STOP_REASON.value, Cause.NONZERO_EXIT.value,
 def _unrecovered(obs: Observation, cause: str) -> str:
     """The faults that fired with no recovery after them, as the detail names them: on the
     wire, unless a later model call was answered in full; reported by the worker (alk cannot
-    see past those), when the failure is one such a fault ends a run with."""
+    see past those), when the failure is one such a fault ends a run with. Its words are
+    those alk.causes.advice reads back to fit its advice to where each fault was injected."""
     named = []
     model = obs.model
     if model is not None and model.faults_fired and not model.recovered:
-        named.append(f"the gateway injected {', '.join(model.faults_fired[:4])} and no "
+        named.append(f"{WIRE_FAULT}{', '.join(model.faults_fired[:4])} and no "
                      "model call after it was answered in full")
     if obs.faults_fired and cause in _ENDED_BY_FAULT:
         fired = ", ".join(f"{point}#{occurrence}" for point, occurrence
                           in sorted(obs.faults_fired)[:4])
-        named.append(f"the worker injected {fired}")
+        named.append(f"{WORKER_FAULT}{fired}")
     return "; ".join(named)
 
 

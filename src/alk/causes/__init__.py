@@ -2,7 +2,8 @@
 
 Codes are part of the result format (`alk.result/2`): never rename one, only add. The table in
 `docs/causes.md` is generated from `CATALOGUE` (a test keeps them equal); `alk.causes.labels`
-says in a few words what each one means happened, for charts.
+says in a few words what each one means happened, for charts; `alk.causes.advice` fits a
+cause's action to the fault a repeat's detail names.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class CauseInfo:
     outcome: Outcome
     meaning: str
     action: str
+    # The framework's own handling of what alk did to it (a fault, a kill, an answer served
+    # from the script, a provider's refusal): a finding about the framework, which no change
+    # to the worker's adapter or protocol lines would fix. `alk check-worker` lists these as
+    # findings and still exits 0; every other failure is the worker's author's to fix.
+    framework_finding: bool = False
 
 
 CATALOGUE: dict[Cause, CauseInfo] = {
@@ -264,6 +270,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "`script`: the "
         "framework called the model again where the script ends (a retry, a loop, a final "
         "answer it did not take); script what it asks for, or fix what made it ask.",
+        framework_finding=True,
     ),
     Cause.FAULT_UNRECOVERED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -272,8 +279,10 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "after a wire fault was answered in full. The failure is the framework's handling of "
         "the fault, which the detail names with the failure that followed. A scored failure, "
         "never void.",
-        "Read the transcript's model/call events around the fault: did the client retry, "
-        "honour Retry-After, raise? Configure the framework's retries, or report it upstream.",
+        "Read the transcript from the fault on (the detail says where it was injected): did "
+        "the framework retry, hand the error back to the model, or stop? Configure its "
+        "retries or error handling, or report it upstream.",
+        framework_finding=True,
     ),
     Cause.UPSTREAM_REFUSED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -283,6 +292,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "framework's; handling the refusal was too, so the failure is scored, never void.",
         "The transcript's model/call events show the refused request's answer and alk's check; "
         "look at what the framework sent, and at how it handles a provider's error.",
+        framework_finding=True,
     ),
     Cause.REPLAY_MISMATCH: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -301,6 +311,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "A scored failure, never void.",
         "Give the effect an idempotency key, or checkpoint after it (durably, before the "
         "next step): the detail names the check, the transcript's restart event the resume.",
+        framework_finding=True,
     ),
     Cause.STATE_LOST: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -310,6 +321,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "failure, never void.",
         "Read the attempts in the transcript (a harness restart event splits them): what did "
         "the resumed attempt load, and where did it start again?",
+        framework_finding=True,
     ),
     Cause.FAULT_MISHANDLED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -319,6 +331,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "twice) is the finding. A scored failure, never void.",
         "The transcript's model/call events show the faulted answer and what came next; the "
         "tool channel shows what was run on it.",
+        framework_finding=True,
     ),
     Cause.ANSWER_DROPPED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -329,6 +342,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "A scored failure, never void.",
         "Find where the framework parses the model's tool calls: an invalid one should go "
         "back to the model as an error, not end the run.",
+        framework_finding=True,
     ),
     Cause.SCRIPT_NOT_FOLLOWED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

@@ -159,8 +159,13 @@ def check_worker(
                                             "(default: the lane's `timeout_s`)."),
     out: Path = OutOpt,
 ) -> None:
-    """Check a worker against protocol v1: the handshake, then one repeat of each scenario.
-    Exit 0 when it speaks the protocol (a failed expectation is only a warning), 1 when not."""
+    """Check a worker against protocol v1: the handshake, then one repeat of each scenario,
+    every problem listed at once. Exit 0 when the worker speaks the protocol and its adapter
+    did its part: a finding about the framework (its own handling of a fault, a kill or an
+    answer alk served, such as fault_unrecovered) and a failed expectation are listed, not
+    counted against it. Exit 1 when a problem is the worker's to fix (a protocol violation, no
+    result, a crash or hang, a void repeat), 2 for a lane or usage error, 130 when
+    interrupted."""
     from alk import api
     from alk.records import ExitCode
     from alk.report import listings

@@ -10,6 +10,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from alk.causes import CATALOGUE
+from alk.causes.advice import FaultSite, by_site
 from alk.records import Lane, Outcome
 from alk.report.safe_text import cell, hanging, new_table, one_line, plural, printable, style_of
 
@@ -55,14 +56,24 @@ def causes_view() -> RenderableType:
     return Group(*blocks)
 
 
+_AFTER = {FaultSite.WIRE: "fault on the wire", FaultSite.TOOL: "fault at a tool",
+          FaultSite.MODEL: "fault at the model"}
+
+
 def cause_view(code: str) -> RenderableType | None:
-    """One cause: its outcome, what it means, what to do; None for an unknown code."""
+    """One cause: its outcome, what it means, what to do (after each kind of fault, when that
+    differs), and whether check-worker counts it against the worker; None for an unknown
+    code."""
     cause = next((c for c in CATALOGUE if c.value == code.strip()), None)
     if cause is None:
         return None
     info = CATALOGUE[cause]
-    grid = hanging([("meaning", info.meaning), ("what to do", info.action)], gap=2,
-                   label_style="dim")
+    rows = [("meaning", info.meaning), ("what to do", info.action),
+            *((_AFTER[site], said) for site, said in by_site(cause))]
+    if info.framework_finding:
+        rows.append(("check-worker", "a finding about the framework, not the worker's to fix: "
+                                     "listed, and the check still passes"))
+    grid = hanging(rows, gap=2, label_style="dim")
     return Group(Text.assemble((cause.value, "bold"), "  ", (dict(_SECTIONS)[info.outcome],
                                                             style_of(info.outcome))),
                  Padding(grid, (0, 0, 0, 2)))
@@ -88,7 +99,8 @@ _SECTIONS = ((Outcome.PASS, "pass"), (Outcome.LANE_INFRA, "lane_infra: the repea
              (Outcome.AGENT, "agent: a check failed on the model's or agent code's choice"))
 
 
-_LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}
+_LEVEL_MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "finding": ("◆", "magenta"),
+                "fail": ("✗", "bold red")}
 
 
 def findings_view(findings: Sequence[Any]) -> RenderableType:
@@ -106,13 +118,18 @@ def findings_view(findings: Sequence[Any]) -> RenderableType:
         if body:
             lines.append(Padding(body, (0, 0, 0, 4)))
     failed = sum(1 for f in findings if not f.ok)
+    found = sum(1 for f in findings if str(f.level) == "finding")
     warned = sum(1 for f in findings if str(f.level) == "warn")
-    verdict = (Text("the worker speaks protocol v1", style="bold green") if not failed
-               else Text(f"{plural(failed, 'problem')} to fix", style="bold red"))
+    verdict = [Text("the worker speaks protocol v1", style="bold green") if not failed
+               else Text(f"{plural(failed, 'problem')} to fix in the worker (✗)",
+                         style="bold red")]
+    # Whose each is, said once: a finding is the framework's, and fails no check.
+    if found:
+        verdict.append(Text(f"{plural(found, 'finding')} about the framework (◆), not the "
+                            "worker's to fix", style="magenta"))
     if warned:
-        verdict.append(f" ({plural(warned, 'warning')}, marked !, worth a look)",
-                       style="yellow")
-    return Group(*lines, Text(), verdict)
+        verdict.append(Text(f"{plural(warned, 'warning')} (!), worth a look", style="yellow"))
+    return Group(*lines, Text(), *verdict)
 
 
 def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:

@@ -905,3 +905,18 @@ def test_an_older_files_failures_line_is_worded_as_conditional():
     seen = next(n for n in range(1, 100) if 1 - 0.85**n >= 0.95)
     assert (f"nominal: 15.0% failed; if that is the rate, {seen} repeats show one 95% of the "
             "time") in flat
+
+
+def test_what_to_do_about_a_fault_fits_where_it_was_injected():
+    # The same cause after a raising tool and after a 429 on the wire: two advices, each once.
+    tool = "the worker injected tool#2; then wrong_stop_reason: stop_reason: expected x"
+    wire = ("the gateway injected http_429@call1 and no model call after it was answered in "
+            "full; then wrong_stop_reason: stop_reason: expected x")
+    repeats = {sid: [repeat(n, "framework_runtime", "fault_unrecovered", detail, sid)
+                     for n in range(1, 21)]
+               for sid, detail in (("raises", tool), ("raises-too", tool), ("wire", wire))}
+    out = " ".join(render(run_report(built(repeats)), width=120).split())
+    assert out.count("→ fault_unrecovered: A tool raised") == 1
+    assert out.count("→ fault_unrecovered: Read the transcript's model/call events") == 1
+    assert out.index("why raises:") < out.index("A tool raised") < out.index("why wire:") \
+        < out.index("Retry-After")

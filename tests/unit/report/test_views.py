@@ -16,6 +16,7 @@ import pytest
 from rich.console import Group, RenderableType
 
 from alk.api import RunEntry
+from alk.causes.advice import advice
 from alk.conformance import Finding, Level
 from alk.records import Lane, Scenario
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
@@ -96,6 +97,8 @@ def show() -> RenderableType:
 def findings() -> RenderableType:
     hint = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
             "importing the framework, and the SDK sends print() and fd 1 to stderr from then on")
+    raised = ("the worker injected tool#2; then wrong_stop_reason: stop_reason: expected "
+              "\"accepted\", got \"error:RuntimeError\"")
     return findings_view([
         Finding(Level.OK, "handshake", "framework_ready: smolagents 1.21.0 satisfies '>=1.20'"),
         Finding(Level.FAIL, "stdout line 1: not_json (the probe and scenarios nominal, "
@@ -103,6 +106,8 @@ def findings() -> RenderableType:
         Finding(Level.WARN, "scenario nominal: protocol ok; an expectation failed "
                             "(wrong_output)", "output_contains: expected \"742\", got \"\"",
                 "not a protocol problem: the agent's answer or effects differ"),
+        Finding(Level.FINDING, "scenario tool-raises: framework finding, fault_unrecovered",
+                raised, advice("fault_unrecovered", raised)),
     ])
 
 
@@ -154,6 +159,7 @@ VIEWS: dict[str, Callable[[], RenderableType]] = {
     "lanes": lanes,
     "causes": causes_view,
     "cause": lambda: cause_view("timeout"),
+    "cause-fault": lambda: cause_view("fault_unrecovered"),
     "check-worker": findings,
     "runs": runs,
 }

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from alk.causes import CATALOGUE
+from alk.causes.advice import advice
 from alk.records import RepeatResult
 from alk.report.failures import failure_groups
 from alk.report.format import rerun_command
@@ -110,7 +111,8 @@ def section(scenario: ScenarioResult, run_id: str,
     Repeats that failed the same way are shown once (`alk.report.failures`): twenty void
     repeats with one missing variable are one reason, not twenty. Each reason gives its detail,
     the `alk show` command that opens its first repeat's transcript, and what to do about its
-    cause (once a report: `advised` holds the causes already advised on, and gains these).
+    cause, fitted to its fault (once a report: `advised` holds the advice already given, and
+    gains these).
     """
     verdict, repeats = scenario.verdict, scenario.repeats
     advised = set() if advised is None else advised
@@ -140,13 +142,15 @@ def section(scenario: ScenarioResult, run_id: str,
     rest = sum(len(g.repeats) for g in groups[WHY_REPEATS:])
     if rest:
         blocks.append(Text(f"  … and {rest} more", style="dim"))
-    new = [cause for cause in dict.fromkeys(g.cause for g in shown)
-           if cause in CATALOGUE and cause not in advised]
-    advised.update(new)
-    advice = [("→", Text(f"{cause}: {CATALOGUE[cause].action}", style="italic dim"))
-              for cause in new]
-    if advice:
-        blocks.append(Padding(hanging(advice), (0, 0, 0, 2)))
+    # The advice fits the fault the detail names (a raising tool is not a 429), so a cause is
+    # advised on again where its advice differs.
+    fitted = dict.fromkeys((g.cause, advice(g.cause, g.detail)) for g in shown
+                           if g.cause in CATALOGUE)
+    new = [(cause, said) for cause, said in fitted if f"{cause}: {said}" not in advised]
+    advised.update(f"{cause}: {said}" for cause, said in new)
+    advice_rows = [("→", Text(f"{cause}: {said}", style="italic dim")) for cause, said in new]
+    if advice_rows:
+        blocks.append(Padding(hanging(advice_rows), (0, 0, 0, 2)))
     return Group(*blocks)
 
 
