@@ -164,10 +164,11 @@ def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType
             head.append(f" · {entry.void} void", style=style_of("void"))
         lanes = ", ".join(f"{lane} ({framework or 'not begun'})"
                           for lane, framework in zip(entry.lanes, entry.frameworks))
+        lanes = printable(one_line(lanes, 300))
         if len(entry.lanes) > 1:  # "2 lanes × 14 scenarios" first, where no lane splits it
-            under = Text.assemble((f"{_breadth(entry)}: ", "dim"), printable(one_line(lanes, 300)))
+            under = Text.assemble((f"{_breadth(entry)}: ", "dim"), lanes)
         else:
-            under = Text.assemble(printable(one_line(lanes, 300)), (f" · {_breadth(entry)}", "dim"))
+            under = Text.assemble(lanes, (f" · {_breadth(entry)}", "dim"))
         if entry.adaptive:
             under.append(" · repeats auto", style="dim")
         under.append(f" · started {entry.started_at.replace('T', ' ')[:16]}", style="dim")

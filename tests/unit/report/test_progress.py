@@ -103,7 +103,8 @@ def test_a_line_waits_for_the_repeat_that_takes_the_finished_ones_place():
     progress.advance(finished("a", 1))
     assert out.getvalue() == ""  # the fourth is about to start
     progress.start(item("a", 4))
-    assert out.getvalue() == "alk demo: 1/4 · pass 1 fail 0 void 0 · 3 running · 2 s, ~2 s left\n"
+    assert out.getvalue() == ("alk demo: 1/4 · pass 1 fail 0 void 0 · 3 running · 2 s, "
+                              "~2 s left\n")
 
 
 def test_a_line_is_written_at_once_when_no_repeat_will_take_the_place():
@@ -234,4 +235,5 @@ def test_a_run_under_repeats_auto_tells_its_progress_each_round(tmp_path):
                                   on_plan=progress.plan, on_batch=progress.batch,
                                   on_start=progress.start, on_repeat=progress.advance))
     # 16 agreeing repeats settle the width rule at 0.2: four rounds of five, of at most 40.
-    assert out.getvalue().splitlines()[-1] == "alk orders: 20/20 (≤40) · pass 20 fail 0 void 0 · 0 s"
+    assert out.getvalue().splitlines()[-1] == ("alk orders: 20/20 (≤40) · pass 20 fail 0 void 0 "
+                                               "· 0 s")
