@@ -170,6 +170,7 @@ def test_a_run_killed_midway_resumes_and_runs_no_finished_repeat_again(scale, pr
         wait_until(lambda: len(finished(journal(scale.cwd, run_id))) >= 3
                    and any(s["scenario"] == "gamma" for s in scale.starts()),
                    "3 finished repeats and a held one running", proc)
+        assert f"{run_id}  running " in scale.alk("runs").stdout
         proc.kill()
         proc.communicate()
         # alk cannot end its workers now: they must die with it (a pdeathsig, their namespace).
@@ -183,6 +184,12 @@ def test_a_run_killed_midway_resumes_and_runs_no_finished_repeat_again(scale, pr
     starts_before = scale.starts()
     cut_short = {(s["scenario"], s["repeat"]) for s in starts_before} - done_before
     assert cut_short, "no repeat was running when alk was killed"
+
+    # `alk runs` tells a killed run from one going on: nobody holds its journal's lock.
+    listed = scale.alk("runs").stdout
+    assert f"{run_id}  stopped " in listed
+    assert f"ran {len(done_before)} of {len(scenarios) * repeats} " in listed
+    assert f"its alk was killed; resume: alk run --resume {run_id}" in listed
 
     scale.hold(False)
     done = scale.alk("run", "--resume", run_id, "-j", 4, "-q", "--json")
@@ -211,6 +218,9 @@ def test_a_run_killed_midway_resumes_and_runs_no_finished_repeat_again(scale, pr
     shown = scale.alk("report", run_id)
     plural = "repeat" if len(done_before) == 1 else "repeats"
     assert f"after {len(done_before)} finished {plural}" in shown.stdout
+    listed = scale.alk("runs").stdout
+    assert f"{run_id}  complete    pass  {len(want)}/{len(want)} passed" in listed
+    assert "resumed once" in listed and "resume:" not in listed
 
 
 # --- SIGTERM with repeats running at once ------------------------------------------------------
@@ -413,6 +423,12 @@ def test_a_run_of_three_lanes_killed_in_the_second_resumes_there(scale):
     lane_a = contents(report / "a")
     assert not (report / "c").exists()
     starts_before = len(scale.starts())
+
+    # `alk runs` tells a killed run from one going on: nobody holds its journal's lock.
+    listed = scale.alk("runs").stdout
+    assert f"{run_id}  stopped " in listed
+    assert f"ran {len(done_before)} of {len(scenarios) * repeats} " in listed
+    assert f"its alk was killed; resume: alk run --resume {run_id}" in listed
 
     scale.hold(False)
     done = scale.alk("run", "--resume", run_id, "-j", 4, "-q", "--json")

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
-from alk.errors import RunNotFoundError, TranscriptError
+from alk.errors import ResumeError, RunNotFoundError, TranscriptError
 from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, group_of, group_path
-from alk.layout import repeat_transcript, result_path
-from alk.records import RepeatResult
+from alk.layout import journal_path, repeat_transcript, result_path
+from alk.records import Outcome, RepeatResult
 from alk.result.document import CutShort, RunDocument, to_json
 from alk.result.group import read_group
+from alk.result.journal import run_state
 from alk.result.store import latest_run_id, read_document
 from alk.result.verdict import judge
 from alk.transcript.reader import TranscriptPage, read_page, read_transcript
@@ -40,15 +41,20 @@ def read_runs(run_id: str | None = None, out_dir: Path = Path(".")) -> list[RunD
 
 @dataclass(frozen=True)
 class RunEntry:
-    """A past run as `alk runs` lists it: `lanes` in the order they ran; the counts are the
-    sums over its lanes; `exit_code` by the run's own rule (None when it could not be read:
-    `problem` says why)."""
+    """A past run as `alk runs` lists it. `status`: `running` (a living alk holds it),
+    `stopped` (its alk was killed), `interrupted`, `complete`, or `unreadable` (`problem` says
+    why). `lanes`: every lane of the run in the order they run, begun or not; `frameworks`:
+    "name version" as each lane's preflight reported it ("" for a lane not begun). The counts
+    are sums over the lanes begun: `ran` of `planned` repeats (at most, with `adaptive`),
+    `cells` lane × scenario pairs over `scenarios` distinct scenarios. `exit_code` by the
+    run's own rule, on what ran so far (None when it could not be read). `resume`: the command
+    that goes on with a run stopped or interrupted ("" for one running or complete)."""
 
     run_id: str
     started_at: str
     status: str
     lanes: tuple[str, ...]
-    frameworks: tuple[str, ...]  # "name version" as each lane's preflight reported it
+    frameworks: tuple[str, ...]
     scenarios: int
     passed: int
     scored: int
@@ -57,6 +63,12 @@ class RunEntry:
     rerun_of: str | None = None  # "RUN SCENARIO REPEAT" for an `alk rerun`
     rule: str = ""  # its `--fail-under` rule in short ("rate ≥ 95.0%"); "" for the default
     problem: str = ""
+    cells: int = 0
+    ran: int = 0
+    planned: int = 0
+    adaptive: bool = False
+    resumed: int = 0  # how many times it was resumed, over its lanes
+    resume: str = ""
 
 
 def list_runs(out_dir: Path = Path("."), *, limit: int = 20) -> list[RunEntry]:
@@ -71,27 +83,73 @@ def list_runs(out_dir: Path = Path("."), *, limit: int = 20) -> list[RunEntry]:
     return [_run_entry(run_id, out_dir) for run_id in found[:limit]]
 
 
+@dataclass(frozen=True)
+class _LaneState:
+    """One lane of a listed run, as its evidence says: its state (`run_state`), and what ran,
+    from its journal while result.json is only a checkpoint of a run going on or killed."""
+
+    document: RunDocument
+    state: str
+    ran: int
+    passed: int
+    scored: int
+    void: int
+    resumed: int
+
+
+def _lane_state(document: RunDocument, out_dir: Path) -> _LaneState:
+    counts = document.aggregate.counts
+    path = journal_path(out_dir, document.run_id)
+    if not path.is_file():  # nothing better than what result.json says
+        return _LaneState(document, document.status, counts.completed, counts.passed,
+                          counts.scored, counts.void, len(document.resumed))
+    state, journal = run_state(path)
+    if document.status != "running":
+        return _LaneState(document, state, counts.completed, counts.passed, counts.scored,
+                          counts.void, len(journal.resumed))
+    outcomes = [result.outcome for result in journal.repeats]
+    void = outcomes.count(Outcome.LANE_INFRA)
+    return _LaneState(document, state, len(outcomes), outcomes.count(Outcome.PASS),
+                      len(outcomes) - void, void, len(journal.resumed))
+
+
 def _run_entry(run_id: str, out_dir: Path) -> RunEntry:
     try:
         documents = read_runs(run_id, out_dir)
-    except (TranscriptError, RunNotFoundError) as exc:
+        group_file = group_path(out_dir, run_id)
+        names = (tuple(lane.name for lane in read_group(group_file).lanes)
+                 if group_file.is_file() else (documents[0].lane.name,))
+        lanes = [_lane_state(document, out_dir) for document in documents]
+    except (TranscriptError, RunNotFoundError, ResumeError) as exc:
         return RunEntry(run_id, "", "unreadable", (), (), 0, 0, 0, 0, None, problem=str(exc))
     first = documents[0]
-    statuses = {d.status for d in documents}
-    status = next((s for s in ("running", "interrupted") if s in statuses), "complete")
+    states = {lane.state for lane in lanes}
+    # A run of several lanes is as far as its least finished lane; one whose lanes that began
+    # all completed, with lanes still to begin, was killed between two.
+    status = next((s for s in ("running", "stopped", "interrupted") if s in states),
+                  "complete" if len(lanes) == len(names) else "stopped")
     rerun_of = first.settings.rerun_of
+    if status in ("stopped", "interrupted"):
+        resume = (f"alk rerun {rerun_of.arguments()}" if rerun_of is not None
+                  else f"alk run --resume {run_id}")
+    else:
+        resume = ""
+    frameworks = {d.lane.name: f"{d.gate.framework or d.lane.framework} {d.gate.version or '?'}"
+                  for d in documents}
     return RunEntry(
-        run_id=run_id, started_at=first.started_at, status=status,
-        lanes=tuple(d.lane.name for d in documents),
-        frameworks=tuple(f"{d.gate.framework or d.lane.framework} {d.gate.version or '?'}"
-                         for d in documents),
-        scenarios=sum(len(d.scenarios) for d in documents),
-        passed=sum(d.aggregate.counts.passed for d in documents),
-        scored=sum(d.aggregate.counts.scored for d in documents),
-        void=sum(d.aggregate.counts.void for d in documents),
+        run_id=run_id, started_at=first.started_at, status=status, lanes=names,
+        frameworks=tuple(frameworks.get(name, "") for name in names),
+        scenarios=len({s.id for d in documents for s in d.scenarios}),
+        passed=sum(lane.passed for lane in lanes), scored=sum(lane.scored for lane in lanes),
+        void=sum(lane.void for lane in lanes),
         exit_code=int(judge(documents).code),
         rerun_of=rerun_of.arguments() if rerun_of is not None else None,
-        rule=first.settings.rule.tag())
+        rule=first.settings.rule.tag(),
+        cells=sum(len(d.scenarios) for d in documents),
+        ran=sum(lane.ran for lane in lanes),
+        planned=sum(d.aggregate.counts.requested for d in documents),
+        adaptive=any(d.settings.adaptive is not None for d in documents),
+        resumed=sum(lane.resumed for lane in lanes), resume=resume)
 
 
 def runs_json(documents: Sequence[RunDocument]) -> dict[str, Any]:

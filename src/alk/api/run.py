@@ -321,7 +321,7 @@ def _run_plan(plan: Plan, journal: JournalWriter, options: RunOptions, setup: Ru
                             jobs=setup.jobs, engine=setup.engine, done=done,
                             adaptive=options.adaptive,
                             on_preflight=lambda preflight: recorder.preflight(preflight, done),
-                            on_start=setup.on_start,
+                            on_batch=setup.on_batch, on_start=setup.on_start,
                             # From its record on, the repeat is finished, whatever happens.
                             on_record=journal.repeat, on_repeat=after_repeat)
     except OSError as exc:

@@ -24,9 +24,10 @@ class RunSetup:
     which a lane's `required_env` crosses (the process's when None). `keep_workspaces`: leave
     each repeat's workspace folder. `jobs`: repeats at once on this machine; `engine`: where
     they run instead (a Dask cluster), else this process's threads. `reports`: write the run's
-    report.html, report.md and junit.xml at its end. `on_plan`, `on_start` and `on_repeat` hear
-    the plan (with the repeats already done), each repeat's start and each repeat's result, in
-    the calling thread."""
+    report.html, report.md and junit.xml at its end. `on_plan`, `on_batch`, `on_start` and
+    `on_repeat` hear the plan (with the repeats already done), the repeats about to run (once,
+    or once a round of `--repeats auto`), each repeat's start and each repeat's result, in the
+    calling thread."""
 
     out_dir: Path = Path(".")
     runner: Runner | None = None
@@ -36,6 +37,7 @@ class RunSetup:
     engine: Engine | None = None
     reports: bool = False
     on_plan: Callable[[Plan, Sequence[RepeatResult]], None] | None = None
+    on_batch: Callable[[Sequence[RepeatSpec]], None] | None = None
     on_start: Callable[[RepeatSpec], None] | None = None
     on_repeat: Callable[[RepeatResult], None] | None = None
 

@@ -142,8 +142,9 @@ def runs(
     as_json: bool = typer.Option(False, "--json", help="Print them as JSON."),
     out: Path = OutOpt,
 ) -> None:
-    """List the runs saved under reports/, newest first: when, which lanes, what status,
-    how many repeats passed, and the verdict by each run's rule."""
+    """List the runs saved under reports/, newest first: when, which lanes, what status
+    (running, stopped when its alk was killed, interrupted, complete), how many of the planned
+    repeats ran and passed, the verdict by each run's rule, and how to resume one not ended."""
     import msgspec
 
     from alk import api
@@ -153,7 +154,7 @@ def runs(
     if as_json:
         echo_json({"runs": msgspec.to_builtins(found)}, "runs")
     else:
-        console().print(listings.runs_view(found))
+        console().print(listings.runs_view(found, out))
 
 
 @command(short_help="Print a page of one repeat's transcript.")

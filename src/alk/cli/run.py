@@ -90,6 +90,7 @@ def run(
     shown = progress.run_progress(console(stderr=True), enabled=not quiet)
     setup = api.RunSetup(out_dir=out, keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
                          reports=True, on_plan=shown.plan if shown else None,
+                         on_batch=shown.batch if shown else None,
                          on_start=shown.start if shown else None,
                          on_repeat=shown.advance if shown else None)
     if resume is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
@@ -32,6 +32,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
             jobs: int = 1, engine: Engine | None = None, done: Iterable[RepeatResult] = (),
             adaptive: Adaptive | None = None,
             on_preflight: Callable[[Preflight], None] | None = None,
+            on_batch: Callable[[Sequence[RepeatSpec]], None] | None = None,
             on_start: Callable[[RepeatSpec], None] | None = None,
             on_record: Callable[[RepeatResult], None] | None = None,
             on_repeat: Callable[[RepeatResult, Execution], None] | None = None) -> Execution:
@@ -40,7 +41,9 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
     are kept, and `interrupted` is set; the exception does not propagate. `on_preflight` hears
     the probe's passing verdict before any repeat starts, and may raise to stop the run there
     (a resumed run whose worker reports another version). `on_record` makes a finished repeat
-    durable (the journal) before it counts. `redactor` holds the values of the lane's
+    durable (the journal) before it counts. `on_batch` hears the repeats about to run, once
+    for a run of fixed repeats and once a round for an adaptive one (progress counts what is
+    planned so far). `redactor` holds the values of the lane's
     `required_env` as found in `environ`.
 
     With `adaptive`, the plan holds `max_repeats` repeats a scenario and a prefix of each
@@ -86,11 +89,15 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
 
             if sampling is None:
                 finished = {(result.scenario, result.repeat) for result in execution.repeats}
-                lane.run([item for item in plan.items
-                          if (item.scenario.id, item.repeat) not in finished],
-                         on_start=on_start, on_result=keep)
+                batch = [item for item in plan.items
+                         if (item.scenario.id, item.repeat) not in finished]
+                if on_batch:
+                    on_batch(batch)
+                lane.run(batch, on_start=on_start, on_result=keep)
             else:
                 while batch := sampling.next_round():
+                    if on_batch:
+                        on_batch(batch)
                     lane.run(batch, on_start=on_start, on_result=keep)
     except RunVoid as exc:
         execution.void = exc.attribution

@@ -3,6 +3,8 @@ conformance findings (`alk check-worker`) and what this machine gives (`alk doct
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Group, RenderableType
@@ -147,33 +149,77 @@ def doctor_view(facts: Sequence[tuple[str, str, str]]) -> RenderableType:
 _RUN_VERDICTS = {0: "pass", 1: "fail", 3: "void"}
 
 
-def runs_view(entries: Sequence[Any]) -> RenderableType:  # Sequence[alk.api.RunEntry]
-    """Past runs for 80 columns, newest first: a line with the id, status, verdict by the
-    run's rule and counts; under it the lanes, their frameworks, and what a rerun reran."""
+def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType:
+    """Past runs (`Sequence[alk.api.RunEntry]`) for 80 columns, newest first: a line with the
+    id and status, then for a complete run its verdict by the run's rule and counts, for one
+    that has not ended how many of its planned repeats ran; under it the lanes (lanes ×
+    scenarios for several), their frameworks, whether it was resumed, what a rerun reran, and
+    for a run that stopped before its end, the command that goes on with it (with `--out`
+    when the runs are under `out`, not here)."""
     if not entries:
         return Text("no runs saved yet: `alk run --lane NAME` starts one", style="dim")
     blocks: list[RenderableType] = []
     for entry in entries:
-        verdict = _RUN_VERDICTS.get(entry.exit_code, "?") if entry.exit_code is not None else "?"
-        head = Text.assemble((entry.run_id, "bold"), "  ", (f"{entry.status:<12}", "dim"),
-                             (f"{verdict:<5}", style_of(verdict)))
+        head = Text.assemble((entry.run_id, "bold"), "  ",
+                             (f"{entry.status:<12}", _STATUS_STYLES.get(entry.status, "dim")))
         if entry.problem:
+            head.append("?")
             blocks += [head, Padding(Text(printable(one_line(entry.problem, 300)), style="dim"),
                                      (0, 0, 0, 2))]
             continue
-        head.append(f" {entry.passed}/{entry.scored} passed")
+        if entry.status == "complete":
+            verdict = _RUN_VERDICTS.get(entry.exit_code, "?")
+            head.append(f"{verdict:<5}", style=style_of(verdict))
+            head.append(f" {entry.passed}/{entry.scored} passed")
+        else:
+            # Not ended: how many of its planned repeats ran, and no verdict, which the repeats
+            # to come may change.
+            bound = "≤" if entry.adaptive else ""  # the maximum: it stops when settled
+            head.append(f"ran {entry.ran} of {bound}{entry.planned} · "
+                        f"{entry.passed}/{entry.scored} passed")
         if entry.void:
             head.append(f" · {entry.void} void", style=style_of("void"))
-        lanes = ", ".join(f"{lane} ({framework})"
+        lanes = ", ".join(f"{lane} ({framework or 'not begun'})"
                           for lane, framework in zip(entry.lanes, entry.frameworks))
-        under = Text(printable(one_line(lanes, 300)))
-        under.append(f" · {plural(entry.scenarios, 'scenario')} · started "
-                     f"{entry.started_at.replace('T', ' ')[:16]}", style="dim")
+        lanes = printable(one_line(lanes, 300))
+        if len(entry.lanes) > 1:  # "2 lanes × 14 scenarios" first, where no lane splits it
+            under = Text.assemble((f"{_breadth(entry)}: ", "dim"), lanes)
+        else:
+            under = Text.assemble(lanes, (f" · {_breadth(entry)}", "dim"))
+        if entry.adaptive:
+            under.append(" · repeats auto", style="dim")
+        under.append(f" · started {entry.started_at.replace('T', ' ')[:16]}", style="dim")
+        if entry.resumed:
+            times = "once" if entry.resumed == 1 else f"{entry.resumed} times"
+            under.append(f" · resumed {times}", style="dim")
         if entry.rule:
             under.append(f" · rule: {entry.rule}", style="dim")
         if entry.rerun_of:
             under.append(f"\nrerun of {printable(entry.rerun_of)}", style="dim")
+        if entry.resume:
+            why = "its alk was killed; " if entry.status == "stopped" else ""
+            command = entry.resume
+            if out is not None and out != Path(".") and command.startswith("alk run"):
+                command += f" --out {shlex.quote(str(out))}"
+            under.append(f"\n{why}", style="yellow")
+            under.append("resume: ", style="yellow")
+            under.append(printable(command), style="bold")
         blocks += [head, Padding(under, (0, 0, 0, 2))]
     blocks.append(Text("alk report RUN_ID [--open]: its report · alk compare A B: two runs",
                        style="dim"))
     return Group(*blocks)
+
+
+_STATUS_STYLES = {"running": "cyan", "stopped": "yellow", "interrupted": "yellow",
+                  "unreadable": "red"}
+
+
+def _breadth(entry: Any) -> str:
+    """"3 scenarios"; for several lanes "2 lanes × 14 scenarios", or where its lanes ran
+    different scenarios, how many lane × scenario pairs (a lane not begun is marked so)."""
+    if len(entry.lanes) < 2:
+        return plural(entry.scenarios, "scenario")
+    begun = sum(1 for framework in entry.frameworks if framework)
+    if entry.cells == begun * entry.scenarios:
+        return f"{len(entry.lanes)} lanes × {plural(entry.scenarios, 'scenario')}"
+    return f"{len(entry.lanes)} lanes, {plural(entry.cells, 'lane × scenario pair')}"

@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import msgspec
 
@@ -77,7 +77,9 @@ class Journal:
     identity: tuple[str | None, str | None] | None
     repeats: tuple[RepeatResult, ...]
     resumed: tuple[Resumption, ...]
-    ended: str | None  # the status of its `end` record: "complete", "interrupted"; None if none
+    # The status of its last `end` record, "complete" or "interrupted"; None when none
+    # followed its start or its last resumption (it goes on, or its alk was killed).
+    ended: str | None
 
 
 class JournalWriter:
@@ -122,9 +124,7 @@ class JournalWriter:
 
     @staticmethod
     def _lock(fd: int, path: Path) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _take_lock(fd):
             os.close(fd)
             raise ResumeError(f"{path}: another alk is running this run now; wait for it to "
                               "end (or stop it) before resuming") from None
@@ -155,6 +155,49 @@ class JournalWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _take_lock(fd: int) -> bool:
+    """The run's lock on `fd`, unless another open journal holds it (a living alk running
+    the run): the one check that both a resume and `held` make."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def held(path: Path) -> bool:
+    """Is a living alk running the run of the journal at `path` now? The kernel drops a lock
+    with its process, so a killed alk's run is free. The lock is taken and given back at
+    once: a resume that begins in that instant is refused, and can be asked again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return not _take_lock(fd)
+    finally:
+        os.close(fd)  # releases the lock, when it was taken here
+
+
+RunState = Literal["running", "stopped", "interrupted", "complete"]
+
+
+def run_state(path: Path) -> tuple[RunState, Journal]:
+    """Where the run of the journal at `path` stands, from its evidence: `running` while an
+    alk holds its lock; else as its last `end` record says (`complete`, or `interrupted`:
+    Ctrl-C, a signal, a full disk); else `stopped`: its alk was killed (`kill -9`, a crash, a
+    lost machine) before it could say so. Every state but `complete` can be resumed. Raises
+    ResumeError as `read_journal` does."""
+    # The lock first: a run that ends between the two reads is then never taken for killed.
+    running = held(path)
+    journal = read_journal(path)
+    if running:
+        return "running", journal
+    if journal.ended in ("complete", "interrupted"):
+        return journal.ended, journal
+    return "stopped", journal
 
 
 def _write_line(fd: int, record: Mapping[str, Any]) -> None:
@@ -206,6 +249,7 @@ def read_journal(path: Path) -> Journal:
                 repeats.setdefault((result.scenario, result.repeat), result)
             elif kind == "resumed":
                 resumed.append(Resumption(record["at"], record["done"]))
+                ended = None  # the `end` before it ended only what ran before
             elif kind == "end":
                 ended = record["status"]
         except ResumeError:

@@ -3,16 +3,22 @@ run this alk cannot read listed with why, not dropped."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import pytest
 
 from alk import api
+from alk.layout import journal_path
+from alk.result.journal import JournalWriter
 from alk.errors import RunNotFoundError
 from alk.lane.load import worker_digest
 from alk.result.group import GroupLane, RunGroup, write_group
 from alk.result.rule import PassRule
 
 from helpers.documents import CRASHED, NEVER_READY, SECRET_ENV, lane, observation, passing
-from helpers.scripted import ScenarioRunner
+from helpers.lane_files import lane_toml, scenario, write
+from helpers.scripted import PASSING, ScenarioRunner, ScriptedRunner
 
 
 def test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts(tmp_path):
@@ -47,7 +53,8 @@ def test_runs_are_listed_newest_first_with_their_lanes_counts_and_verdicts(tmp_p
     group = next(entry for entry in read if entry.run_id == group_id)
     # Lane a: nominal 2/2, remote void; lane b: nominal 1/2, remote 2/2. By the run's rule
     # (0.5), nothing fails, and lane a's void scenario makes the run void.
-    assert group.lanes == ("a", "b") and group.scenarios == 4
+    # Two lanes × two scenarios: four lane × scenario cells, not four scenarios.
+    assert group.lanes == ("a", "b") and (group.scenarios, group.cells) == (2, 4)
     assert (group.passed, group.scored, group.void) == (5, 6, 2)
     assert group.exit_code == 3 and group.status == "complete"
     assert group.rule == "rate ≥ 50.0%"
@@ -85,3 +92,111 @@ def test_the_worker_digest_follows_the_files_its_command_names(tmp_path):
     for name in ("worker.py", "tools.py"):
         (moved / name).write_bytes((tmp_path / name).read_bytes())
     assert worker_digest(("{python}", str(moved / "worker.py"))) == worker_digest(command)
+
+
+ENVIRON = {"PATH": "/bin"}
+
+
+def write_lane(root: Path, name: str = "demo") -> Path:
+    """A lane of three scenarios, three repeats each."""
+    return write(root, lane_toml("".join(scenario(sid, expect='output_equals = "hi"')
+                                         for sid in "abc"), name=name, repeats=3), name)
+
+
+class CountingRunner(ScriptedRunner):
+    """Passes every repeat; Ctrl-C, as a KeyboardInterrupt, when the `interrupt_at`th repeat
+    (of lane `lane`, any when None) starts."""
+
+    def __init__(self, interrupt_at: int | None = None, lane: str | None = None) -> None:
+        super().__init__()
+        self.interrupt_at, self.lane, self.counted = interrupt_at, lane, 0
+        self.lock = threading.Lock()
+
+    def answer(self, request):
+        if request.start is not None and self.lane in (None, request.hello["lane"]):
+            with self.lock:
+                self.counted += 1
+                if self.counted == self.interrupt_at:
+                    return KeyboardInterrupt()
+        return PASSING
+
+
+class Killed(BaseException):
+    """Stands for `kill -9` of alk: it escapes everything, so the run's journal is closed (the
+    kernel drops a killed process's lock the same way) with no `end` record in it, and its
+    result.json is the last checkpoint, which says `running`."""
+
+
+def test_a_runs_state_and_counts_come_from_its_journal_and_lock(root):
+    write_lane(root)  # 3 scenarios × 3 repeats
+    lane = api.load_lane(root / "lanes" / "demo.toml")
+    seen: list[api.RunEntry] = []
+
+    def listed(result) -> None:
+        [entry] = api.list_runs(root)
+        seen.append(entry)
+        if len(seen) >= 4:
+            raise Killed  # (a repeat that finished as it stopped is handed over, and journaled)
+
+    with pytest.raises(Killed):
+        api.run_lane(lane, api.RunOptions(seed=11),
+                     api.RunSetup(out_dir=root, runner=CountingRunner(), environ=ENVIRON,
+                                  on_repeat=listed))
+    # While it ran, its alk held it: running, with the repeats its journal holds by then,
+    # though result.json's checkpoint (at its start, within the second) holds none.
+    assert [(e.status, e.ran, e.planned, e.passed, e.resume) for e in seen] == [
+        ("running", n, 9, n, "") for n in range(1, len(seen) + 1)]
+    [killed] = api.list_runs(root)
+    run_id = killed.run_id
+    document = api.read_run(run_id, root)  # what result.json still says
+    assert document.status == "running" and document.aggregate.counts.completed < len(seen)
+    assert (killed.status, killed.ran, killed.planned, killed.resumed) == (
+        "stopped", len(seen), 9, 0)
+    assert killed.resume == f"alk run --resume {run_id}"
+    # Another alk holding it (a resume going on) makes it running again.
+    with JournalWriter(journal_path(root, run_id)):
+        assert api.list_runs(root)[0].status == "running"
+
+    cut = api.resume_run(run_id, api.RunSetup(out_dir=root, runner=CountingRunner(2),
+                                              environ=ENVIRON))
+    assert cut.interrupted
+    [interrupted] = api.list_runs(root)
+    assert (interrupted.status, interrupted.ran, interrupted.planned,
+            interrupted.resumed) == ("interrupted", len(seen) + 1, 9, 1)
+    assert interrupted.resume == f"alk run --resume {run_id}"
+
+    # Killed while resumed: the `end` of before ended only what ran before.
+    def killed_again(result) -> None:
+        raise Killed
+
+    with pytest.raises(Killed):
+        api.resume_run(run_id, api.RunSetup(out_dir=root, runner=CountingRunner(),
+                                            environ=ENVIRON, on_repeat=killed_again))
+    [again] = api.list_runs(root)
+    assert (again.status, again.resumed) == ("stopped", 2)
+
+    api.resume_run(run_id, api.RunSetup(out_dir=root, runner=CountingRunner(),
+                                        environ=ENVIRON))
+    [done] = api.list_runs(root)
+    assert (done.status, done.ran, done.planned, done.passed, done.exit_code) == (
+        "complete", 9, 9, 9, 0)
+    assert done.resumed == 3 and done.resume == ""
+
+
+def test_a_run_of_several_lanes_counts_lanes_and_scenarios_and_the_lanes_not_begun(root):
+    lanes = [api.load_lane(write_lane(root, name)) for name in ("one", "two", "three")]
+    cut = api.run_lanes(lanes, api.RunOptions(seed=11, repeats=2),
+                        api.RunSetup(out_dir=root, environ=ENVIRON,
+                                     runner=CountingRunner(3, "two")))
+    assert cut.interrupted
+    [entry] = api.list_runs(root)
+    assert entry.lanes == ("one", "two", "three")
+    assert entry.frameworks == ("fw 1.0", "fw 1.0", "")  # three has not begun
+    assert (entry.status, entry.scenarios, entry.cells) == ("interrupted", 3, 6)
+    # What the lanes that began planned, and ran: lane one whole, two before its interrupt.
+    assert (entry.ran, entry.planned) == (6 + 2, 12)
+    assert entry.resume == f"alk run --resume {cut.run_id}"
+    api.resume(cut.run_id, api.RunSetup(out_dir=root, environ=ENVIRON, runner=CountingRunner()))
+    [entry] = api.list_runs(root)
+    assert (entry.status, entry.cells, entry.ran, entry.planned, entry.resumed) == (
+        "complete", 9, 18, 18, 1)

@@ -112,16 +112,32 @@ def findings() -> RenderableType:
 
 
 def runs() -> RenderableType:
+    """Each state a run can be in: running, stopped (its alk killed), interrupted, complete
+    after a resume, a rerun, a run of several lanes one of which has not begun, unreadable."""
     return runs_view([
+        RunEntry("20261130-120000-aa0001", "2026-11-30T12:00:00+00:00", "running",
+                 ("orders",), ("pydantic-ai 1.0.3",), 14, 40, 42, 0, 1, cells=14, ran=42,
+                 planned=280),
+        RunEntry("20261130-111500-0dead0", "2026-11-30T11:15:00+00:00", "stopped",
+                 ("orders",), ("pydantic-ai 1.0.3",), 3, 42, 42, 0, 0, cells=3, ran=42,
+                 planned=150, resume="alk run --resume 20261130-111500-0dead0"),
         RunEntry("20261130-101500-5c0ffe", "2026-11-30T10:15:00+00:00", "complete",
-                 ("orders",), ("pydantic-ai 1.0.3",), 1, 0, 1, 0, 1,
-                 rerun_of=f"{RUN} nominal 10"),
+                 ("orders",), ("pydantic-ai 1.0.3",), 1, 0, 1, 0, 1, cells=1, ran=1,
+                 planned=1, rerun_of=f"{RUN} nominal 10"),
         RunEntry("20261130-091200-77aa01", "2026-11-30T09:12:00+00:00", "interrupted",
                  ("pydantic-ai", "langgraph", "openai-agents-sdk"),
-                 ("pydantic-ai 1.0.3", "langgraph 1.0.2", "openai-agents 0.20.1"), 9, 101,
-                 120, 20, 1, rule="rate ≥ 90.0%"),
+                 ("pydantic-ai 1.0.3", "langgraph 1.0.2", ""), 14, 101, 120, 20, 1,
+                 rule="rate ≥ 90.0%", cells=28, ran=140, planned=560, resumed=1,
+                 resume="alk run --resume 20261130-091200-77aa01"),
+        RunEntry("20261129-150000-ad0b1e", "2026-11-29T15:00:00+00:00", "stopped",
+                 ("orders",), ("pydantic-ai 1.0.3",), 14, 30, 31, 1, 1, cells=14, ran=32,
+                 planned=1400, adaptive=True, resume="alk run --resume 20261129-150000-ad0b1e"),
         RunEntry(RUN, "2026-11-29T12:00:00+00:00", "complete", ("orders",),
-                 ("pydantic-ai 1.0.3",), 3, 57, 60, 0, 0),
+                 ("pydantic-ai 1.0.3",), 3, 57, 60, 0, 0, cells=3, ran=60, planned=60,
+                 resumed=2),
+        RunEntry("20261129-080000-2lanes", "2026-11-29T08:00:00+00:00", "complete",
+                 ("langgraph", "strands"), ("langgraph 1.0.2", "strands-agents 1.9.0"), 14,
+                 560, 560, 0, 0, cells=28, ran=560, planned=560),
         RunEntry("20261128-080000-0ld0ne", "", "unreadable", (), (), 0, 0, 0, 0, None,
                  problem="reports/20261128-080000-0ld0ne/result.json: schema 'alk.result/1' "
                          "is not 'alk.result/2'; this alk cannot read it"),
