@@ -7,8 +7,8 @@ scenario's `wire_faults` and records every call: the worker neither scripts nor 
 model. The model keeps its defaults (the openai client's own retries and timeouts under
 smolagents' retry of rate limits), so what it does with a fault on the wire is what an
 application built the ordinary way gets. A ToolCallingAgent ends a run only when the model calls
-its built-in `final_answer` tool, so the lane's `[model] answer_tool` makes each final text
-turn of the shared scripts that call, as a real model prompted by smolagents answers. Worker-side faults are the tools' only (`tool`: the n-th tool call
+its built-in `final_answer` tool, so the lane's scripts end with that call, as a real model
+prompted by smolagents does. Worker-side faults are the tools' only (`tool`: the n-th tool call
 raises). A run that reaches its step bound without a final answer ends with stop_reason
 `error:AgentMaxStepsError`; whatever `run` raises ends it with `error:<ExceptionType>`.
 
