@@ -307,12 +307,14 @@ def scenario_summary(scenario: dict[str, Any], base: Path, lane: dict[str, Any] 
 
 def load_lane(document: dict[str, Any], base: Path) -> dict[str, Any] | None:
     """The lane file the run read, when it is still there (for what its faults declared)."""
+    from alk.errors import LaneError
+    from alk.lane.include import merged_tables  # its scenarios, a shared file's among them
+
     given = Path(document["lane"]["path"])
     for path in ([given] if given.is_absolute() else [base / given, ROOT / given]):
         try:
-            with open(path, "rb") as handle:
-                return tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError):
+            return merged_tables(path)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, LaneError):
             continue
     return None
 

@@ -155,6 +155,21 @@ PYTHON_PLACEHOLDER = "{python}"
 
 
 @dataclass(frozen=True, slots=True)
+class SharedScenarios:
+    """Where a lane that names a scenario file (`scenarios_from`) took its scenarios: every one
+    from that file but those the lane gives itself or leaves out (alk.lane.include)."""
+
+    path: Path  # the scenario file
+    replaced: tuple[str, ...] = ()  # the file's ids the lane gives in its own [[scenarios]]
+    added: tuple[str, ...] = ()  # ids only the lane has
+    skipped: tuple[str, ...] = ()  # the file's ids the lane leaves out (skip_scenarios)
+
+    def own(self, scenario_id: str) -> bool:
+        """The scenario is written in the lane file, not taken from the shared one."""
+        return scenario_id in self.replaced or scenario_id in self.added
+
+
+@dataclass(frozen=True, slots=True)
 class Lane:
     """A validated lane file. `root` is the folder relative command paths are resolved from."""
 
@@ -178,8 +193,10 @@ class Lane:
     # At most this many repeats at once, whatever --jobs says: for a framework that shares a
     # resource between processes (a port, a cache, a rate-limited account). None: no cap.
     max_parallel: int | None = None
-    sha256: str = ""  # of the lane file's bytes as loaded ("" for a lane built in code)
+    # Of the lane file's bytes as loaded, and its scenario file's ("" for a lane built in code).
+    sha256: str = ""
     worker_sha256: str = ""  # of the files its command names (alk.lane.load.worker_digest)
+    shared: SharedScenarios | None = None  # its scenario file, if it names one
 
     @property
     def secret_names(self) -> tuple[str, ...]:

@@ -8,12 +8,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from alk.gateway.script import sampled_turn
+from alk.lane.include import merged_tables
 from alk.runner.isolation import Network, detect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,8 +24,8 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
 
 
 def lane(name: str) -> dict:
-    with open(ROOT / "lanes" / f"{name}.toml", "rb") as handle:
-        return tomllib.load(handle)
+    """The lane's TOML, its scenarios those it runs (a shared scenario file's merged in)."""
+    return merged_tables(ROOT / "lanes" / f"{name}.toml")
 
 
 def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:

@@ -153,7 +153,10 @@ def recorded_lane(run_id: str, start: RunStart, doing: str) -> Lane:
                           f"({start.lane_path}), cannot be loaded: {exc}; restore it there"
                           ) from None
     if lane.sha256 != start.lane_sha256:
-        raise ResumeError(f"{lane.path}: the lane file changed since run {run_id} began (its "
+        # Its sha256 covers the scenario file it names, which may be what changed.
+        which = ("the lane file" if lane.shared is None else
+                 f"the lane file or its scenario file ({lane.shared.path})")
+        raise ResumeError(f"{lane.path}: {which} changed since run {run_id} began (its "
                           f"sha256 differs); {doing} would mix two lanes in one result: "
                           "restore the file, or start a new run")
     if lane.model is not None and lane.model.record is not None:

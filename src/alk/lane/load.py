@@ -21,6 +21,15 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError, UsageError
 from alk.lane.find import find_lane, lane_paths, lane_root
+from alk.lane.include import (
+    INCLUDE_FIELDS,
+    Included,
+    answer_tool,
+    include_scenarios,
+    lane_digest,
+    refuse_scenario_file,
+    with_answer_tool,
+)
 from alk.lane.scenario import check_baselines, parse_scenario
 from alk.lane.table import ENV_NAME, NAME, Table, choice
 from alk.layout import LANES_DIR
@@ -44,12 +53,14 @@ HARNESS_ENV_PREFIX = "ALK_"
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
-    "model", "max_parallel",
+    "model", "max_parallel", *INCLUDE_FIELDS,
 }
-_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record"}
+_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool"}
 MODEL_MODES = ("script", "replay", "proxy")
-# What each mode needs, and what it may have besides.
-_MODE_FIELDS = {"script": (set(), set()), "replay": ({"cassette"}, set()),
+# What each mode needs, and what it may have besides; of the latter, the options that change
+# how it serves, not what it needs (the message for a field of no use leaves them out).
+_MODE_OPTIONS = {"answer_tool"}
+_MODE_FIELDS = {"script": (set(), {"answer_tool"}), "replay": ({"cassette"}, set()),
                 "proxy": ({"upstream", "key_env"}, {"record"})}
 
 
@@ -69,9 +80,11 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
         raise LaneError(f"{where}: is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise LaneError(f"{where}: is not valid TOML: {exc}") from None
-    # The digest of the bytes parsed: a resumed run checks it ran the same lane.
-    lane = _parse_lane(data, path, where)
-    return dataclasses.replace(lane, sha256=hashlib.sha256(raw).hexdigest(),
+    refuse_scenario_file(data, where)
+    lane, included = _parse_lane(data, path, where)
+    # The digest of the bytes parsed (a scenario file's too): a resumed run checks it ran the
+    # same lane.
+    return dataclasses.replace(lane, sha256=lane_digest(raw, included),
                                worker_sha256=worker_digest(lane.command))
 
 
@@ -119,7 +132,7 @@ def reflow(text: str) -> str:
     return "\n".join(p for p in paragraphs if p)
 
 
-def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
+def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Included]:
     top = Table(data, where, "", _LANE_FIELDS)
     name = top.text("name", default=path.stem)
     if not NAME.match(name):
@@ -154,17 +167,17 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
                                  "leave it out to let --jobs decide")
 
     model = _parse_model(top.get("model", dict), where, root)
-    raw_scenarios = top.get("scenarios", list, required=True)
-    if not raw_scenarios:
-        top.fail("scenarios", "must hold at least one [[scenarios]] table")
-    scenarios = tuple(parse_scenario(raw, where, i, model) for i, raw in enumerate(raw_scenarios))
+    included = include_scenarios(top, path, where)
+    answer = answer_tool(Table(data["model"], where, "model", _MODEL_FIELDS)) if model else None
+    raws = [with_answer_tool(raw, answer) for raw in included.scenarios]
+    scenarios = tuple(parse_scenario(raw.table, raw.where, raw.index, model) for raw in raws)
     seen: set[str] = set()
-    for index, scenario in enumerate(scenarios):
+    for raw, scenario in zip(raws, scenarios):
         if scenario.id in seen:
-            raise LaneError(f"{where}: scenarios[{index}].id '{scenario.id}' is a duplicate;"
-                            " scenario ids must be unique")
+            raise LaneError(f"{raw.where}: scenarios[{raw.index}].id '{scenario.id}' is a "
+                            "duplicate; scenario ids must be unique")
         seen.add(scenario.id)
-    check_baselines(scenarios, where)
+    check_baselines(scenarios, where, [f"{raw.where}: scenarios[{raw.index}]" for raw in raws])
 
     return Lane(
         name=name,
@@ -188,7 +201,8 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> Lane:
         install=top.text("install", default=""),
         model=model,
         max_parallel=max_parallel,
-    )
+        shared=included.shared,
+    ), included
 
 
 def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSetup | None:
@@ -203,8 +217,8 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
     for key in sorted(needed):
         table.text(key, required=True)
     for key in sorted(set(raw) - needed - optional - {"mode", "name"}):
-        table.fail(key, f"has no use in mode {mode!r} (it needs "
-                        f"{', '.join(sorted(needed | optional)) or 'nothing more'})")
+        takes = ", ".join(sorted(needed | optional - _MODE_OPTIONS))
+        table.fail(key, f"has no use in mode {mode!r} (it needs {takes or 'nothing more'})")
     upstream = table.text("upstream")
     if upstream is not None and not re.match(r"^https?://[^/\s]+", upstream):
         table.fail("upstream", f"must be an http(s) URL such as 'https://api.example.com/v1', "

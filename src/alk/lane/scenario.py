@@ -102,14 +102,18 @@ def _injured(scenario: Scenario) -> bool:
     return bool(scenario.faults or scenario.wire_faults or scenario.kill_at)
 
 
-def check_baselines(scenarios: Sequence[Scenario], where: str) -> None:
+def check_baselines(scenarios: Sequence[Scenario], where: str,
+                    labels: Sequence[str] | None = None) -> None:
     """A `baseline` names another scenario of the lane, one with no fault and no weighted
-    choice: the unfaulted twin whose pass rate a faulted scenario's is divided by."""
+    choice: the unfaulted twin whose pass rate a faulted scenario's is divided by. `labels`
+    place each scenario in its file (`lanes/x.toml: scenarios[2]`), for a lane whose scenarios
+    come from two files."""
     by_id = {s.id: s for s in scenarios}
     for index, scenario in enumerate(scenarios):
         if scenario.baseline is None:
             continue
-        field = f"{where}: scenarios[{index}].baseline {scenario.baseline!r}"
+        label = labels[index] if labels is not None else f"{where}: scenarios[{index}]"
+        field = f"{label}.baseline {scenario.baseline!r}"
         twin = by_id.get(scenario.baseline)
         if not _injured(scenario):
             raise LaneError(f"{field}: only a scenario with faults, wire_faults or a kill_at "

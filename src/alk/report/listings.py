@@ -27,9 +27,7 @@ def lanes_view(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) ->
                              printable(f"{lane.framework} {lane.requirement or 'any'}"),
                              (f" · timeout {lane.timeout_s:g} s · "
                               f"{plural(lane.repeats, 'repeat')}", "dim"))
-        body = Text.assemble((printable(str(lane.path)), "dim"), "\n",
-                             (f"{plural(len(lane.scenarios), 'scenario')}: ", "dim"),
-                             printable(", ".join(s.id for s in lane.scenarios)))
+        body = _lane_scenarios(lane)
         if lane.description:
             body.append("\n" + printable(one_line(lane.description, 600)), style="italic dim")
         blocks += [head, Padding(body, (0, 0, 0, 2))]
@@ -40,6 +38,29 @@ def lanes_view(lanes: Sequence[Lane], errors: Sequence[tuple[str, str]] = ()) ->
     if not blocks:
         blocks.append(Text("no lanes found", style="dim"))
     return Group(*blocks)
+
+
+def _lane_scenarios(lane: Lane) -> Text:
+    """The lane's file and scenarios; for a lane that names a scenario file, that file too, and
+    a mark on each scenario the lane gives itself (`*` in place of the shared one, `+` added),
+    with what it skips."""
+    shared = lane.shared
+    text = Text(printable(str(lane.path)), style="dim")
+    if shared is not None:
+        text.append(f", scenarios from {printable(str(shared.path))}", style="dim")
+    text.append(f"\n{plural(len(lane.scenarios), 'scenario')}: ", style="dim")
+    for index, scenario in enumerate(lane.scenarios):
+        text.append((", " if index else "") + printable(scenario.id))
+        if shared is not None and shared.own(scenario.id):
+            text.append("*" if scenario.id in shared.replaced else "+", style="bold")
+    if shared is not None:
+        legend = [("* its own, in place of the shared", shared.replaced),
+                  ("+ its own only", shared.added),
+                  (f"skipped: {printable(', '.join(shared.skipped))}", shared.skipped)]
+        said = "; ".join(words for words, ids in legend if ids)
+        if said:
+            text.append(f"\n{said}", style="dim")
+    return text
 
 
 def causes_view() -> RenderableType:

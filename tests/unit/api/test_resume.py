@@ -175,6 +175,20 @@ def test_a_changed_lane_file_is_refused_and_the_run_left_as_it_was(root):
     assert resume(root, run_id, runner).document.status == "complete"
 
 
+def test_a_changed_scenario_file_is_refused_as_a_changed_lane(root):
+    shared = root / "lanes" / "scenarios" / "shared.toml"
+    shared.parent.mkdir()
+    shared.write_text("".join(scenario(sid, expect='output_equals = "hi"') for sid in "abc"))
+    path = write(root, lane_toml("", repeats=3, scenarios_from="scenarios/shared.toml"))
+    run_id = run(root, CountingRunner(interrupt_at=2)).document.run_id
+    shared.write_text(shared.read_text().replace('"hi"', '"hello"'))  # the lane file as it was
+    with pytest.raises(ResumeError) as caught:
+        resume(root, run_id, CountingRunner())
+    assert str(caught.value).startswith(
+        f"{path.resolve()}: the lane file or its scenario file "
+        f"({path.resolve().parent / 'scenarios' / 'shared.toml'}) changed since run {run_id}")
+
+
 class FrameworkGone(CountingRunner):
     """A worker whose framework is no longer installed: it exits before framework_ready."""
 

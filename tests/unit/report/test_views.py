@@ -18,7 +18,7 @@ from rich.console import Group, RenderableType
 from alk.api import RunEntry
 from alk.causes.advice import advice
 from alk.conformance import Finding, Level
-from alk.records import Lane, Scenario
+from alk.records import Lane, Scenario, SharedScenarios
 from alk.report.listings import cause_view, causes_view, findings_view, lanes_view, runs_view
 from alk.report.matrix import lane_matrix
 from alk.report.terminal.run import rerun_summary, run_report, runs_report
@@ -50,7 +50,18 @@ def lanes() -> RenderableType:
             "nominal", "tool-raises", "rate-limit", "malformed-output", "crash-after-effect",
             "denied-tool")),
         path=Path("lanes/langgraph.toml"), root=Path("."), transcript_cap_bytes=1 << 20)
-    return lanes_view([lane], [("lanes/broken.toml", "lanes/broken.toml: repeats: must be a "
+    # A lane that takes its scenarios from a shared file: one its own in place of the file's,
+    # one its own only, one skipped.
+    sharing = Lane(
+        name="strands", framework="strands-agents", requirement=">=1.50,<2", description="",
+        command=(".venvs/strands/bin/python", "workers/strands_worker.py"), required_env=(),
+        timeout_s=60.0, repeats=20, scenarios=tuple(Scenario(s, "t") for s in (
+            "nominal", "tool-raises", "wire-429", "wire-500", "crash-after-effect", "sampled",
+            "long-task")),
+        path=Path("lanes/strands.toml"), root=Path("."), transcript_cap_bytes=1 << 20,
+        shared=SharedScenarios(Path("lanes/scenarios/frameworks.toml"), replaced=("sampled",),
+                               added=("long-task",), skipped=("malformed-output",)))
+    return lanes_view([lane, sharing], [("lanes/broken.toml", "lanes/broken.toml: repeats: must be a "
                                                      "whole number, got a string")])
 
 
