@@ -12,6 +12,7 @@ from alk.gateway.script import FAULT_KINDS
 from alk.lane.load import lane_warnings, load_lane
 from alk.records import ModelSetup, Scenario, WireFault
 
+from helpers.cli import alk_here
 from helpers.lane_files import WHERE, lane_error, lane_toml, scenario, write
 
 SCRIPT_MODEL = '[model]\nmode = "script"'
@@ -356,3 +357,12 @@ def test_a_recording_that_names_a_folder_is_a_lane_error(root: Path) -> None:
     assert lane_error(root, model_lane(proxy)) == (
         f"{WHERE}: model.record names 'cassettes', a folder under {root.resolve()}: name the "
         "cassette file to write, such as 'cassettes/NAME.jsonl'")
+
+
+def test_alk_lanes_prints_the_warning_beside_the_listing(root: Path) -> None:
+    write(root, lane_toml(scenario("nominal", extra=SCRIPTED), raw=PROXY))
+    listed = alk_here("lanes", cwd=root, columns=200)
+    assert listed.returncode == 0 and "demo" in listed.stdout
+    assert listed.stderr.startswith(f"warning: {WHERE}: model.mode = 'proxy': the upstream "
+                                    "answers every model call, so the `script` of scenario "
+                                    "'nominal' is ignored;")
