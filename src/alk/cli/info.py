@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from alk.cli.app import command, console, fail
+from alk.cli.app import command, console, fail, warn
 
 
 @command()
@@ -23,6 +23,8 @@ def lanes(lanes_dir: Optional[Path] = typer.Option(None, "--dir", help="Lanes fo
 
     found, errors = api.list_lanes(lanes_dir or Path(LANES_DIR))
     console().print(listings.lanes_view(found, errors))
+    for lane in found:
+        warn(api.lane_warnings(lane))
     if errors:
         raise typer.Exit(ExitCode.USAGE)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from alk.causes import Cause
-from alk.errors import LaneError
+from alk.errors import CassetteError, LaneError
 from alk.records import Lane
 from alk.redaction import Redactor
 
@@ -39,6 +39,12 @@ def open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) -> 
 
     try:
         gateway = Gateway(model, redactor, environ)
+    except CassetteError as exc:
+        if model.mode != "proxy":
+            raise GatewayNotStarted(Cause.HARNESS_ERROR, redactor.cut(
+                f"the model gateway could not start: {exc}", DETAIL_CHARS)) from None
+        # The cassette to record cannot be written where the lane says: the lane's to fix.
+        raise LaneError(f"{lane.path}: model.record: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a cassette that cannot be read voids the run
         raise GatewayNotStarted(Cause.HARNESS_ERROR, redactor.cut(
             f"the model gateway could not start: {exc}", DETAIL_CHARS)) from None

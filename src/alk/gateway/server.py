@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Mapping
 
 from aiohttp import ClientSession, ClientTimeout
 
+from alk.errors import CassetteError
 from alk.gateway import bounds
 from alk.gateway import cassette as cassettes
 from alk.records import ModelSetup
@@ -45,7 +48,7 @@ class Gateway:
         self._key = environ.get(setup.key_env, "") if setup.key_env else ""
         self.replayed = cassettes.Cassette.load(setup.cassette) \
             if setup.mode == "replay" and setup.cassette else None
-        self.recorder = cassettes.CassetteWriter(setup.record, redactor) \
+        self.recorder = _recorder(setup.record, redactor) \
             if setup.mode == "proxy" and setup.record else None
         # What every session's connections, heads and bodies may hold at once, together.
         self.pool = bounds.run_pool()
@@ -72,7 +75,8 @@ class Gateway:
         return self._client
 
     def close(self) -> None:
-        """Stops the thread; writes the recorded cassette, if one was asked for."""
+        """Stops the thread; writes the recorded cassette, if one was asked for and the run
+        recorded a call."""
         if self._client is not None:
             try:
                 self.call(self._client.close())
@@ -82,8 +86,17 @@ class Gateway:
         self._thread.join(THREAD_WAIT_S)
         if not self._thread.is_alive():
             self._loop.close()  # its selector and wake-up pipe: three files a gateway
-        if self.recorder is not None:
-            self.recorder.close()
+        recorder = self.recorder
+        if recorder is not None and (recorder.size or recorder.refused):
+            recorder.close()
+        elif recorder is not None:
+            # No call (a run void before it started, say): an empty cassette would replace
+            # the one recorded before, which people commit and replay.
+            recorder.discard()
+            kept = "the one recorded before is kept" if recorder.path.exists() else \
+                "none was written"
+            sys.stderr.write(f"warning: {recorder.path}: the run made no model call to "
+                             f"record; {kept}\n")
 
     def __enter__(self) -> Gateway:
         return self
@@ -94,6 +107,18 @@ class Gateway:
     @property
     def upstream_key(self) -> str:
         return self._key
+
+
+def _recorder(path: Path, redactor: Redactor) -> cassettes.CassetteWriter:
+    """The writer of the cassette to record, its folder made first (`record =
+    "cassettes/run.jsonl"` in a fresh checkout); CassetteError when alk cannot write there."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return cassettes.CassetteWriter(path, redactor)
+    except OSError as error:
+        raise CassetteError(
+            f"cannot record the cassette {path} ({error.strerror}: {error.filename}); make "
+            f"{path.parent} a folder alk can write, or name a cassette in another") from None
 
 
 def base_url(port: int) -> str:

@@ -121,7 +121,42 @@ def lane_warnings(lane: Lane) -> list[str]:
         warnings.append(f"{where}: name '{lane.name}' differs from the file's name "
                         f"'{lane.path.stem}': results say '{lane.name}', `--lane "
                         f"{lane.path.stem}` finds it; rename one so they agree")
+    ignored = _ignored_scripts(lane)
+    if ignored:
+        warnings.append(f"{where}: {ignored}")
     return warnings
+
+
+# What answers the model calls in each mode that does not serve the scenarios' scripts.
+_NOT_SCRIPTED = {"proxy": "the upstream answers every model call",
+                 "replay": "the cassette answers every model call"}
+
+
+def _ignored_scripts(lane: Lane) -> str | None:
+    """A script the gateway never serves (modes proxy and replay) is silently dead text: the
+    author who switched a scripted lane to a real model likely thinks it still steers it."""
+    mode = lane.model.mode if lane.model is not None else None
+    if mode not in _NOT_SCRIPTED:
+        return None
+    scripted = [s.id for s in lane.scenarios if s.script]
+    counted = [s.id for s in lane.scenarios if s.expect.script_consumed is not None]
+    if not scripted and not counted:
+        return None
+    parts = []
+    if scripted:
+        parts.append(f"the `script` of {_ids(scripted)} is ignored")
+    if counted:
+        parts.append(f"`expect.script_consumed` of {_ids(counted)} counts the answers "
+                     "against a script that is not served")
+    return (f"model.mode = {mode!r}: {_NOT_SCRIPTED[mode]}, so {' and '.join(parts)}; remove "
+            "them from those scenarios, or keep the scripted scenarios in a lane of their own "
+            "with mode = \"script\"")
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(f"'{one}'" for one in ids[:5])
+    more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+    return f"scenario{'s' if len(ids) > 1 else ''} {shown}{more}"
 
 
 def reflow(text: str) -> str:
@@ -231,6 +266,9 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
         table.fail("cassette", f"names {cassette!r}, which is not a file under {root} (record "
                                "one with mode = \"proxy\" and record = ...)")
     record = table.text("record")
+    if record is not None and (root / record).is_dir():
+        table.fail("record", f"names {record!r}, a folder under {root}: name the cassette file "
+                             "to write, such as 'cassettes/NAME.jsonl'")
     if mode == "proxy" and "name" not in raw:
         table.fail("name", "is required in mode 'proxy': the provider's model that workers ask "
                            "for (the default, alk-script, names alk's scripted model)")

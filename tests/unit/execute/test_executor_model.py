@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from alk.causes import Cause
+from alk.errors import LaneError
 from alk.execute.executor import execute
 from alk.gateway import proxy
 from alk.plan import build_plan
@@ -239,6 +240,37 @@ def test_a_cassette_that_cannot_be_read_voids_the_run_saying_where(make_lane, tm
     assert execution.void.detail.startswith(
         f"the model gateway could not start: {cassette} line 1: 'request' must be an object")
     assert runner.requests == []
+
+
+def test_a_recording_whose_folder_cannot_be_made_is_the_lanes_error(make_lane, tmp_path):
+    (tmp_path / "taken").write_text("")  # a file where the cassette's folder would be
+    setup = ModelSetup("proxy", name="m", upstream="http://127.0.0.1:9/v1", key_env="K",
+                       record=tmp_path / "taken" / "run.jsonl")
+    lane = lane_of(make_lane, Scenario("a", "t"), setup=setup)
+    runner = ScriptedRunner()
+    with pytest.raises(LaneError) as caught:
+        execute(build_plan(lane, "run-1", repeats=1, seed=5), tmp_path, Redactor(),
+                runner=runner, environ={"PATH": "/bin", "K": "key"})
+    assert str(caught.value).startswith(f"{lane.path}: model.record: cannot record the "
+                                        f"cassette {tmp_path}/taken/run.jsonl (File exists")
+    assert runner.requests == []
+
+
+def test_a_run_void_before_it_starts_leaves_the_recorded_cassette_whole(make_lane, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr(proxy, "first_check", lambda gateway: ("upstream", "nothing answered"))
+    cassette = tmp_path / "cassettes" / "run.jsonl"
+    cassette.parent.mkdir()
+    cassette.write_text("the calls recorded last time\n")
+    setup = ModelSetup("proxy", name="m", upstream="http://127.0.0.1:9/v1", key_env="K",
+                       record=cassette)
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1", repeats=1,
+                      seed=5)
+    execution = execute(plan, tmp_path, Redactor(), runner=ScriptedRunner(),
+                        environ={"PATH": "/bin", "K": "key"})
+    assert execution.void is not None and execution.void.cause == Cause.PROVIDER_UNAVAILABLE
+    assert cassette.read_text() == "the calls recorded last time\n"
+    assert [p.name for p in cassette.parent.iterdir()] == ["run.jsonl"]
 
 
 def test_the_gateway_holds_alks_key_and_the_runs_redactor(make_lane, tmp_path, monkeypatch):

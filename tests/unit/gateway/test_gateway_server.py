@@ -13,7 +13,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from alk.errors import CassetteError
 from alk.gateway import session as session_module
+from alk.gateway.cassette import Cassette, Entry
 from alk.gateway.script import EXHAUSTED_TEXT
 from alk.gateway.server import Gateway
 from alk.gateway.session import Session
@@ -447,3 +449,42 @@ def test_a_resumed_attempt_is_credited_only_the_turns_its_repeat_was_served(
         assert session.close().turns == turn + 1  # the turn it was answered with, served
     finally:
         session.release()
+
+
+# --- the cassette a proxy records ----------------------------------------------------------------
+
+
+def proxy_recording(path) -> ModelSetup:
+    return ModelSetup("proxy", name="m", upstream="http://127.0.0.1:9/v1", key_env="K",
+                      record=path)
+
+
+def test_the_cassettes_folder_is_made_and_one_that_cannot_be_is_said_so(tmp_path) -> None:
+    # The README's own `record = "cassettes/run.jsonl"`, in a checkout with no such folder.
+    path = tmp_path / "cassettes" / "nested" / "run.jsonl"
+    with Gateway(proxy_recording(path), Redactor(), {"K": "key"}) as serving:
+        assert serving.recorder is not None and path.parent.is_dir()
+    (tmp_path / "taken").write_text("")  # a file where the folder would be
+    with pytest.raises(CassetteError) as caught:
+        Gateway(proxy_recording(tmp_path / "taken" / "run.jsonl"), Redactor(), {"K": "key"})
+    assert str(caught.value) == (
+        f"cannot record the cassette {tmp_path}/taken/run.jsonl (File exists: {tmp_path}/taken);"
+        f" make {tmp_path}/taken a folder alk can write, or name a cassette in another")
+
+
+def test_a_run_that_recorded_no_call_leaves_the_previous_cassette_and_says_so(tmp_path,
+                                                                              capsys) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text("previous\n")
+    Gateway(proxy_recording(path), Redactor(), {"K": "key"}).close()  # void before it started
+    assert path.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+    assert capsys.readouterr().err == (f"warning: {path}: the run made no model call to "
+                                       "record; the one recorded before is kept\n")
+    Gateway(proxy_recording(tmp_path / "new.jsonl"), Redactor(), {"K": "key"}).close()
+    assert not (tmp_path / "new.jsonl").exists()
+    assert capsys.readouterr().err.endswith("none was written\n")
+    # A call recorded: the cassette is written, as before.
+    with Gateway(proxy_recording(path), Redactor(), {"K": "key"}) as serving:
+        serving.recorder.add(Entry("chat", {}, 200, "{}", False, (), None))
+    assert len(Cassette.load(path)) == 1

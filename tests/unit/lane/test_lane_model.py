@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from alk.gateway.script import FAULT_KINDS
-from alk.lane.load import load_lane
+from alk.lane.load import lane_warnings, load_lane
 from alk.records import ModelSetup, Scenario, WireFault
 
+from helpers.cli import alk_here
 from helpers.lane_files import WHERE, lane_error, lane_toml, scenario, write
 
 SCRIPT_MODEL = '[model]\nmode = "script"'
@@ -312,3 +313,56 @@ def test_model_calls_need_the_model_table(root: Path) -> None:
     assert lane_error(root, model_lane(model="", expect="model_calls = 3")) == (
         f"{WHERE}: scenarios[0].expect.model_calls needs the lane's [model] table: only calls "
         "the gateway served are counted")
+
+
+# --- what a lane holds that its model mode never uses ------------------------------------------
+
+PROXY = model_table(mode="proxy", upstream="https://api.example.com/v1", key_env="K", name="m")
+SCRIPTED = 'script = [ { text = "done" } ]'
+
+
+def test_a_script_in_proxy_mode_is_warned_about_naming_the_scenarios(root: Path) -> None:
+    scenarios = (scenario("nominal", extra=SCRIPTED) + scenario("no-script")
+                 + scenario("counted", extra=SCRIPTED, expect="script_consumed = true"))
+    lane = load_lane(write(root, lane_toml(scenarios, raw=PROXY)))
+    assert lane_warnings(lane) == [
+        f"{WHERE}: model.mode = 'proxy': the upstream answers every model call, so the "
+        "`script` of scenarios 'nominal', 'counted' is ignored and `expect.script_consumed` of "
+        "scenario 'counted' counts the answers against a script that is not served; remove "
+        "them from those scenarios, or keep the scripted scenarios in a lane of their own with "
+        'mode = "script"']
+
+
+def test_a_script_in_replay_mode_is_warned_about_too(root: Path) -> None:
+    (root / "tapes").mkdir()
+    (root / "tapes" / "a.jsonl").write_text("")
+    replay = model_table(mode="replay", cassette="tapes/a.jsonl")
+    [warning] = lane_warnings(load_lane(write(root, model_lane(replay, extra=SCRIPTED))))
+    assert warning.startswith(f"{WHERE}: model.mode = 'replay': the cassette answers every "
+                              "model call, so the `script` of scenario 'a' is ignored;")
+
+
+@pytest.mark.parametrize("model", [SCRIPT_MODEL, ""], ids=["script-mode", "no-model"])
+def test_a_script_that_is_served_or_played_is_not_warned_about(root: Path, model: str) -> None:
+    text = model_lane(model, extra=SCRIPTED, expect="script_consumed = true")
+    assert lane_warnings(load_lane(write(root, text))) == []
+    # Nor is a proxy lane without scripts.
+    assert lane_warnings(load_lane(write(root, model_lane(PROXY)))) == []
+
+
+def test_a_recording_that_names_a_folder_is_a_lane_error(root: Path) -> None:
+    (root / "cassettes").mkdir()
+    proxy = model_table(mode="proxy", upstream="https://api.example.com/v1", key_env="K",
+                        name="m", record="cassettes")
+    assert lane_error(root, model_lane(proxy)) == (
+        f"{WHERE}: model.record names 'cassettes', a folder under {root.resolve()}: name the "
+        "cassette file to write, such as 'cassettes/NAME.jsonl'")
+
+
+def test_alk_lanes_prints_the_warning_beside_the_listing(root: Path) -> None:
+    write(root, lane_toml(scenario("nominal", extra=SCRIPTED), raw=PROXY))
+    listed = alk_here("lanes", cwd=root, columns=200)
+    assert listed.returncode == 0 and "demo" in listed.stdout
+    assert listed.stderr.startswith(f"warning: {WHERE}: model.mode = 'proxy': the upstream "
+                                    "answers every model call, so the `script` of scenario "
+                                    "'nominal' is ignored;")
