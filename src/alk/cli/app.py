@@ -25,6 +25,23 @@ app = typer.Typer(
          "many times, and measure how reliably they run.",
 )
 
+
+
+def _version(asked: bool) -> None:
+    if asked:
+        from alk import installed_version
+
+        typer.echo(f"alk {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                          help="Print alk's version and exit.")) -> None:
+    """The options of `alk` itself, before any command (`alk.launch` answers `alk --version`
+    without importing typer; this answers it everywhere else, `python -m alk.cli` say)."""
+
+
 LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
 KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
