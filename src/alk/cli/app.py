@@ -91,6 +91,20 @@ def fail(message: str, code: int | None = None) -> NoReturn:
     raise typer.Exit(ExitCode.USAGE if code is None else code)
 
 
+def at_least_one(value: Optional[int], option: str, meaning: str) -> Optional[int]:
+    """An option's number checked as alk checks every other value (`error: ...`, exit 2), not
+    by typer's `min=`, whose error reads like no other of alk's."""
+    if value is not None and value < 1:
+        fail(f"{option} must be 1 or more ({meaning}), got {value}")
+    return value
+
+
+def jobs_option(default: Optional[int], help: str) -> Any:
+    """`--jobs/-j`, the repeats at once, for every command that runs repeats."""
+    return typer.Option(default, "--jobs", "-j", help=help, callback=lambda value: at_least_one(
+        value, "--jobs", "the repeats that run at once"))
+
+
 def echo_json(document: dict, source: str) -> None:
     import json
 

@@ -18,6 +18,7 @@ from alk.cli.app import (
     console,
     echo_json,
     fail,
+    jobs_option,
     print_runs,
     warn,
 )
@@ -94,8 +95,7 @@ def compare(
                                     "repeats a run, at most."),
     round_size: int = typer.Option(10, "--round", min=1, help="With --until-decided: repeats "
                                    "a round adds to each undecided scenario, in each run."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="With --until-decided: repeats "
-                             "at once."),
+    jobs: int = jobs_option(1, "With --until-decided: repeats at once."),
     out: Path = OutOpt,
 ) -> None:
     """Compare two saved runs scenario by scenario, B against A: each scenario regressed,
