@@ -275,7 +275,7 @@ def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tupl
     """Every lane in `lanes_dir`, and (path, message) for each that does not load."""
     if not lanes_dir.is_dir():
         raise LaneError(f"{lanes_dir}: no such folder; run alk from the folder that holds "
-                        "lanes/, or pass --dir")
+                        "lanes/, or pass --lanes-dir")
     lanes, errors = [], []
     for path in lane_paths(lanes_dir):
         try:
