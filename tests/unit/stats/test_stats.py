@@ -16,7 +16,7 @@ import pytest
 from scipy.stats import f_oneway
 from statsmodels.stats.proportion import proportion_confint
 
-from alk.estimate import Z_95, Estimate, wilson_interval
+from alk.estimate import Z_95, wilson_interval
 from alk.records import RepeatResult, Verdict
 from alk.stats.icc import icc1
 from alk.stats.pass_k import pass_at_k, pass_hat_k, pass_hat_k_at
