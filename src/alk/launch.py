@@ -1,7 +1,8 @@
 """The `alk` program's entry point. `alk --help`, the first thing a newcomer types, is printed
 from a copy of the help typer renders (`alk._help`, kept identical by a test), because importing
 typer alone costs about three times an interpreter's start; everything else goes through
-typer (`alk.cli`). Nothing here imports more than `os` and `sys`."""
+typer (`alk.cli`). `alk --version` is answered here too, from the package metadata. Nothing
+here imports more than `os` and `sys`, and `importlib.metadata` for the version."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ HELP_COLUMNS = 80
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:
+        # As fast as `--help`: a script checking which alk it has should not wait for typer.
+        from alk import installed_version
+
+        sys.stdout.write(f"alk {installed_version()}\n")
+        sys.stdout.flush()
+        return
     if sys.argv[1:] == ["--help"] and _columns() >= HELP_COLUMNS:
         from alk._help import TOP_LEVEL
 

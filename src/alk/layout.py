@@ -52,6 +52,13 @@ def group_of(run_id: str) -> str:
     return run_id.split("/", 1)[0]
 
 
+def is_run_id(run_id: str) -> bool:
+    """A name that can only be a folder under reports/: RUN, or RUN/LANE, no `..`, no `\\`."""
+    parts = run_id.split("/")
+    return len(parts) <= 2 and not any(part in ("", ".", "..") or "\\" in part
+                                       for part in parts)
+
+
 def result_path(out_dir: Path, run_id: str) -> Path:
     return out_dir / REPORTS_DIR / run_id / RESULT_NAME
 

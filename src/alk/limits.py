@@ -53,7 +53,9 @@ CAUSES = {
 }
 SIGNS = {
     # Only the errors a failed allocation gives; "out of memory" alone is also a GPU's.
-    "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc"),
+    # The dynamic loader's when a shared library (libpython, an extension) cannot be mapped.
+    "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc",
+                  "failed to map segment from shared object"),
     "max_processes": ("Resource temporarily unavailable",),
     "max_open_files": ("Too many open files",),
     "max_file_mb": ("File too large",),

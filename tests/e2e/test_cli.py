@@ -266,7 +266,7 @@ def test_report_show_lanes_and_causes(tmp_path, alk):
     assert "framework_ready" not in shown.stdout and "attribution" not in shown.stdout
     missing = alk_here("show", run_id, "nominal", 9, cwd=tmp_path)
     assert missing.returncode == 2 and "no repeat 9" in missing.stderr
-    listed = alk_here("lanes", "--dir", LANES, cwd=tmp_path)
+    listed = alk_here("lanes", "--lanes-dir", LANES, cwd=tmp_path)
     assert listed.returncode == 0 and "old_version" in listed.stdout and "oldie" in listed.stdout
     doctor = alk_here("doctor", cwd=tmp_path)
     assert doctor.returncode == 0 and detect().containment.value in doctor.stdout

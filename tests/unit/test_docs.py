@@ -447,3 +447,13 @@ def test_readme_names_every_framework_worker_as_a_template() -> None:
     workers = {path.name for path in (REPO / "workers").glob("*.py")}
     assert {name for name in workers if name.endswith("_worker.py")} <= named
     assert named <= workers, "README names a worker that workers/ does not hold"
+
+
+def test_readme_says_beside_make_test_that_it_may_install_chromium_with_apt() -> None:
+    text = " ".join(" ".join(section(REPO / "README.md", "## Two commands")).split())
+    # What the Makefile's `browser` rule does, said where the two commands are.
+    rule = (REPO / "Makefile").read_text(encoding="utf-8").split("\nbrowser:", 1)[1]
+    assert 'id -u)" = 0' in rule and "sudo -n true" in rule and "apt-get install" in rule
+    assert "As root, or as a user who may `sudo` without a password" in text
+    assert "`apt-get install chromium`" in text
+    assert "Any other user gets no install: the HTML report's browser test is skipped" in text

@@ -48,3 +48,17 @@ def test_everything_else_goes_through_typer():
     assert shown.returncode == 0 and "Usage: alk causes" in shown.stdout
     wrong = started(LAUNCH, "--hlep", columns=100)
     assert wrong.returncode == 2 and "No such option" in wrong.stderr
+
+
+def test_alk_version_is_the_package_metadata_however_it_is_asked():
+    from importlib.metadata import version
+
+    from alk import __version__
+    from alk.runner.doctor import doctor
+
+    # pyproject.toml and alk.__version__ (what result.json records) say the same.
+    assert version("alk") == __version__
+    for program in (LAUNCH, TYPER):
+        shown = started(program, "--version", columns=80)
+        assert (shown.returncode, shown.stdout, shown.stderr) == (0, f"alk {version('alk')}\n", "")
+    assert doctor()[0][:2] == ("alk", version("alk"))

@@ -60,6 +60,13 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
             return _make(Cause.TIMEOUT_BEFORE_READY,
                          f"no framework_ready within {obs.duration_s:.1f} s"
                          f"{_first_violation(obs)}{_stderr(obs, redactor)}")
+        breached = _limit_breached(obs)
+        if breached is not None:
+            # Not the framework's import: the interpreter could not start within the limit.
+            return _make(Cause.LIMIT_BEFORE_READY,
+                         f"limit {breached} = {obs.limits[breached]} is too small for the worker "
+                         f"to start ({_status(obs)} before framework_ready)"
+                         f"{_stderr(obs, redactor)}")
         last = (obs.stderr_tail.strip().splitlines() or [""])[-1]
         if _MISSING_MODULE.match(last):
             return _make(Cause.FRAMEWORK_MISSING,

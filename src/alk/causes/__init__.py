@@ -25,6 +25,7 @@ class Cause(StrEnum):
     VERSION_UNSUPPORTED = "version_unsupported"
     VERSION_INVALID = "version_invalid"
     FRAMEWORK_MISSING = "framework_missing"
+    LIMIT_BEFORE_READY = "limit_before_ready"
     HARNESS_ERROR = "harness_error"
     CHECK_ERROR = "check_error"
     FAULT_NOT_FIRED = "fault_not_fired"
@@ -125,6 +126,14 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "The worker could not import its framework (ModuleNotFoundError before "
         "framework_ready): it is not installed where the worker runs.",
         "Install it: the detail gives the lane's `install` command when it has one.",
+    ),
+    Cause.LIMIT_BEFORE_READY: CauseInfo(
+        Outcome.LANE_INFRA,
+        "The worker ended before `framework_ready` on one of the lane's resource limits (a "
+        "failed allocation or mapping under `memory_mb`, say): the limit is too small for its "
+        "interpreter or imports to start.",
+        "Raise the limit the detail names (`[limits]` in the lane, or `--limit NAME=VALUE`; "
+        "0 lifts it).",
     ),
     Cause.HARNESS_ERROR: CauseInfo(
         Outcome.LANE_INFRA,

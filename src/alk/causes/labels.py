@@ -20,6 +20,7 @@ LABELS: dict[Cause, str] = {
     Cause.VERSION_UNSUPPORTED: "unsupported version",
     Cause.VERSION_INVALID: "version unreadable",
     Cause.FRAMEWORK_MISSING: "framework not installed",
+    Cause.LIMIT_BEFORE_READY: "limit too small to start",
     Cause.HARNESS_ERROR: "alk failed",
     Cause.CHECK_ERROR: "check not carried out",
     Cause.FAULT_NOT_FIRED: "fault never injected",

@@ -25,6 +25,23 @@ app = typer.Typer(
          "many times, and measure how reliably they run.",
 )
 
+
+
+def _version(asked: bool) -> None:
+    if asked:
+        from alk import installed_version
+
+        typer.echo(f"alk {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                          help="Print alk's version and exit.")) -> None:
+    """The options of `alk` itself, before any command (`alk.launch` answers `alk --version`
+    without importing typer; this answers it everywhere else, `python -m alk.cli` say)."""
+
+
 LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
 KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
@@ -72,6 +89,20 @@ def fail(message: str, code: int | None = None) -> NoReturn:
     console(stderr=True).print(Text.assemble(("error: ", "bold red"),
                                              safe_text.printable(message)))
     raise typer.Exit(ExitCode.USAGE if code is None else code)
+
+
+def at_least_one(value: Optional[int], option: str, meaning: str) -> Optional[int]:
+    """An option's number checked as alk checks every other value (`error: ...`, exit 2), not
+    by typer's `min=`, whose error reads like no other of alk's."""
+    if value is not None and value < 1:
+        fail(f"{option} must be 1 or more ({meaning}), got {value}")
+    return value
+
+
+def jobs_option(default: Optional[int], help: str) -> Any:
+    """`--jobs/-j`, the repeats at once, for every command that runs repeats."""
+    return typer.Option(default, "--jobs", "-j", help=help, callback=lambda value: at_least_one(
+        value, "--jobs", "the repeats that run at once"))
 
 
 def echo_json(document: dict, source: str) -> None:

@@ -13,15 +13,27 @@ from alk.cli.app import command, console, fail, warn
 
 
 @command()
-def lanes(lanes_dir: Optional[Path] = typer.Option(None, "--dir", help="Lanes folder "
-                                                   "(default: ./lanes).")) -> None:
+def lanes(
+    lanes_dir: Optional[Path] = typer.Option(None, "--lanes-dir", metavar="FOLDER",
+                                             help="The folder of lane files to list (default: "
+                                                  "./lanes, where --lane NAME looks)."),
+    old_dir: Optional[Path] = typer.Option(None, "--dir", hidden=True),
+    out: Optional[Path] = typer.Option(None, "--out", hidden=True),
+) -> None:
     """List the lanes: framework, version requirement, scenarios."""
     from alk import api
     from alk.layout import LANES_DIR
     from alk.records import ExitCode
     from alk.report import listings
 
-    found, errors = api.list_lanes(lanes_dir or Path(LANES_DIR))
+    # Elsewhere --out is the folder a run writes in, and lanes are not looked up there: a
+    # --out here would only seem to be obeyed. --dir, the old spelling, still works.
+    if out is not None:
+        fail("alk lanes writes nothing and takes no --out; the folder of lanes to list is "
+             f"--lanes-dir (e.g. --lanes-dir {out / LANES_DIR})")
+    if old_dir is not None:
+        warn([f"--dir is now --lanes-dir (the folder of lanes to list): --lanes-dir {old_dir}"])
+    found, errors = api.list_lanes(lanes_dir or old_dir or Path(LANES_DIR))
     console().print(listings.lanes_view(found, errors))
     for lane in found:
         warn(api.lane_warnings(lane))

@@ -18,6 +18,7 @@ from alk.cli.app import (
     console,
     echo_json,
     fail,
+    jobs_option,
     print_runs,
     warn,
 )
@@ -94,8 +95,7 @@ def compare(
                                     "repeats a run, at most."),
     round_size: int = typer.Option(10, "--round", min=1, help="With --until-decided: repeats "
                                    "a round adds to each undecided scenario, in each run."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="With --until-decided: repeats "
-                             "at once."),
+    jobs: int = jobs_option(1, "With --until-decided: repeats at once."),
     out: Path = OutOpt,
 ) -> None:
     """Compare two saved runs scenario by scenario, B against A: each scenario regressed,
@@ -117,8 +117,16 @@ def compare(
             round_size=round_size, setup=api.RunSetup(out_dir=out, jobs=jobs, reports=True),
             stop_at_regression=fail_on_regression, on_look=on_look)
     else:
-        comparison = api.compare_runs(api.read_run(run_a, out), api.read_run(run_b, out),
-                                      alpha=alpha, margin=margin)
+        a, b = api.read_run(run_a, out), api.read_run(run_b, out)
+        if a.run_id == b.run_id:
+            # Every difference would be 0 and every verdict "unchanged" or "inconclusive": an
+            # answer, but never the one asked for. The ids read back say it whatever the
+            # spelling ('latest', or the id itself).
+            named = (f": {run_a!r} and {run_b!r} both name run {a.run_id}" if run_a != run_b
+                     else f", {a.run_id}")
+            fail(f"A and B are the same run{named}; name two runs to compare (`alk runs` lists "
+                 f"them), or see this one with `alk report {a.run_id}`")
+        comparison = api.compare_runs(a, b, alpha=alpha, margin=margin)
     if as_json:
         echo_json(msgspec.to_builtins(comparison), f"comparison of {run_a} and {run_b}")
     else:
@@ -171,30 +179,39 @@ def show(
     limit: int = typer.Option(SHOW_LIMIT, "--limit", min=1, max=SHOW_LIMIT_MAX,
                               help="Events to show at most; the next page starts where "
                                    "this one ends (--from)."),
+    full: bool = typer.Option(False, "--full", help="Print each event's payload whole, as "
+                              "indented JSON (still redacted, control characters still "
+                              "escaped), instead of one line cut at 240 characters."),
     out: Path = OutOpt,
 ) -> None:
     """Print a page of one repeat's transcript, readably, and the command for the next page."""
+    import functools
+
     from alk import api
     from alk.report import transcript_view
 
+    from alk.transcript.reader import check_channels
+
     channels = list(dict.fromkeys(channel)) or None
+    check_channels(channels or ())
     document = api.read_run(run_id, out)
     entry = api.repeat_entry(document, scenario, repeat, out)
     page = api.read_repeat_page(entry, out, start=start, limit=limit, channels=channels,
-                                digest=transcript_view.event_row)
+                                digest=functools.partial(transcript_view.event_row, full=full))
     shown = console()
     shown.print(transcript_view.repeat_header(document.run_id, scenario, repeat, entry))
     shown.print(transcript_view.repeat_facts(entry))
     if page.rows:
         shown.print(transcript_view.transcript_events(page.rows))
-    more = _more_command(page, [document.run_id, scenario, str(repeat)], channels, limit, out)
+    more = _more_command(page, [document.run_id, scenario, str(repeat)], channels, limit, out,
+                         full)
     # Unwrapped, so that the next page's command copies as one line.
     shown.print(transcript_view.page_summary(page, channels, more), soft_wrap=True)
     shown.print(transcript_view.transcript_hash(entry, api.transcript_intact(entry, out)))
 
 
 def _more_command(page: TranscriptPage, target: List[str], channels: Optional[List[str]],
-                  limit: int, out: Path) -> Optional[tuple[str, str]]:
+                  limit: int, out: Path, full: bool = False) -> Optional[tuple[str, str]]:
     """The `alk show` command for the next page, or for the last one when this page is past the
     end; None when the page reached the end."""
     import shlex
@@ -212,6 +229,8 @@ def _more_command(page: TranscriptPage, target: List[str], channels: Optional[Li
     argv += ["--from", str(start)]
     if limit != SHOW_LIMIT:
         argv += ["--limit", str(limit)]
+    if full:
+        argv.append("--full")
     if out != Path("."):
         argv += ["--out", str(out)]
     return label, shlex.join(argv)

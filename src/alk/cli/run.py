@@ -18,6 +18,7 @@ from alk.cli.app import (
     command,
     console,
     echo_json,
+    jobs_option,
     print_runs,
     warn,
 )
@@ -44,9 +45,9 @@ def run(
                                              "pass rate is narrower than this (default 0.2)."),
     scenario: List[str] = typer.Option([], "--scenario", "-s", help="Run only this scenario "
                                        "(repeatable)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Repeats at once, each "
-                                       "its own worker process (default: the number of cores; "
-                                       "a lane's max_parallel caps it)."),
+    jobs: Optional[int] = jobs_option(None, "Repeats at once, each its own worker process "
+                                      "(default: the number of cores; a lane's max_parallel "
+                                      "caps it)."),
     resume: Optional[str] = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an "
                                          "interrupted or killed run: its finished repeats are "
                                          "kept, the rest run with the same seeds."),

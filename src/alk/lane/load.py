@@ -13,6 +13,7 @@ import glob
 import hashlib
 import os
 import re
+import shutil
 import tomllib
 from pathlib import Path
 from typing import Any, Sequence
@@ -219,9 +220,10 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Inc
         description=reflow(top.text("description", default="")),
         framework=framework,
         requirement=requirement,
-        command=tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command),
-                                   install=top.text("install", default=""))
-                      for i, arg in enumerate(command)),
+        command=_check_interpreter(
+            tuple(_resolve_arg(arg, root, where, i, program=i == _program_index(command),
+                               install=top.text("install", default=""))
+                  for i, arg in enumerate(command)), where, top.text("install", default="")),
         required_env=tuple(required_env),
         timeout_s=top.positive("timeout_s", default=30),
         repeats=repeats,
@@ -312,6 +314,30 @@ def _resolve_arg(arg: str, root: Path, where: str, index: int, program: bool,
     return arg
 
 
+def _check_interpreter(command: tuple[str, ...], where: str, install: str) -> tuple[str, ...]:
+    """The program that starts the worker (an interpreter, or the worker itself) must exist
+    and be executable: caught here, as a missing worker script is, rather than as a failed
+    spawn once the run began. `{python}` is alk's own interpreter; a bare name is looked up
+    on PATH, which workers inherit."""
+    program = command[0]
+    if program == PYTHON_PLACEHOLDER:
+        return command
+    hint = f"; to install it: {install}" if install else ""
+    if os.sep in program:  # absolute here: `_resolve_arg` made a relative one so, or refused it
+        if not os.path.isfile(program):
+            raise LaneError(f"{where}: command[0] {program!r} does not exist (the program that "
+                            f"starts the worker; \"{PYTHON_PLACEHOLDER}\" is alk's own "
+                            f"Python){hint}")
+        if not os.access(program, os.X_OK):
+            raise LaneError(f"{where}: command[0] {program!r} is not executable: make it so "
+                            "(chmod +x), or name its interpreter first")
+    elif shutil.which(program) is None:
+        raise LaneError(f"{where}: command[0] {program!r} is not a program on PATH (the program "
+                        f"that starts the worker): install it, give its full path, or use "
+                        f"\"{PYTHON_PLACEHOLDER}\" for alk's own Python{hint}")
+    return command
+
+
 def _program_index(command: list[str]) -> int:
     return 1 if command[0] == PYTHON_PLACEHOLDER and len(command) > 1 else 0
 
@@ -327,7 +353,7 @@ def list_lanes(lanes_dir: Path = Path(LANES_DIR)) -> tuple[list[Lane], list[tupl
     """Every lane in `lanes_dir`, and (path, message) for each that does not load."""
     if not lanes_dir.is_dir():
         raise LaneError(f"{lanes_dir}: no such folder; run alk from the folder that holds "
-                        "lanes/, or pass --dir")
+                        "lanes/, or pass --lanes-dir")
     lanes, errors = [], []
     for path in lane_paths(lanes_dir):
         try:

@@ -244,7 +244,7 @@ def _lane_table(document: RunDocument, budget: _Page) -> str:
         hat = pass_hat_k_at(stats, PASS_HAT_K)
         rows.append(f"| {_mark(rule, scenario)} | {code(scenario.id, in_table=True)} "
                     f"| {scenario.verdict} | {stats.counts.passed}/{stats.counts.scored} "
-                    f"| {_rate(scenario)} | {DASH if void is None else share(void.value)} "
+                    f"| {_rate(scenario)} | {DASH if void is None else share(void)} "
                     f"| {DASH if hat is None else share(hat.value)} |")
     head = ["| rule | scenario | verdict | passed | pass rate [95% CI] | void "
             f"| pass^{PASS_HAT_K} |",

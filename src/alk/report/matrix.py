@@ -101,8 +101,8 @@ def _cell(entry: ScenarioResult | None, doc: RunDocument) -> Text:
             text.append(f" [{ci[0] * 100:.0f}–{ci[1] * 100:.0f}]", style="dim")
         void = entry.stats.void_rate
         # Some repeats void, some scored: the rate above rests on fewer than ran.
-        if void is not None and void.value > 0:
-            text.append(f"\nvoid {share(void.value)}", style="magenta")
+        if void is not None and void > 0:
+            text.append(f"\nvoid {share(void)}", style="magenta")
     return text
 
 
@@ -111,4 +111,4 @@ def _void(doc: RunDocument) -> Text:
     void = doc.aggregate.void_rate
     if void is None:
         return Text(DASH, style="dim")
-    return Text(share(void.value), style="magenta" if void.value else "dim")
+    return Text(share(void), style="magenta" if void else "dim")

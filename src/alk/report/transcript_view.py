@@ -4,6 +4,7 @@ frames it (which repeat, how many events, the next page's command, whether the f
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
@@ -35,14 +36,16 @@ class EventRow:
     style: str
 
 
-def event_row(event: Mapping[str, Any]) -> EventRow:
+def event_row(event: Mapping[str, Any], full: bool = False) -> EventRow:
     """An event digested as soon as it is read, so that a page of any transcript holds rows
-    of a few hundred characters, whatever the payloads weighed."""
+    of a few hundred characters, whatever the payloads weighed. `full` (`alk show --full`):
+    the payload whole instead, as indented JSON, escaped as every other cell is; a page then
+    holds up to its events' size (alk keeps an event of more than 1 MiB as an excerpt)."""
     return EventRow(
         _cell(event.get("seq", ""), FIELD_CHARS), _time(event.get("t")),
         _cell(event.get("source", ""), FIELD_CHARS), _cell(event.get("channel", ""), FIELD_CHARS),
-        _cell(event.get("type", ""), FIELD_CHARS), _payload(event),
-        _event_style(event))
+        _cell(event.get("type", ""), FIELD_CHARS),
+        _whole_payload(event) if full else _payload(event), _event_style(event))
 
 
 def transcript_events(rows: Sequence[EventRow]) -> RenderableType:
@@ -139,6 +142,22 @@ def _payload(event: Mapping[str, Any]) -> str:
         return cut(printable(cut(payload["text"].expandtabs(4).rstrip(), PAYLOAD_CHARS)),
                    PAYLOAD_CHARS)
     return _cell(_summary(event), PAYLOAD_CHARS)
+
+
+def _whole_payload(event: Mapping[str, Any]) -> str:
+    payload = event.get("payload")
+    if (event.get("type") == "line" and isinstance(payload, Mapping)
+            and isinstance(payload.get("text"), str)):
+        return printable(payload["text"].expandtabs(4).rstrip())
+    if payload is None:
+        return ""
+    try:
+        # ensure_ascii=False keeps a worker's non-ASCII text readable; `printable` then escapes
+        # what JSON leaves as it is (bidi overrides, zero-width characters).
+        text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
+    except (RecursionError, ValueError):  # a value from a file alk did not write as it is
+        text = json_text(payload)
+    return printable(text)
 
 
 def _time(t: Any) -> str:

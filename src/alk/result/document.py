@@ -198,7 +198,7 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
                                 "cannot read it (a run written by another alk version: "
                                 "read it with that version, or run the lane again)")
     try:
-        document = msgspec.convert(value, RunDocument)
+        document = msgspec.convert(_void_rates_split(value), RunDocument)
     except msgspec.ValidationError as exc:
         raise ResultFormatError(f"{source}: {exc}") from None
     try:
@@ -206,6 +206,30 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
     except AlkError as exc:
         raise ResultFormatError(f"{source}: $.settings.rule: {exc}") from None
     return document
+
+
+def _void_rates_split(value: dict[str, Any]) -> dict[str, Any]:
+    """A document written before `void_rate` was a float beside `void_ci` (as `pass_rate` is
+    beside `ci`) held it as an estimate, {"value", "low", "high"}: read as the two fields.
+    Anything else is left for msgspec to judge."""
+    def split(stats: Any) -> Any:
+        if not isinstance(stats, dict) or "void_ci" in stats:
+            return stats
+        old = stats.get("void_rate")
+        if isinstance(old, dict) and set(old) == {"value", "low", "high"}:
+            return {**stats, "void_rate": old["value"], "void_ci": [old["low"], old["high"]]}
+        if old is None and "void_rate" in stats:
+            return {**stats, "void_ci": None}
+        return stats
+
+    scenarios = value.get("scenarios")
+    changed = dict(value)
+    if "aggregate" in value:
+        changed["aggregate"] = split(value["aggregate"])
+    if isinstance(scenarios, list):
+        changed["scenarios"] = [dict(s, stats=split(s.get("stats"))) if isinstance(s, dict)
+                                and "stats" in s else s for s in scenarios]
+    return changed
 
 
 def build_document(plan: Plan, execution: Execution, *, status: str, started_at: datetime,

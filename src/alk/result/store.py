@@ -13,7 +13,7 @@ from typing import Any
 
 from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
 from alk.files import write_atomically
-from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, result_path
+from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, is_run_id, result_path
 from alk.redaction import Redactor
 from alk.result.document import RunDocument, from_json, to_json
 
@@ -54,8 +54,7 @@ def _redacted(value: Any, redactor: Redactor, field: str = "") -> Any:
 def read_document(out_dir: Path, run_id: str) -> RunDocument:
     """The record in reports/RUN_ID/result.json, which must say it is run RUN_ID: the reports
     written from it go to the folder its run id names, never elsewhere."""
-    parts = run_id.split("/")
-    if len(parts) > 2 or any(part in ("", ".", "..") or "\\" in part for part in parts):
+    if not is_run_id(run_id):
         raise RunNotFoundError(f"{run_id!r} is not a run id: a run id is a folder name under "
                                "reports/ (RUN, or RUN/LANE for a lane of a run of several)")
     path = result_path(out_dir, run_id)

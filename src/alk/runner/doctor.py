@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import platform
 
-from alk import __version__
+from alk import installed_version
 from alk.runner.isolation import Filesystem, Network, detect
 from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.sandbox import worker_uid
@@ -25,7 +25,7 @@ def doctor() -> list[tuple[str, str, str]]:
     nobody = worker_uid()
     filters = seccomp_program() is not None
     return [
-        ("alk", __version__,
+        ("alk", installed_version(),
          f"Python {platform.python_version()} on {platform.system()} {platform.release()}"),
         ("containment", isolation.containment.value, isolation.reason),
         ("kill on exit", "every process of the namespace" if isolation.unshare

@@ -165,7 +165,8 @@ class ScenarioStats:
     counts: Counts
     pass_rate: float | None
     ci: tuple[float, float] | None  # as ci_method says
-    void_rate: Estimate | None  # void/completed, Wilson
+    void_rate: float | None  # void/completed, a float as pass_rate is
+    void_ci: tuple[float, float] | None  # its Wilson interval, as `ci` is pass_rate's
     curve: KCurve
     repeats_needed: RepeatsNeeded | None
     faulted: bool  # the lane injects faults into it: it counts on fault robustness's faulted side
@@ -205,7 +206,8 @@ class LaneStats:
     pass_rate: float | None
     ci: tuple[float, float] | None
     clustered_rate: Estimate | None
-    void_rate: Estimate | None
+    void_rate: float | None  # void/completed, a float as pass_rate is
+    void_ci: tuple[float, float] | None  # its Wilson interval
     curve: KCurve
     tallies: tuple[Tally, ...]  # the scenarios with scored repeats, by (scored, passed)
     consistency: Consistency

@@ -27,6 +27,7 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 from dataclasses import fields
 
 from alk.estimate import (
@@ -231,7 +232,7 @@ def _scenario(scenario_id: str, repeats: Sequence[RepeatResult], requested: int,
         ci=None if rate is None else _interval(rate, c, n, counts.void, exact, rule),
         ci_method=("exact-stopped" if rule is not None
                    else "clopper-pearson" if exact else "wilson"),
-        void_rate=_wilson(counts.void, counts.completed),
+        **_void(_wilson(counts.void, counts.completed)),
         curve=curve,
         repeats_needed=needed,
         faulted=faulted,
@@ -256,6 +257,12 @@ def _interval(rate: Estimate, passed: int, scored: int, void: int, exact: bool,
 _VOID, _PASS = Outcome.LANE_INFRA, Outcome.PASS
 _OUTCOMES = tuple((outcome, outcome.value) for outcome in Outcome)
 _wilson = functools.lru_cache(maxsize=4096)(wilson_estimate)
+
+
+def _void(rate: Estimate | None) -> dict[str, Any]:
+    """`void_rate` and `void_ci`, shaped as `pass_rate` and `ci` are."""
+    return {"void_rate": None if rate is None else rate.value,
+            "void_ci": None if rate is None else (rate.low, rate.high)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -305,7 +312,7 @@ def summarize_lane(scenarios: Sequence[ScenarioStats], *, seed: int = 0) -> Lane
         ci=None if rate is None else (rate.low, rate.high),
         clustered_rate=clustered,
         clustered_method="kish-upper-t",
-        void_rate=wilson_estimate(counts.void, counts.completed),
+        **_void(wilson_estimate(counts.void, counts.completed)),
         curve=k_curve(tallies),
         tallies=tallies,
         consistency=Consistency(*(lane_mean([getattr(s.consistency, name) for s in scenarios],

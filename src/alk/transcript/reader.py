@@ -12,13 +12,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterator
 
-from alk.errors import TranscriptError
-from alk.transcript.writer import MAX_EVENT_BYTES
+from alk.errors import TranscriptError, UsageError
+from alk.transcript.writer import HARNESS, MAX_EVENT_BYTES
+from alk.worker import CHANNELS as WORKER_CHANNELS
 
 # alk writes no line longer than this, the newline included (a larger event keeps an excerpt):
 # a longer line was not written by alk, and reading it whole is what a hostile file would want.
 READ_LINE_BYTES = MAX_EVENT_BYTES
 _CHANNEL_KEY = b'"channel":'
+# Every channel alk writes: the protocol's, the worker's stderr, and alk's own.
+CHANNELS = (*WORKER_CHANNELS, "stderr", HARNESS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,15 @@ def read_transcript(path: Path) -> list[dict[str, Any]]:
     """All of a transcript's events at once, for one known to be small; one that may be large
     (up to its lane's cap) is read with `iter_transcript` or `read_page`."""
     return list(iter_transcript(path))
+
+
+def check_channels(channels: Collection[str]) -> None:
+    """Raises UsageError for a channel alk never writes: filtering on it would show nothing and
+    look like a transcript with no such events."""
+    unknown = [name for name in channels if name not in CHANNELS]
+    if unknown:
+        raise UsageError(f"--channel {unknown[0]!r}: no such channel; a transcript's channels "
+                         f"are {', '.join(CHANNELS)}")
 
 
 def read_page(path: Path, start: int, limit: int, channels: Collection[str] | None = None,

@@ -66,6 +66,24 @@ RULES = [
                  (), INFRA, "exited_before_ready",
                  "worker ended (exit code 1) before framework_ready; stderr: "
                  "SyntaxError: invalid syntax", id="exited_before_ready"),
+    # The interpreter itself could not start under `--limit memory_mb=5`: the limit is the
+    # lane's mistake, not a missing framework (what `exited_before_ready` advises).
+    pytest.param(before_ready(exit_code=127, limits={"memory_mb": 5}, stderr_tail=(
+                     "/usr/bin/python3: error while loading shared libraries: libpython3.11.so"
+                     ".1.0: failed to map segment from shared object\n")),
+                 (), INFRA, "limit_before_ready",
+                 "limit memory_mb = 5 is too small for the worker to start (exit code 127 "
+                 "before framework_ready); stderr: /usr/bin/python3: error while loading shared "
+                 "libraries: libpython3.11.so.1.0: failed to map segment from shared object",
+                 id="limit_before_ready"),
+    pytest.param(before_ready(exit_code=1, limits={"memory_mb": 64}, stderr_tail=(
+                     "Traceback ...\nMemoryError\n")), (), INFRA, "limit_before_ready",
+                 "limit memory_mb = 64 is too small for the worker to start (exit code 1 "
+                 "before framework_ready); stderr: MemoryError", id="limit_before_ready-import"),
+    pytest.param(before_ready(exit_code=1, limits={"memory_mb": 64}, stderr_tail=IMPORT_ERROR),
+                 (), INFRA, "framework_missing",
+                 "worker ended (exit code 1) before framework_ready; stderr: "
+                 "ModuleNotFoundError: No module named 'fw'", id="framework_missing-limited"),
     pytest.param(before_ready(exit_code=None, signal=9), (), INFRA, "exited_before_ready",
                  "worker ended (killed by SIGKILL) before framework_ready",
                  id="exited_before_ready-signal"),

@@ -5,6 +5,7 @@ can get. Lanes are written into tmp_path; the tests run from tmp_path so message
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -405,3 +406,31 @@ def test_a_baseline_names_the_faulted_scenarios_unfaulted_twin(root: Path) -> No
 ])
 def test_a_baseline_that_is_no_twin_is_refused(root: Path, scenarios: str, expected: str) -> None:
     assert lane_error(root, lane_toml(scenarios)).startswith(f"{WHERE}: {expected}")
+
+
+@pytest.mark.parametrize("program, expected", [
+    ("/nonexistent/bin/python3.99", "command[0] '/nonexistent/bin/python3.99' does not exist "
+                                    "(the program that starts the worker"),
+    ("python3.99-nowhere", "command[0] 'python3.99-nowhere' is not a program on PATH (the "
+                           "program that starts the worker): install it, give its full path"),
+])
+def test_a_missing_interpreter_is_a_lane_error_like_a_missing_script(root: Path, program: str,
+                                                                       expected: str) -> None:
+    """Caught when the lane loads (exit 2, before anything runs), not as a failed spawn."""
+    message = lane_error(root, lane_toml(command=[program, "workers/w.py"]))
+    assert message.startswith(f"{WHERE}: {expected}")
+
+
+def test_an_interpreter_that_is_not_executable_is_a_lane_error(root: Path) -> None:
+    (root / "workers" / "run.sh").write_text("#!/bin/sh\n")
+    message = lane_error(root, lane_toml(command=["workers/run.sh"]))
+    assert message.startswith(f"{WHERE}: command[0] '{root / 'workers' / 'run.sh'}' is not "
+                              "executable")
+
+
+def test_an_interpreter_on_path_or_given_whole_loads(root: Path) -> None:
+    sh = shutil.which("sh")
+    assert sh is not None
+    for program in ("sh", sh, "{python}"):
+        lane = load_lane(write(root, lane_toml(command=[program, "workers/w.py"])))
+        assert lane.command[0] == program

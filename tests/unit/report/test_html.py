@@ -379,7 +379,7 @@ def test_several_lanes_are_summed_up_a_line_each_at_the_top(tmp_path: Path,
     for document in lanes:
         aggregate = document.aggregate
         low, high = aggregate.ci
-        void = aggregate.void_rate.value * 100
+        void = aggregate.void_rate * 100
         assert (f"{document.lane.name} · pydantic-ai 1.0.3 · pass rate "
                 f"{aggregate.pass_rate * 100:.1f}% [{low * 100:.1f}–{high * 100:.1f}] · "
                 f"void {void:.0f}%") in top, (document.lane.name, top)

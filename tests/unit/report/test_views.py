@@ -74,7 +74,8 @@ TRACEBACK = ["Traceback (most recent call last):",
              "RuntimeError: scripted model exhausted after 1 turns"]
 
 
-def show() -> RenderableType:
+def show(full: bool = False) -> RenderableType:
+    """`alk show`'s page; `full`: with --full, every payload whole."""
     entry = repeat(3, "framework_runtime", "framework_exception",
                    "exit code 1; RuntimeError: scripted model exhausted after 1 turns; raised "
                    "at /srv/venv/lib/python3.12/site-packages/smolagents/agents.py:1187",
@@ -99,7 +100,8 @@ def show() -> RenderableType:
                                             "cause": "framework_exception",
                                             "detail": entry.detail}},
     ]
-    page = TranscriptPage([event_row(e) for e in events], first=1, matching=12, total=12)
+    page = TranscriptPage([event_row(e, full=full) for e in events], first=1, matching=12,
+                          total=12)
     return Group(repeat_header(RUN, "nominal", 3, entry), repeat_facts(entry),
                  transcript_events(page.rows), page_summary(page, None, None),
                  transcript_hash(entry, True))
@@ -183,6 +185,7 @@ STATS_RUNS: dict[str, Callable[[Path], RunDocument]] = {
 }
 VIEWS: dict[str, Callable[[], RenderableType]] = {
     "show": show,
+    "show-full": lambda: show(full=True),
     "lanes": lanes,
     "causes": causes_view,
     "cause": lambda: cause_view("timeout"),

@@ -368,6 +368,18 @@ def test_the_record_goes_to_json_and_back_unchanged(tmp_path, make_lane):
     assert to_json(doc)["schema"] == SCHEMA
 
 
+def test_a_record_written_with_the_void_rate_as_an_estimate_reads_as_now(tmp_path, make_lane):
+    """Before `void_rate` was a float beside `void_ci`, as `pass_rate` is beside `ci`, alk wrote
+    it as {value, low, high}: such a result.json still reads, to the same record."""
+    doc = run(tmp_path, make_lane, ScenarioRunner(PASSING, a=[PASSING, WRONG],
+                                                  b=[CRASHED, PASSING])).document
+    value = json.loads(json.dumps(to_json(doc)))
+    for stats in [value["aggregate"], *(s["stats"] for s in value["scenarios"])]:
+        low, high = stats.pop("void_ci")
+        stats["void_rate"] = {"value": stats["void_rate"], "low": low, "high": high}
+    assert from_json(value) == doc
+
+
 def test_the_latest_run_is_the_last_by_id_with_a_result(tmp_path, make_lane):
     with pytest.raises(RunNotFoundError, match="no runs in .*reports/; start one"):
         latest_run_id(tmp_path)

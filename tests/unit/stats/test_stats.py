@@ -16,7 +16,7 @@ import pytest
 from scipy.stats import f_oneway
 from statsmodels.stats.proportion import proportion_confint
 
-from alk.estimate import Z_95, Estimate, wilson_interval
+from alk.estimate import Z_95, wilson_interval
 from alk.records import RepeatResult, Verdict
 from alk.stats.icc import icc1
 from alk.stats.pass_k import pass_at_k, pass_hat_k, pass_hat_k_at
@@ -377,7 +377,8 @@ def test_scenario_json_shape_round_trips() -> None:
     s = summarize_scenario("s1", reps("pass", "agent", "lane_infra", "pass"), 5)
     d = as_json(s)
     assert list(d) == [
-        "id", "verdict", "counts", "pass_rate", "ci", "void_rate", "curve", "repeats_needed",
+        "id", "verdict", "counts", "pass_rate", "ci", "void_rate", "void_ci", "curve",
+        "repeats_needed",
         "faulted", "consistency", "layers", "causes", "trajectories", "durations", "paths",
         "baseline", "ci_method",
     ]
@@ -404,7 +405,7 @@ def test_lane_aggregate() -> None:
     lane = summarize_lane(scenarios)
     d = as_json(lane)
     assert list(d) == [
-        "counts", "pass_rate", "ci", "clustered_rate", "void_rate", "curve", "tallies",
+        "counts", "pass_rate", "ci", "clustered_rate", "void_rate", "void_ci", "curve", "tallies",
         "consistency", "fault_robustness", "layers", "causes", "verdicts", "icc",
         "clustered_method",
     ]
@@ -437,7 +438,7 @@ def test_lane_with_nothing_scored() -> None:
     assert lane.verdicts == (("pass", 0), ("fail", 0), ("flaky", 0), ("void", 1))
     assert lane.icc.value is None
     assert lane.icc.reason == "needs at least 2 scenarios with scored repeats"
-    assert lane.void_rate == Estimate(1.0, wilson_interval(1, 1)[0], 1.0)
+    assert (lane.void_rate, lane.void_ci) == (1.0, (wilson_interval(1, 1)[0], 1.0))
     empty = summarize_lane([])
     assert empty.counts.scored == 0 and empty.void_rate is None
 

@@ -82,14 +82,18 @@ def test_void_rate_per_scenario_and_lane_is_wilson() -> None:
     a = summarize_scenario("a", repeats("a", 15, 2, void=3), 20)
     b = summarize_scenario("b", repeats("b", 19, 0, void=1), 20)
     lane = summarize_lane([a, b])
-    assert a.void_rate is not None and b.void_rate is not None and lane.void_rate is not None
-    assert a.void_rate.value == 3 / 20
-    assert (a.void_rate.low, a.void_rate.high) == pytest.approx(wilson(3, 20), abs=1e-12)
-    assert (b.void_rate.low, b.void_rate.high) == pytest.approx(wilson(1, 20), abs=1e-12)
-    assert lane.void_rate.value == 4 / 40
-    assert (lane.void_rate.low, lane.void_rate.high) == pytest.approx(wilson(4, 40), abs=1e-12)
+    # Shaped as the pass rate is: a float, and its interval beside it.
+    for stats in (a, b, lane):
+        assert type(stats.void_rate) is type(stats.pass_rate) is float
+        assert type(stats.void_ci) is type(stats.ci) is tuple
+    assert a.void_rate == 3 / 20
+    assert a.void_ci == pytest.approx(wilson(3, 20), abs=1e-12)
+    assert b.void_ci == pytest.approx(wilson(1, 20), abs=1e-12)
+    assert lane.void_rate == 4 / 40
+    assert lane.void_ci == pytest.approx(wilson(4, 40), abs=1e-12)
     # Nothing ran: no rate, rather than 0/0.
-    assert summarize_scenario("c", [], 20).void_rate is None
+    nothing = summarize_scenario("c", [], 20)
+    assert nothing.void_rate is None and nothing.void_ci is None
     assert wilson_estimate(0, 0) is None
 
 

@@ -22,7 +22,6 @@ from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from alk.causes import CATALOGUE
-from alk.estimate import Estimate
 from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.failures import FailureGroup, failure_groups
@@ -374,8 +373,8 @@ def _rate(rate: float | None, ci: tuple[float, float] | None) -> str:
     return f"{rate * 100:.1f}%{interval}"
 
 
-def _share(estimate: Estimate | None) -> str:
-    return DASH if estimate is None else share(estimate.value)
+def _share(rate: float | None) -> str:
+    return DASH if rate is None else share(rate)
 
 
 def _seconds(value: float | None) -> str:

@@ -13,7 +13,6 @@ from rich.padding import Padding
 from rich.text import Text
 
 from alk.causes import CATALOGUE, Cause
-from alk.estimate import Estimate
 from alk.records import Outcome
 from alk.report.format import share
 from alk.report.safe_text import DASH, style_of
@@ -176,12 +175,12 @@ def _rate(rate: float | None, ci: tuple[float, float] | None) -> Text:
     return text
 
 
-def _void_rate(rate: Estimate | None) -> Text:
+def _void_rate(rate: float | None) -> Text:
     """The share of the repeats that ran and were void: dim when none, marked when some."""
     if rate is None:  # nothing ran
         return Text(DASH, style="dim")
-    shown = share(rate.value)
-    return Text(shown, style="dim") if rate.value == 0 else Text(shown, style=VOID_STYLE)
+    shown = share(rate)
+    return Text(shown, style="dim") if rate == 0 else Text(shown, style=VOID_STYLE)
 
 
 def _passed_of_scored(stats: ScenarioStats | LaneStats) -> str:
