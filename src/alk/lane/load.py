@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError, UsageError
+from alk.lane.budget import parse_budget
 from alk.lane.find import find_lane, lane_paths, lane_root
 from alk.lane.scenario import check_baselines, parse_scenario
 from alk.lane.table import ENV_NAME, NAME, Table, choice
@@ -46,11 +47,11 @@ _LANE_FIELDS = {
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
     "model", "max_parallel",
 }
-_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record"}
+_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "max_tokens"}
 MODEL_MODES = ("script", "replay", "proxy")
 # What each mode needs, and what it may have besides.
-_MODE_FIELDS = {"script": (set(), set()), "replay": ({"cassette"}, set()),
-                "proxy": ({"upstream", "key_env"}, {"record"})}
+_MODE_FIELDS = {"script": (set(), set()), "replay": ({"cassette"}, {"max_tokens"}),
+                "proxy": ({"upstream", "key_env"}, {"record", "max_tokens"})}
 
 
 # The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
@@ -225,7 +226,8 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
         table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")
     return ModelSetup(mode=mode, name=name,
                       cassette=root / cassette if cassette else None, upstream=upstream,
-                      key_env=key_env, record=root / record if record else None)
+                      key_env=key_env, record=root / record if record else None,
+                      max_tokens=parse_budget(table))
 
 
 def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:
