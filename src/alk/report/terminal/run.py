@@ -19,6 +19,7 @@ from rich.text import Text
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
 from alk.records import RepeatResult, Verdict
+from alk.report.cost import cost_lines
 from alk.report.format import PASS_HAT_K
 from alk.report.matrix import lane_matrix
 from alk.report.safe_text import DASH, inline, one_line, plural, printable, style_of
@@ -134,6 +135,11 @@ def _header(doc: RunDocument) -> Text:
             text.append(f"\n`alk run --resume {group_of(doc.run_id)}` goes on with it"
                         + (" if its alk is gone" if doc.status == "running" else ""),
                         style="yellow")
+    # What a proxy run cost (the provider's count), and why its budget stopped it.
+    for line in cost_lines(doc.cost):
+        stop = doc.cost is not None and line == doc.cost.stopped
+        text.append("\n" + line, style="bold yellow" if stop else
+                    "" if line.startswith("tokens:") else "dim")
     others = _other_identities(doc, gate.framework, gate.version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")

@@ -1,0 +1,49 @@
+"""What a proxy or replay run cost, in words every view shares (the terminal report, report.md,
+report.html): the provider's tokens in and out over the repeats that ran, the lane's budget,
+and what the count leaves out. A scripted model's run has none of it: its usage is an estimate.
+"""
+
+from __future__ import annotations
+
+from alk.cost import RunCost, TokenTotals
+from alk.report.safe_text import plural
+
+SOURCE = {"provider": "provider usage", "replayed": "replayed: the usage the cassette recorded"}
+
+
+def tokens_line(totals: TokenTotals) -> str:
+    """`tokens: 12,340 in · 3,210 out over 100 repeats (provider usage)`"""
+    return (f"tokens: {totals.input_tokens:,} in · {totals.output_tokens:,} out over "
+            f"{plural(totals.repeats, 'repeat')} ({SOURCE.get(totals.source, totals.source)})")
+
+
+def budget_line(cost: RunCost) -> str | None:
+    """The budget and what the count leaves out, or None when there is nothing to say."""
+    parts = []
+    if cost.max_tokens_run is not None:
+        parts.append(f"{cost.max_tokens_run:,} a run")
+    if cost.max_tokens_repeat is not None:
+        parts.append(f"{cost.max_tokens_repeat:,} a repeat")
+    said = [f"budget {' · '.join(parts)}"] if parts else []
+    totals = cost.totals
+    if totals is not None and totals.refused:
+        said.append(f"{plural(totals.refused, 'call')} refused past it")
+    if totals is not None and totals.unreported:
+        said.append(f"{plural(totals.unreported, 'answer')} reported no usage (not counted)")
+    if totals is not None and totals.clamped:
+        said.append(f"{plural(totals.clamped, 'count')} out of bounds, clamped")
+    return "; ".join(said) or None
+
+
+def cost_lines(cost: RunCost | None) -> list[str]:
+    """The lines a view shows of a run's cost: none for a scripted model, or before any repeat
+    of a proxy run finished."""
+    if cost is None or cost.totals is None:
+        return [] if cost is None or cost.stopped is None else [cost.stopped]
+    lines = [tokens_line(cost.totals)]
+    budget = budget_line(cost)
+    if budget:
+        lines.append(budget)
+    if cost.stopped:
+        lines.append(cost.stopped)
+    return lines
