@@ -227,7 +227,7 @@ max_tokens = {{ run = 500, repeat = 200 }}
                            "-j", "1"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 130, done.stderr  # a partial result, as an interrupted run's
-    assert "token budget reached" in done.stdout, done.stdout
+    assert "stopped by its token budget (max_tokens.run = 500)" in done.stdout, done.stdout
     [result] = (tmp_path / "reports").glob("*/result.json")
     document = json.loads(result.read_text())
     repeats = document["scenarios"][0]["repeats"]

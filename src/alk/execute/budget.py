@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from alk.cost import repeat_tokens
+from alk.layout import group_of
 from alk.records import Plan, RepeatResult, RepeatSpec
 
 
@@ -22,6 +23,7 @@ class RunBudget:
         budget = model.max_tokens if model is not None else None
         self.limit = budget.run if budget is not None else None
         self.planned = len(plan.items)
+        self.run_id = group_of(plan.run_id)  # a lane of several resumes with its run
         self.spent = 0
         self.held_back = 0  # repeats the gate did not hand out
 
@@ -41,8 +43,8 @@ class RunBudget:
             return None
         return (f"stopped: token budget reached ({self.spent:,} of max_tokens.run = "
                 f"{self.limit:,} provider tokens) after {finished} of {self.planned} repeats; "
-                "raise max_tokens.run, or resume (alk run --resume RUN_ID) for another "
-                f"{self.limit:,}")
+                f"raise max_tokens.run, or resume (alk run --resume {self.run_id}) for "
+                f"another {self.limit:,}")
 
 
 class _Gated(Sequence[RepeatSpec]):

@@ -18,7 +18,8 @@ def tokens_line(totals: TokenTotals) -> str:
 
 
 def budget_line(cost: RunCost) -> str | None:
-    """The budget and what the count leaves out, or None when there is nothing to say."""
+    """The budget and what the count leaves out (answers that reported no usage, counts the
+    upstream sent out of bounds), or None when there is nothing to say."""
     parts = []
     if cost.max_tokens_run is not None:
         parts.append(f"{cost.max_tokens_run:,} a run")
@@ -27,23 +28,27 @@ def budget_line(cost: RunCost) -> str | None:
     said = [f"budget {' · '.join(parts)}"] if parts else []
     totals = cost.totals
     if totals is not None and totals.refused:
-        said.append(f"{plural(totals.refused, 'call')} refused past it")
+        said.append(f"{plural(totals.refused, 'call')} refused")
     if totals is not None and totals.unreported:
-        said.append(f"{plural(totals.unreported, 'answer')} reported no usage (not counted)")
+        said.append(f"{plural(totals.unreported, 'answer')} had no usage")
     if totals is not None and totals.clamped:
-        said.append(f"{plural(totals.clamped, 'count')} out of bounds, clamped")
-    return "; ".join(said) or None
+        said.append(f"{plural(totals.clamped, 'count')} clamped")
+    return " · ".join(said) or None
 
 
 def cost_lines(cost: RunCost | None) -> list[str]:
     """The lines a view shows of a run's cost: none for a scripted model, or before any repeat
     of a proxy run finished."""
     if cost is None or cost.totals is None:
-        return [] if cost is None or cost.stopped is None else [cost.stopped]
-    lines = [tokens_line(cost.totals)]
+        return []
     budget = budget_line(cost)
-    if budget:
-        lines.append(budget)
-    if cost.stopped:
-        lines.append(cost.stopped)
-    return lines
+    return [tokens_line(cost.totals), *([budget] if budget else [])]
+
+
+def stopped_line(cost: RunCost | None) -> str | None:
+    """Why no more repeats started, when the run's budget stopped it (the result's
+    `cost.stopped` says it in full, with the tokens spent)."""
+    if cost is None or cost.stopped is None:
+        return None
+    limit = f" (max_tokens.run = {cost.max_tokens_run:,})" if cost.max_tokens_run else ""
+    return f"stopped by its token budget{limit}: raise it, or resume"

@@ -326,7 +326,7 @@ def test_the_run_budget_starts_no_repeat_once_the_tokens_reach_it(make_lane, tmp
     assert execution.interrupted
     assert execution.budget_spent == (
         f"stopped: token budget reached ({ran * 10} of max_tokens.run = 25 provider tokens) "
-        f"after {ran} of 8 repeats; raise max_tokens.run, or resume (alk run --resume RUN_ID) "
+        f"after {ran} of 8 repeats; raise max_tokens.run, or resume (alk run --resume run-1) "
         "for another 25")
     document = build_document(plan, execution, status="interrupted",
                               started_at=datetime.now(timezone.utc), finished_at=None,
