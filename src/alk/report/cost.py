@@ -52,3 +52,9 @@ def stopped_line(cost: RunCost | None) -> str | None:
         return None
     limit = f" (max_tokens.run = {cost.max_tokens_run:,})" if cost.max_tokens_run else ""
     return f"stopped by its token budget{limit}: raise it, or resume"
+
+
+def report_lines(cost: RunCost | None) -> list[str]:
+    """What report.md and report.html say of the cost: the tokens, the budget, and the budget's
+    stop in full (the tokens it counted, how many repeats ran, how to go on)."""
+    return [*cost_lines(cost), *([cost.stopped] if cost is not None and cost.stopped else [])]
