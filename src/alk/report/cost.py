@@ -5,6 +5,8 @@ and what the count leaves out. A scripted model's run has none of it: its usage 
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from alk.cost import RunCost, TokenTotals
 from alk.report.safe_text import plural
 
@@ -58,3 +60,19 @@ def report_lines(cost: RunCost | None) -> list[str]:
     """What report.md and report.html say of the cost: the tokens, the budget, and the budget's
     stop in full (the tokens it counted, how many repeats ran, how to go on)."""
     return [*cost_lines(cost), *([cost.stopped] if cost is not None and cost.stopped else [])]
+
+
+def repeat_tokens_line(cost: Mapping[str, Any]) -> str:
+    """A repeat's `model.cost` (`alk show`): `tokens: 200 in · 40 out (provider usage) · 1
+    call refused past the budget`."""
+    def count(name: str) -> int:
+        value = cost.get(name, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    source = SOURCE["replayed" if cost.get("source") == "replayed" else "provider"]
+    line = f"tokens: {count('input_tokens'):,} in · {count('output_tokens'):,} out ({source})"
+    if count("refused"):
+        line += f" · {plural(count('refused'), 'call')} refused past the budget"
+    if count("unreported"):
+        line += f" · {plural(count('unreported'), 'answer')} had no usage"
+    return line
