@@ -243,3 +243,13 @@ max_tokens = {{ run = 500, repeat = 200 }}
     assert cost["stopped"].startswith("stopped: token budget reached (720 of max_tokens.run = "
                                       "500 provider tokens) after 3 of 4 repeats")
     assert document["scenarios"][0]["model"]["cost"] == cost["totals"]
+    # Resumed, the run goes on with a budget of its own: the fourth repeat runs, and it ends.
+    again = subprocess.run([sys.executable, "-m", "alk", "run", "--resume",
+                            document["run_id"], "-j", "1"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout + again.stderr  # every repeat failed
+    document = json.loads(result.read_text())
+    assert document["status"] == "complete"
+    assert len(document["scenarios"][0]["repeats"]) == 4
+    assert document["cost"]["totals"]["input_tokens"] == 800
+    assert document["cost"]["stopped"] is None
