@@ -49,7 +49,10 @@ class RunBudget:
 
 class _Gated(Sequence[RepeatSpec]):
     """The repeats to run, handed out (iterated) only while the budget lasts: the engines take
-    their next repeat from an iterator, the threads' one at a time, Dask's a window ahead."""
+    their next repeat from an iterator, the threads' one at a time, Dask's a window ahead.
+    `counted_first`: a thread takes its next repeat once its last one is counted."""
+
+    counted_first = True
 
     def __init__(self, items: Sequence[RepeatSpec], budget: RunBudget) -> None:
         self.items, self.budget = items, budget

@@ -92,6 +92,7 @@ class ThreadLane:
             on_start: Callable[[RepeatSpec], None] | None,
             on_result: Callable[[RepeatResult], None]) -> None:
         todo = iter(items)
+        counting = getattr(items, "counted_first", False)
         take = threading.Lock()
         messages: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -111,9 +112,9 @@ class ThreadLane:
                             # the run stopped: this repeat is discarded (its transcript says)
                             return
                         raise
-                    # The next repeat is taken once this one is counted: whether there is one
-                    # may depend on it (the run's token budget, alk.execute.budget).
-                    while not counted.wait(COUNTED_POLL_S):
+                    # Under a token budget the next repeat is taken once this one is counted:
+                    # whether there is one depends on it (alk.execute.budget).
+                    while counting and not counted.wait(COUNTED_POLL_S):
                         if self.stop.is_set():
                             return
             except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
