@@ -176,7 +176,8 @@ def test_a_cassette_that_is_not_a_file_names_the_lane_root(root: Path) -> None:
 def test_an_unknown_model_field_suggests_the_close_one(root: Path) -> None:
     message = lane_error(root, model_lane(model_table(mode="script", moed="x")))
     assert message.startswith(f"{WHERE}: model unknown field 'moed' (did you mean 'mode'?); "
-                              "allowed: cassette, key_env, max_tokens, mode, name, record, upstream")
+                              "allowed: cassette, key_env, max_tokens, mode, name, record, "
+                              "upstream")
 
 
 # --- script turns: served by the gateway, so checked only under [model] --------------------
