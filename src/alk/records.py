@@ -10,6 +10,8 @@ from enum import IntEnum, StrEnum
 from pathlib import Path
 from typing import Any, Mapping
 
+from alk.cost import TokenBudget, TokenCost
+
 
 class Outcome(StrEnum):
     """Exactly one per repeat. `lane_infra` voids the repeat; the other three are scored."""
@@ -118,6 +120,7 @@ class ModelSetup:
     upstream: str | None = None  # proxy: the provider's base URL
     key_env: str | None = None  # proxy: the variable of alk's own environment holding the key
     record: Path | None = None  # proxy: where to record a cassette
+    max_tokens: TokenBudget | None = None  # proxy, replay: the provider tokens a run may use
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +193,7 @@ class Lane:
     filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
     install: str = ""  # the command that installs the framework, quoted when it is missing
     model: ModelSetup | None = None  # alk serves the model (None: the worker brings its own)
-    # At most this many repeats at once, whatever --jobs says: for a framework that shares a
-    # resource between processes (a port, a cache, a rate-limited account). None: no cap.
+    # At most this many repeats at once, whatever --jobs says (a framework sharing a port, a cache).
     max_parallel: int | None = None
     # Of the lane file's bytes as loaded, and its scenario file's ("" for a lane built in code).
     sha256: str = ""
@@ -229,8 +231,7 @@ class Plan:
     timeout_s: float
     items: tuple[RepeatSpec, ...]
     limits: Limits = field(default_factory=Limits)
-    # `alk rerun`: the run whose repeat this plan runs again; its start message names that run,
-    # so that the worker gets the very message it got then.
+    # `alk rerun`: the run whose repeat this plan runs again (its start message names that run).
     reproduces: str | None = None
 
 
@@ -268,12 +269,14 @@ class ModelSeen:
     over_bounds: int = 0  # connections, request heads, bodies refused past its bounds, unread
     mode: str = ""  # how it served the model: "script", "replay" or "proxy"
     mistakes: tuple[int, ...] = ()  # script turns (0-based) served that the lane marks mistakes
+    cost: TokenCost | None = None  # proxy, replay: the tokens the provider reported (alk.cost)
 
     def summary(self) -> dict[str, Any]:
         """What a result document keeps of it (`RepeatResult.model`)."""
         return {"calls": self.calls, "turns": self.turns, "retries": self.retries,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "faults": list(self.faults_fired[:20]),
+                "cost": self.cost.summary() if self.cost is not None else None,
                 **({"over_bounds": self.over_bounds} if self.over_bounds else {})}
 
 
@@ -377,9 +380,7 @@ class RepeatResult:
     trajectory_hash: str = ""
     peak_tmpfs_mb: float | None = None
     identities: tuple[tuple[str | None, str | None], ...] = ()  # each attempt's (fw, version)
-    # What alk's gateway saw of the model calls (calls, turns, retries, tokens, faults fired),
-    # None when the lane has no [model].
-    model: Mapping[str, Any] | None = None
+    model: Mapping[str, Any] | None = None  # ModelSeen.summary(); None without a [model]
 
     @classmethod
     def from_observation(cls, item: RepeatSpec, obs: Observation, verdict: Attribution, *,
@@ -429,9 +430,8 @@ class Execution:
     void: Attribution | None = None
     repeats: list[RepeatResult] = field(default_factory=list)
     interrupted: bool = False
+    budget_spent: str | None = None  # why alk started no more repeats: the run's token budget
     workspaces: Path | None = None  # kept workspaces (--keep-workspaces), else None
     jobs: int | None = None  # repeats run at once on this machine (None: elsewhere, or unknown)
-    # An adaptive run (alk.execute.adaptive): scenario -> why its sampling stopped, one of the
-    # codes of alk.result.options.StopReason ("flaky", "ci_width", "max_repeats", "interrupted");
-    # a scenario still sampling has none yet. Empty for a run of a fixed number of repeats.
+    # Adaptive runs: scenario -> why its sampling stopped (alk.result.options.StopReason).
     stopped: dict[str, str] = field(default_factory=dict)

@@ -19,7 +19,7 @@ pytest.importorskip("openai")
 from aiohttp import web  # noqa: E402
 
 from alk.gateway.wire.bodies import error_body, response_body
-from alk.gateway.wire.reply import Reply, ToolCall, estimate_usage
+from alk.gateway.wire.reply import Reply, ToolCall, Usage, estimate_usage
 from alk.gateway.wire.request import read_request  # noqa: E402
 
 from helpers.upstream import LoopbackProvider  # noqa: E402
@@ -49,6 +49,8 @@ class FakeUpstream(LoopbackProvider):
         self.checks = 0
         self.up = True
         self.down_after_first_check = False
+        self.usage: Usage | None = None  # what it reports of every call; None: an estimate
+        self.answered = 0  # chat completions answered
         super().__init__()
 
     async def _answer(self, request: web.BaseRequest) -> web.Response:
@@ -67,7 +69,8 @@ class FakeUpstream(LoopbackProvider):
         asked = read_request("chat", await request.read())
         assert not isinstance(asked, str), asked
         reply = TURNS[min(asked.tool_results, len(TURNS) - 1)]
-        usage = estimate_usage(asked, reply)
+        usage = self.usage or estimate_usage(asked, reply)
+        self.answered += 1
         return web.Response(body=response_body("chat", reply, model=asked.model,
                                                call=asked.items, usage=usage,
                                                created=1), content_type="application/json")
@@ -206,3 +209,47 @@ def test_a_replay_that_meets_a_request_it_never_recorded_names_the_first_differe
     [repeat] = document["scenarios"][0]["repeats"]
     assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "replay_mismatch")
     assert "call 1:" in repeat["detail"] and "something else" in repeat["detail"]
+
+
+@needs_offline
+def test_a_proxy_run_counts_the_providers_tokens_and_keeps_to_its_budgets(tmp_path, upstream):
+    # 120 tokens a call: a repeat's third call is refused at 240 of its 200 (its cause:
+    # token_budget); the run starts no repeat once 3 of them reach 720 of its 500.
+    upstream.usage = Usage(prompt_tokens=100, completion_tokens=20)
+    proxy = lane(tmp_path, f"""mode = "proxy"
+upstream = "http://127.0.0.1:{upstream.port}/v1"
+key_env = "ALK_TEST_UPSTREAM_KEY"
+name = "gpt-fake"
+max_tokens = {{ run = 500, repeat = 200 }}
+""", "budgeted")
+    env = {**os.environ, "ALK_TEST_UPSTREAM_KEY": UPSTREAM_KEY}
+    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(proxy), "-n", "4",
+                           "-j", "1"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 130, done.stderr  # a partial result, as an interrupted run's
+    assert "stopped by its token budget (max_tokens.run = 500)" in done.stdout, done.stdout
+    [result] = (tmp_path / "reports").glob("*/result.json")
+    document = json.loads(result.read_text())
+    repeats = document["scenarios"][0]["repeats"]
+    assert [(r["outcome"], r["cause"]) for r in repeats] == [("agent", "token_budget")] * 3
+    assert [r["model"]["cost"] for r in repeats] == [
+        {"source": "provider", "input_tokens": 200, "output_tokens": 40, "calls": 2,
+         "unreported": 0, "clamped": 0, "refused": 1}] * 3
+    assert upstream.answered == 6  # the refused calls never reached it
+    assert document["status"] == "interrupted"
+    cost = document["cost"]
+    assert cost["totals"] == {"source": "provider", "input_tokens": 600, "output_tokens": 120,
+                              "repeats": 3, "unreported": 0, "clamped": 0, "refused": 3}
+    assert cost["stopped"].startswith("stopped: token budget reached (720 of max_tokens.run = "
+                                      "500 provider tokens) after 3 of 4 repeats")
+    assert document["scenarios"][0]["model"]["cost"] == cost["totals"]
+    # Resumed, the run goes on with a budget of its own: the fourth repeat runs, and it ends.
+    again = subprocess.run([sys.executable, "-m", "alk", "run", "--resume",
+                            document["run_id"], "-j", "1"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout + again.stderr  # every repeat failed
+    document = json.loads(result.read_text())
+    assert document["status"] == "complete"
+    assert len(document["scenarios"][0]["repeats"]) == 4
+    assert document["cost"]["totals"]["input_tokens"] == 800
+    assert document["cost"]["stopped"] is None

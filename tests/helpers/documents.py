@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from alk import api
+from alk.cost import RunCost, TokenTotals
 from alk.records import Expectations, Lane, Observation, Scenario
 from alk.result.document import Resumption, RunDocument, from_json, to_json
 
@@ -118,6 +119,20 @@ def resumed(out: Path) -> RunDocument:
     return dataclasses.replace(
         document, settings=dataclasses.replace(document.settings, jobs=4),
         resumed=(Resumption("2026-11-29T12:40:07+00:00", 23),))
+
+
+def budget_stopped(out: Path) -> RunDocument:
+    """A proxy run its token budget stopped: the interrupted run, told (by hand: the view reads
+    only these) what the provider counted and why no more repeats started."""
+    document = interrupted(out)
+    counts = document.aggregate.counts
+    stopped = (f"stopped: token budget reached (15,210 of max_tokens.run = 15,000 provider "
+               f"tokens) after {counts.completed} of {counts.requested} repeats; raise "
+               f"max_tokens.run, or resume (alk run --resume {document.run_id}) for another 15,000")
+    return dataclasses.replace(document, cost=RunCost(
+        totals=TokenTotals("provider", 12_340, 2_870, counts.completed, unreported=2,
+                           refused=1),
+        max_tokens_run=15_000, max_tokens_repeat=2_000, stopped=stopped))
 
 
 def two_lanes(out: Path) -> list[RunDocument]:

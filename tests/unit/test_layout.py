@@ -22,7 +22,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-BOTTOM = ("", "records", "errors", "causes", "estimate", "layout", "limits", "redaction",
+BOTTOM = ("", "records", "cost", "errors", "causes", "estimate", "layout", "limits", "redaction",
           "untrusted_json", "files", "cleanup", "worker", "_help")
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("__main__",),

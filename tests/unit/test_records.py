@@ -4,10 +4,12 @@ an observation is checked field by field through the executor (tests/unit/execut
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from alk.attribution.outcome import void
 from alk.causes import Cause
+from alk.cost import TokenCost
 from alk.records import ModelSeen, Outcome, RepeatResult, RepeatSpec, Scenario
 from alk.result.journal import result_from_json, result_to_json
 
@@ -41,7 +43,13 @@ def test_a_record_keeps_the_gateways_counts_and_its_first_twenty_faults():
                      steps=("200:lookup",))
     assert seen.summary() == {"calls": 9, "turns": 4, "retries": 3, "prompt_tokens": 120,
                               "completion_tokens": 45,
-                              "faults": [f"http_429@{n}" for n in range(1, 21)]}
+                              "faults": [f"http_429@{n}" for n in range(1, 21)],
+                              "cost": None}
+    # The provider's own count, apart from the gateway's (in script mode an estimate).
+    paid = dataclasses.replace(seen, cost=TokenCost("provider", 100, 40, calls=2))
+    assert paid.summary()["cost"] == {"source": "provider", "input_tokens": 100,
+                                      "output_tokens": 40, "calls": 2, "unreported": 0,
+                                      "clamped": 0, "refused": 0}
 
 
 def test_what_the_gateway_refused_is_in_the_summary_only_when_it_refused_some() -> None:

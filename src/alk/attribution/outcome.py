@@ -90,6 +90,15 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     if model is not None and model.provider_error and found.outcome is not Outcome.PASS:
         return _make(Cause.PROVIDER_UNAVAILABLE,
                      f"{model.provider_error}; then {found.cause}: {found.detail}")
+    # The repeat's token budget was spent, the gateway refused a call, and the repeat failed:
+    # the live model's choice to go on (scored, whatever failure followed; a pass stays one).
+    cost = model.cost if model is not None else None
+    if cost is not None and cost.refused and found.outcome in (Outcome.FRAMEWORK_RUNTIME,
+                                                               Outcome.AGENT):
+        return _make(Cause.TOKEN_BUDGET,
+                     f"the gateway refused {cost.refused} call(s) past the repeat's token budget "
+                     f"({cost.tokens:,} provider tokens used); then {found.cause}: "
+                     f"{found.detail}")
     # The upstream refused a request the framework chose while it answered alk's own check:
     # the refusal, and what the framework made of it, are the framework's (scored).
     if model is not None and model.upstream_refused and failed:

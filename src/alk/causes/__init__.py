@@ -68,6 +68,7 @@ class Cause(StrEnum):
     WRONG_FILES = "wrong_files"
     SCRIPT_NOT_CONSUMED = "script_not_consumed"
     WRONG_MODEL_CALLS = "wrong_model_calls"
+    TOKEN_BUDGET = "token_budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +401,16 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "The number of model calls alk's gateway served differs from the scenario's "
         "`model_calls` (a number, or a min and max).",
         "The transcript's model/call events list every call, retries included.",
+    ),
+    Cause.TOKEN_BUDGET: CauseInfo(
+        Outcome.AGENT,
+        "A live model (proxy, or its replay) used the repeat's token budget (the lane's "
+        "`max_tokens.repeat`, as the provider counted them), alk's gateway refused the next "
+        "call, and the repeat failed. The live model chose to go on calling, so it is the "
+        "agent's layer, as a wrong answer is; a scored failure, never void: burning tokens "
+        "cannot void a repeat.",
+        "Read the transcript's model/call events: a loop of calls that goes nowhere is the "
+        "agent's (its prompt, its stop condition); a task that needs more, a larger budget.",
     ),
 }
 

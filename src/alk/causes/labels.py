@@ -58,6 +58,7 @@ LABELS: dict[Cause, str] = {
     Cause.WRONG_FILES: "wrong files",
     Cause.SCRIPT_NOT_CONSUMED: "script not used up",
     Cause.WRONG_MODEL_CALLS: "wrong model calls",
+    Cause.TOKEN_BUDGET: "token budget spent",
 }
 # How a run ended after a fault it did not recover from, by the cause that followed.
 _AFTER_FAULT = {Cause.WRONG_STOP_REASON: "error stop after a fault",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from alk.cost import combined
 from alk.records import ModelSeen, Observation, Scenario
 
 
@@ -67,7 +68,8 @@ def combine_models(seen: list[ModelSeen]) -> ModelSeen | None:
         upstream_refused=next((s.upstream_refused for s in seen if s.upstream_refused), None),
         over_bounds=sum(s.over_bounds for s in seen),
         mistakes=tuple(turn for s in seen for turn in s.mistakes),
-        unmatched=next((s.unmatched for s in seen if s.unmatched), None))
+        unmatched=next((s.unmatched for s in seen if s.unmatched), None),
+        cost=combined(s.cost for s in seen))
 
 
 def joined_hash(hashes: list[str]) -> str:

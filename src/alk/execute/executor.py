@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
 from alk.execute.adaptive import Sampling
+from alk.execute.budget import RunBudget
 from alk.execute.engine import Engine
 from alk.execute.repeat import DETAIL_CHARS, RunVoid
 from alk.execute.threads import ThreadEngine
@@ -48,10 +49,14 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
 
     With `adaptive`, the plan holds `max_repeats` repeats a scenario and a prefix of each
     scenario's runs: the stopping state is re-derived from `done`, and `Execution.stopped`
-    says why each scenario stopped."""
+    says why each scenario stopped.
+
+    With a lane's `max_tokens.run`, once the provider tokens of the repeats run here reach it
+    no new repeat starts: the run ends interrupted, and `budget_spent` says why."""
     engine = engine or ThreadEngine(runner, jobs)
     execution = Execution(repeats=list(done))
     sampling = None if adaptive is None else Sampling(plan, adaptive, execution.repeats)
+    budget = RunBudget(plan)
     if sampling is not None:
         execution.stopped = sampling.stopped  # filled in as scenarios settle
     try:
@@ -82,6 +87,7 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
                 if on_record:
                     on_record(result)
                 execution.repeats.append(result)
+                budget.add(result)
                 if sampling is not None:
                     sampling.add(result)
                 if on_repeat:
@@ -93,12 +99,23 @@ def execute(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner | N
                          if (item.scenario.id, item.repeat) not in finished]
                 if on_batch:
                     on_batch(batch)
-                lane.run(batch, on_start=on_start, on_result=keep)
+                lane.run(budget.gate(batch), on_start=on_start, on_result=keep)
             else:
                 while batch := sampling.next_round():
+                    if budget.reached:
+                        budget.held_back += len(batch)
+                        break
                     if on_batch:
                         on_batch(batch)
-                    lane.run(batch, on_start=on_start, on_result=keep)
+                    lane.run(budget.gate(batch), on_start=on_start, on_result=keep)
+                    if budget.held_back:
+                        break  # the round's rest was held back: asking again would repeat it
+            execution.budget_spent = budget.why(len(execution.repeats))
+            if execution.budget_spent is not None:
+                # A partial result, as an interrupted one: `alk run --resume` goes on with it.
+                execution.interrupted = True
+                if sampling is not None:
+                    sampling.interrupt()
     except RunVoid as exc:
         execution.void = exc.attribution
     except KeyboardInterrupt:

@@ -256,8 +256,9 @@ class LaneContext:
             request = dataclasses.replace(self.request(workspace, start),
                                           kill_at=scenario.kill_at if attempt == 1 else None)
             served = seen[-1].model.turns if seen and seen[-1].model else 0
+            spent = sum(o.model.cost.tokens for o in seen if o.model and o.model.cost)
             request, session = self.model_request(request, scenario, item.seed, attempt,
-                                                  item.repeat, served)
+                                                  item.repeat, served, spent)
             try:
                 with self.starts.slot(self.stop) as ready:
                     seen.append(self.runner.run(request, ready(self.gate), log))
@@ -271,7 +272,8 @@ class LaneContext:
         return combine_attempts(seen, scenario)
 
     def model_request(self, request: RunRequest, scenario: Scenario | None, seed: int,
-                      attempt: int, repeat: int, served: int = 0) -> tuple[RunRequest, Any]:
+                      attempt: int, repeat: int, served: int = 0,
+                      spent: int = 0) -> tuple[RunRequest, Any]:
         """The request with a session of the gateway, if the lane has one: its variables and
         the start message's `model`. The probe (no scenario) gets a session too, the same
         variables and the same answers before start: a worker cannot tell it from a repeat.
@@ -282,7 +284,7 @@ class LaneContext:
         from alk.gateway.server import NAMESPACE_PORT, base_url
         from alk.gateway.session import Session  # aiohttp, with the gateway alone
 
-        session = Session(self.gateway, scenario, seed, attempt, repeat, served)
+        session = Session(self.gateway, scenario, seed, attempt, repeat, served, spent)
         offline = self.network is Network.NONE
         port = NAMESPACE_PORT if offline else session.listen_on_host()
         url = base_url(port)

@@ -25,6 +25,9 @@ from alk.runner.pids_cgroup import counts_the_user
 from alk.runner.request import Runner
 from alk.runner.stop import Stop
 
+# How often a repeat's thread, waiting for its result to be counted, looks for the run's stop.
+COUNTED_POLL_S = 0.2
+
 
 def parallelism(jobs: int, plan: Plan) -> int:
     """How many repeats run at once: --jobs, capped by the lane's `max_parallel`, by the
@@ -89,6 +92,7 @@ class ThreadLane:
             on_start: Callable[[RepeatSpec], None] | None,
             on_result: Callable[[RepeatResult], None]) -> None:
         todo = iter(items)
+        counting = getattr(items, "counted_first", False)
         take = threading.Lock()
         messages: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -100,13 +104,19 @@ class ThreadLane:
                     if item is None:
                         return
                     messages.put(("start", item))
+                    counted = threading.Event()
                     try:
-                        messages.put(("result", self.context.repeat(item)))
+                        messages.put(("result", (self.context.repeat(item), counted)))
                     except KeyboardInterrupt:
                         if self.stop.is_set():
                             # the run stopped: this repeat is discarded (its transcript says)
                             return
                         raise
+                    # Under a token budget the next repeat is taken once this one is counted:
+                    # whether there is one depends on it (alk.execute.budget).
+                    while counting and not counted.wait(COUNTED_POLL_S):
+                        if self.stop.is_set():
+                            return
             except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
                 messages.put(("error", exc))
             finally:
@@ -120,7 +130,11 @@ class ThreadLane:
                 if on_start and not self.stop.is_set():
                     on_start(value)
             elif kind == "result":
-                on_result(value)
+                result, counted = value
+                try:
+                    on_result(result)
+                finally:
+                    counted.set()
 
         running = 0
         try:

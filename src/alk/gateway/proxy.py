@@ -177,7 +177,7 @@ def settle(session: Answering, status: int, call: int, asked: Asked, body: bytes
         turn, session.turns = session.turns, session.turns + 1
         session.fault_pending = False
     session.record(call, asked.api, asked, status, began, retry=retry, reply=reply,
-                   usage=usage, turn=turn)
+                   usage=usage, turn=turn, reported=True)
     recorder = session.gateway.recorder
     if recorder is not None:  # the writer redacts every text of the entry
         recorder.add(cassettes.Entry(

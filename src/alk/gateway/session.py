@@ -27,7 +27,8 @@ from typing import Any
 
 from aiohttp import web
 
-from alk.gateway import bounds
+from alk.cost import TokenCost
+from alk.gateway import bounds, budget
 from alk.gateway import cassette as cassettes
 from alk.gateway.faults import inject
 from alk.gateway.http import SSE, json_response
@@ -66,12 +67,14 @@ class Session:
     runs on the gateway's thread; the runner's loop reads `events` and `wake_fd` on its own."""
 
     def __init__(self, gateway: Gateway, scenario: Scenario | None, seed: int, attempt: int,
-                 repeat: int = 0, served_before: int = 0) -> None:
+                 repeat: int = 0, served_before: int = 0, spent_before: int = 0) -> None:
         """`scenario` is None for the preflight probe, which is never started: its session
         answers as every session does before its start, and nothing else. `served_before`:
         the script's turns this repeat's earlier attempts were served (where a resumed one
-        may go on from, and no further)."""
+        may go on from, and no further); `spent_before`: the provider tokens they used (the
+        repeat's budget counts them too)."""
         self.gateway, self.seed = gateway, seed
+        self.spent_before = spent_before
         self.scenario = scenario if scenario is not None else _PROBE
         self.attempt, self.repeat, self.served_before = attempt, repeat, served_before
         self.key = "alk-" + secrets.token_urlsafe(24)
@@ -93,6 +96,9 @@ class Session:
         self.retries = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # The provider's own usage (proxy) or a cassette's record of it (replay): the cost.
+        self.cost = (TokenCost("provider" if gateway.setup.mode == "proxy" else "replayed")
+                     if gateway.setup.mode in ("proxy", "replay") else None)
         self.fired: list[str] = []
         self.fault_pending = False  # a fault fired and no call since was answered in full
         self.exhausted: tuple[int, int] | None = None
@@ -174,7 +180,7 @@ class Session:
             upstream_refused=self.upstream_refused,
             unmatched=self.unmatched, steps=tuple(self.steps),
             over_bounds=bounds.refused(self._web), mode=self.gateway.setup.mode,
-            mistakes=tuple(self.mistakes))
+            mistakes=tuple(self.mistakes), cost=self.cost)
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number
@@ -261,6 +267,8 @@ class Session:
             self.fault_pending = True
             self._last = (digest, True)
             return await inject(self, request, fault, asked, call, began, retry)
+        if budget.spent(self):
+            return budget.refuse(self, asked, call, began, retry)
         answer = await (forward(self, request, asked, body, call, began, retry)
                         if self.gateway.setup.mode == "proxy" else
                         self._served(request, asked, body, call, began, retry))
@@ -316,7 +324,7 @@ class Session:
         self.fault_pending = entry.status >= 400
         reply, usage = read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
         self.record(call, asked.api, asked, entry.status, began, retry=retry, reply=reply,
-                    usage=usage, turn=self.turns - 1)
+                    usage=usage, turn=self.turns - 1, reported=True)
         if entry.stream:
             response = web.StreamResponse(status=entry.status, headers=SSE)
             await response.prepare(request)
@@ -347,11 +355,14 @@ class Session:
                began: float, *, retry: bool = False, reply: Reply | None = None,
                usage: Usage | None = None, turn: int | None = None,
                fault: str | None = None, problem: str | None = None,
-               mistake: bool = False) -> None:
-        """One call as the harness saw it: counted always, recorded while within bounds."""
+               mistake: bool = False, reported: bool = False) -> None:
+        """One call as the harness saw it: counted always, recorded while within bounds.
+        `reported`: the usage is the provider's (or a cassette's record of it), a cost."""
         if usage is not None:
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
+        if reported and self.cost is not None:
+            self.cost = budget.added(self.cost, usage, status is not None and status < 400)
         if call > MAX_RECORDED_CALLS:
             return
         tools = [c.name for c in reply.tool_calls] if reply is not None else []

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError, UsageError
+from alk.lane.budget import parse_budget
 from alk.lane.find import find_lane, lane_paths, lane_root
 from alk.lane.include import (
     INCLUDE_FIELDS,
@@ -56,13 +57,14 @@ _LANE_FIELDS = {
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
     "model", "max_parallel", *INCLUDE_FIELDS,
 }
-_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool"}
+_MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool",
+                 "max_tokens"}
 MODEL_MODES = ("script", "replay", "proxy")
 # What each mode needs, and what it may have besides; of the latter, the options that change
 # how it serves, not what it needs (the message for a field of no use leaves them out).
 _MODE_OPTIONS = {"answer_tool"}
-_MODE_FIELDS = {"script": (set(), {"answer_tool"}), "replay": ({"cassette"}, set()),
-                "proxy": ({"upstream", "key_env"}, {"record"})}
+_MODE_FIELDS = {"script": (set(), {"answer_tool"}), "replay": ({"cassette"}, {"max_tokens"}),
+                "proxy": ({"upstream", "key_env"}, {"record", "max_tokens"})}
 
 
 # The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
@@ -279,7 +281,8 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
         table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")
     return ModelSetup(mode=mode, name=name,
                       cassette=root / cassette if cassette else None, upstream=upstream,
-                      key_env=key_env, record=root / record if record else None)
+                      key_env=key_env, record=root / record if record else None,
+                      max_tokens=parse_budget(table))
 
 
 def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:

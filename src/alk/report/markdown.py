@@ -28,6 +28,7 @@ from urllib.parse import quote
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.cost import report_lines
 from alk.report.format import PASS_HAT_K, rerun_words, share
 from alk.report.format import rerun_command as command
 from alk.report.markdown_stats import statistics_section
@@ -163,6 +164,7 @@ def _lane_line(document: RunDocument) -> str:
     if gate.ok is False:
         text += (f"\n  - preflight refused the worker, nothing was scored: "
                  f"{code(gate.cause or 'preflight_failed')} {code(gate.detail, DETAIL_CHARS)}")
+    text += "".join(f"\n  - {line}" for line in report_lines(document.cost))
     return text
 
 

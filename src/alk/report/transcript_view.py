@@ -12,7 +12,9 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
+from alk.cost import of_summary
 from alk.records import RepeatResult
+from alk.report.cost import repeat_tokens_line
 from alk.report.safe_text import DASH, cut, json_text, one_line, printable, style_of
 from alk.result.document import CutShort
 from alk.transcript.reader import TranscriptPage
@@ -112,6 +114,9 @@ def repeat_header(run_id: str, scenario: str, repeat: int,
                          "\n", (printable(ended), style))
     if entry.detail:
         text.append(printable(f" {DASH} {entry.detail}"))
+    cost = of_summary(entry.model) if isinstance(entry, RepeatResult) else None
+    if cost is not None:  # a proxy's or a replay's: the provider's own count
+        text.append(f"\n{repeat_tokens_line(cost)}", style="dim")
     return text
 
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import msgspec
 
 from alk import __version__
+from alk.cost import RunCost, TokenTotals, totals
 from alk.errors import AlkError, ResultFormatError
 from alk.layout import REPORTS_DIR, RESULT_NAME, run_transcripts
 from alk.records import Execution, Plan, Preflight, RepeatResult, Scenario, Verdict
@@ -128,6 +129,8 @@ class ModelTotals:
     calls: int
     retries: int
     tokens: int
+    # The provider's own count (proxy, or replayed), None when alk scripts the model.
+    cost: TokenTotals | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,9 @@ class RunDocument:
     paths: Paths
     scenarios: tuple[ScenarioResult, ...]
     aggregate: LaneStats
+    # A proxy or replay run's provider tokens and budget; None for a script (and before alk
+    # counted them).
+    cost: RunCost | None = None
 
     def scenario(self, scenario_id: str) -> ScenarioResult | None:
         return next((s for s in self.scenarios if s.id == scenario_id), None)
@@ -285,6 +291,7 @@ def build_document(plan: Plan, execution: Execution, *, status: str, started_at:
                     workspaces=str(execution.workspaces) if execution.workspaces else None),
         scenarios=scenarios,
         aggregate=summarize_lane([s.stats for s in scenarios], seed=plan.seed),
+        cost=_run_cost(plan, execution),
     )
 
 
@@ -333,4 +340,17 @@ def _model_totals(results: list[RepeatResult]) -> ModelTotals | None:
         return None
     return ModelTotals(repeats=len(seen), calls=sum(m["calls"] for m in seen),
                        retries=sum(m["retries"] for m in seen),
-                       tokens=sum(m["prompt_tokens"] + m["completion_tokens"] for m in seen))
+                       tokens=sum(m["prompt_tokens"] + m["completion_tokens"] for m in seen),
+                       cost=totals(seen))
+
+
+def _run_cost(plan: Plan, execution: Execution) -> RunCost | None:
+    """The run's provider tokens over every repeat, and its budget (None for a script)."""
+    model = plan.lane.model
+    if model is None or model.mode not in ("proxy", "replay"):
+        return None
+    budget = model.max_tokens
+    return RunCost(totals=totals(r.model for r in execution.repeats),
+                   max_tokens_run=budget.run if budget else None,
+                   max_tokens_repeat=budget.repeat if budget else None,
+                   stopped=execution.budget_spent)

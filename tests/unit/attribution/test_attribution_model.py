@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from alk.cost import TokenCost
 from alk.records import Check, ModelSeen, Observation, Outcome
 
 from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
@@ -111,6 +112,36 @@ def test_a_refusal_the_framework_got_past_is_still_a_pass() -> None:
 def test_a_failing_provider_outranks_a_refusal_of_the_workers_request() -> None:
     obs = with_model(observed(), upstream_refused=REFUSED, provider_error=PROVIDER)
     assert verdict(obs, WRONG_OUTPUT)[:2] == (INFRA, "provider_unavailable")
+
+
+# --- token_budget: the repeat's budget was spent and the gateway refused a call ---------------
+
+SPENT = TokenCost("provider", input_tokens=900, output_tokens=150, calls=3, refused=1)
+SPENT_IS = ("the gateway refused 1 call(s) past the repeat's token budget (1,050 provider "
+            "tokens used); then ")
+
+
+@pytest.mark.parametrize("fields, checks, then", [
+    pytest.param({}, WRONG_OUTPUT, WRONG_OUTPUT_IS, id="wrong_output"),
+    pytest.param(CRASH, (), CRASH_IS, id="nonzero_exit"),
+    pytest.param(HANG, (), HANG_IS, id="timeout"),
+    pytest.param(BAD_RESULT, (), "bad_result: result.output must be a string", id="bad_result"),
+])
+def test_a_refusal_past_the_token_budget_is_the_agents_scored_failure(
+        fields: dict[str, Any], checks: tuple[Check, ...], then: str) -> None:
+    obs = with_model(observed(**fields), mode="proxy", cost=SPENT)
+    assert verdict(obs, checks) == (AGENT, "token_budget", f"{SPENT_IS}{then}")
+
+
+def test_the_token_budget_leaves_a_pass_a_void_and_an_unrefused_repeat_alone() -> None:
+    assert verdict(with_model(observed(), cost=SPENT), PASSING)[:2] == (Outcome.PASS, "passed")
+    void = with_model(observed(faults_missing=("tool#1",)), cost=SPENT)
+    assert verdict(void, PASSING)[1] == "fault_not_fired"
+    unrefused = dataclasses.replace(SPENT, refused=0)
+    assert verdict(with_model(observed(), cost=unrefused), WRONG_OUTPUT)[1] == "wrong_output"
+    # A provider shown failing by alk's own check still voids: no worker can choose that.
+    failing = with_model(observed(), cost=SPENT, provider_error=PROVIDER)
+    assert verdict(failing, WRONG_OUTPUT)[:2] == (INFRA, "provider_unavailable")
 
 
 # --- replay_mismatch: the run left the recorded path ----------------------------------------

@@ -324,7 +324,7 @@ def test_a_ctrl_c_just_before_the_hand_over_begins_still_stops_and_waits_for_eve
         if len(calls) == 1:  # once a's result is in, put back for the drain to hand over
             taken = [messages.get()]
             while not (isinstance(taken[-1], tuple) and taken[-1][0] == "result"
-                       and taken[-1][1].scenario == "a"):
+                       and taken[-1][1][0].scenario == "a"):
                 taken.append(messages.get())
             for message in taken:
                 messages.put(message)

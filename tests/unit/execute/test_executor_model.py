@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from alk.causes import Cause
+from alk.cost import TokenBudget, TokenCost, TokenTotals
 from alk.errors import LaneError
 from alk.execute.executor import execute
 from alk.gateway import proxy
@@ -108,7 +109,8 @@ def test_what_the_gateway_saw_of_every_attempt_adds_up(make_lane, tmp_path):
     assert (result.outcome, result.cause) == (Outcome.PASS, Cause.PASSED), result.detail
     # Calls, retries, tokens and faults add up; turns are the last attempt's.
     assert result.model == {"calls": 5, "turns": 1, "retries": 1, "prompt_tokens": 35,
-                            "completion_tokens": 5, "faults": ["http_429@call1"]}
+                            "completion_tokens": 5, "faults": ["http_429@call1"],
+                            "cost": None}
 
 
 @pytest.mark.parametrize("first, second, cause", [
@@ -193,17 +195,20 @@ def test_only_a_declared_fault_makes_a_failure_the_faults(make_lane, tmp_path, r
 
 
 def test_the_document_keeps_each_repeats_view_and_the_scenarios_totals(make_lane, tmp_path):
-    other = ModelSeen(calls=1, turns=1, retries=0, prompt_tokens=7, completion_tokens=2)
+    # Only the provider's usage is a cost: the other repeat's (estimated) tokens are not in it.
+    other = ModelSeen(calls=1, turns=1, retries=0, prompt_tokens=7, completion_tokens=2,
+                      cost=TokenCost("provider", 7, 2, calls=1, clamped=1))
     plan, _, execution = run(make_lane, tmp_path, dataclasses.replace(PASSING, model=SEEN),
                              dataclasses.replace(PASSING, model=other), repeats=2)
     document = build_document(plan, execution, status="complete",
                               started_at=datetime.now(timezone.utc), finished_at=None,
                               harness_peak_rss_mb=1.0)
     [scenario] = document.scenarios
-    assert scenario.model == ModelTotals(repeats=2, calls=4, retries=1, tokens=43)
+    assert scenario.model == ModelTotals(repeats=2, calls=4, retries=1, tokens=43,
+                                         cost=TokenTotals("provider", 7, 2, 1, clamped=1))
     assert sorted(r.model["calls"] for r in scenario.repeats) == [1, 3]
     assert {tuple(r.model) for r in scenario.repeats} == {
-        ("calls", "turns", "retries", "prompt_tokens", "completion_tokens", "faults")}
+        ("calls", "turns", "retries", "prompt_tokens", "completion_tokens", "faults", "cost")}
 
 
 def test_a_lane_without_model_keeps_no_view(make_lane, tmp_path):
@@ -326,3 +331,53 @@ def test_without_a_network_the_gateway_listens_at_its_fixed_port_in_the_namespac
     assert (repeat.network, repeat.gateway_port) == (Network.NONE, NAMESPACE_PORT)
     assert repeat.start["model"]["base_url"] == repeat.env["OPENAI_BASE_URL"] == url
     assert repeat.gateway.port is None  # nothing listens on alk's own loopback
+
+
+# --- the run's token budget ---------------------------------------------------------------------
+
+
+def spending(tokens: int):
+    """A passing repeat whose calls the provider counted as `tokens` (a replayed cost)."""
+    return dataclasses.replace(PASSING, model=ModelSeen(
+        calls=1, turns=1, mode="replay", cost=TokenCost("replayed", tokens - 1, 1, calls=1)))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_run_budget_starts_no_repeat_once_the_tokens_reach_it(make_lane, tmp_path, jobs):
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text("")
+    setup = ModelSetup("replay", cassette=cassette, max_tokens=TokenBudget(run=25))
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), Scenario("b", "t"), setup=setup),
+                      "run-1", repeats=4, seed=5)
+    # Each repeat is counted before the next is taken: with -j 1, the third (30 ≥ 25) is
+    # the last; with -j 2 the one already running beside it finishes too.
+    execution = execute(plan, tmp_path, Redactor(), jobs=jobs, environ={"PATH": "/bin"},
+                        runner=ScriptedRunner(PASSING, *[spending(10)] * 8))
+    ran = 3 if jobs == 1 else 4
+    assert len(execution.repeats) == ran
+    assert execution.interrupted
+    assert execution.budget_spent == (
+        f"stopped: token budget reached ({ran * 10} of max_tokens.run = 25 provider tokens) "
+        f"after {ran} of 8 repeats; raise max_tokens.run, or resume (alk run --resume run-1) "
+        "for another 25")
+    document = build_document(plan, execution, status="interrupted",
+                              started_at=datetime.now(timezone.utc), finished_at=None,
+                              harness_peak_rss_mb=1.0)
+    assert document.cost.stopped == execution.budget_spent
+    assert document.cost.totals == TokenTotals("replayed", ran * 9, ran, ran)
+    assert (document.cost.max_tokens_run, document.cost.max_tokens_repeat) == (25, None)
+
+
+def test_a_resumed_run_gets_a_budget_of_its_own(make_lane, tmp_path):
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text("")
+    setup = ModelSetup("replay", cassette=cassette, max_tokens=TokenBudget(run=25))
+    plan = build_plan(lane_of(make_lane, Scenario("a", "t"), setup=setup), "run-1",
+                      repeats=5, seed=5)
+    first = execute(plan, tmp_path, Redactor(), environ={"PATH": "/bin"},
+                    runner=ScriptedRunner(PASSING, *[spending(10)] * 5))
+    assert len(first.repeats) == 3 and first.interrupted
+    resumed = execute(plan, tmp_path, Redactor(), environ={"PATH": "/bin"}, done=first.repeats,
+                      runner=ScriptedRunner(PASSING, *[spending(10)] * 2))
+    assert len(resumed.repeats) == 5
+    assert not resumed.interrupted and resumed.budget_spent is None

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from alk.cost import MAX_CALL_TOKENS
 from alk.gateway.wire.bodies import (
     error_body,
     malformed_body,
@@ -442,11 +443,27 @@ def test_a_body_with_no_reply_reads_as_none(body):
         assert usage_of_response(api, body) is None
 
 
-def test_usage_counts_must_be_whole_non_negative_numbers():
-    for usage in ('{"prompt_tokens": true, "completion_tokens": 1}',
-                  '{"prompt_tokens": -1, "completion_tokens": 1}',
-                  '{"prompt_tokens": 1.5, "completion_tokens": 1}'):
-        assert usage_of_response("chat", f'{{"usage": {usage}}}'.encode()) is None
+@pytest.mark.parametrize("given, expected", [
+    ('{"prompt_tokens": true, "completion_tokens": 1}', Usage(0, 1, clamped=1)),
+    ('{"prompt_tokens": -1, "completion_tokens": 1}', Usage(0, 1, clamped=1)),
+    ('{"prompt_tokens": 1.5, "completion_tokens": "2"}', Usage(0, 0, clamped=2)),
+    ('{"prompt_tokens": 7.0, "completion_tokens": 1e30}', Usage(7, MAX_CALL_TOKENS, clamped=1)),
+    ('{"prompt_tokens": 99999999999999999999999, "completion_tokens": 3}',
+     Usage(MAX_CALL_TOKENS, 3, clamped=1)),
+    ('{"prompt_tokens": 5}', Usage(5, 0, clamped=1)),
+])
+def test_an_upstreams_usage_counts_are_clamped_where_they_enter(given, expected):
+    """The upstream is not trusted: a count that is not a whole number in [0, MAX_CALL_TOKENS]
+    is clamped and the clamp counted, never summed as given, nor the usage dropped."""
+    assert usage_of_response("chat", f'{{"usage": {given}}}'.encode()) == expected
+    responses = given.replace("prompt_tokens", "input_tokens").replace("completion_tokens",
+                                                                       "output_tokens")
+    assert usage_of_response("responses", f'{{"usage": {responses}}}'.encode()) == expected
+
+
+def test_a_usage_with_neither_count_is_no_usage():
+    assert usage_of_response("chat", b'{"usage": {"total_tokens": 9}}') is None
+    assert usage_of_response("chat", b'{"usage": null}') is None
 
 
 # --- frameworks on top of the openai client ----------------------------------------------------

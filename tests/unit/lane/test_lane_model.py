@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from alk.gateway.script import FAULT_KINDS
+from alk.cost import TokenBudget
 from alk.lane.load import lane_warnings, load_lane
 from alk.records import ModelSetup, Scenario, WireFault
 
@@ -111,14 +112,15 @@ def test_proxy_mode_needs_the_providers_model_name(root: Path) -> None:
                  "model.key_env has no use in mode 'script' (it needs nothing more)",
                  id="script-with-key_env"),
     pytest.param({"mode": "replay", "cassette": "a.jsonl", "upstream": "https://h"},
-                 "model.upstream has no use in mode 'replay' (it needs cassette)",
+                 "model.upstream has no use in mode 'replay' (it needs cassette, max_tokens)",
                  id="replay-with-upstream"),
     pytest.param({"mode": "replay", "cassette": "a.jsonl", "record": "b.jsonl"},
-                 "model.record has no use in mode 'replay' (it needs cassette)",
+                 "model.record has no use in mode 'replay' (it needs cassette, max_tokens)",
                  id="replay-with-record"),
     pytest.param({"mode": "proxy", "upstream": "https://h", "key_env": "K",
                   "cassette": "a.jsonl"},
-                 "model.cassette has no use in mode 'proxy' (it needs key_env, record, upstream)",
+                 "model.cassette has no use in mode 'proxy' (it needs key_env, max_tokens, record, "
+                 "upstream)",
                  id="proxy-with-cassette"),
     pytest.param({"mode": "script", "name": ""},
                  "model.name must be a model name of 1 to 100 characters, got ''",
@@ -130,6 +132,37 @@ def test_proxy_mode_needs_the_providers_model_name(root: Path) -> None:
 def test_bad_model_tables(root: Path, fields: dict[str, str], message: str) -> None:
     (root / "a.jsonl").write_text("")  # a cassette that exists: only the rule under test fails
     assert lane_error(root, model_lane(model_table(**fields))) == f"{WHERE}: {message}"
+
+
+PROXY = '[model]\nmode = "proxy"\nname = "m"\nupstream = "https://h"\nkey_env = "K"\n'
+
+
+def test_max_tokens_reads_a_run_and_a_repeat_budget(root: Path) -> None:
+    both = load_lane(write(root, model_lane(PROXY + "max_tokens = { run = 9000, repeat = 300 }")))
+    assert both.model.max_tokens == TokenBudget(run=9000, repeat=300)
+    one = load_lane(write(root, model_lane(PROXY + "max_tokens = { repeat = 300 }")))
+    assert one.model.max_tokens == TokenBudget(run=None, repeat=300)
+    assert load_lane(write(root, model_lane(PROXY))).model.max_tokens is None
+
+
+@pytest.mark.parametrize("value, message", [
+    ("9000", "model.max_tokens must be a table such as max_tokens = { run = 200000, repeat = "
+             "20000 }"),
+    ("{}", "model.max_tokens is empty: give run, repeat or both"),
+    ("{ runs = 5 }", "model.max_tokens unknown field 'runs' (did you mean 'run'?)"),
+    ("{ run = 0 }", "model.max_tokens.run must be a whole number of tokens from 1 to "
+                    "1,000,000,000,000 (leave it out for no budget), got 0"),
+    ("{ repeat = 1.5 }", "model.max_tokens.repeat must be a whole number, got a number (1.5)"),
+    ("{ repeat = true }", "model.max_tokens.repeat must be a whole number, got a boolean"),
+])
+def test_bad_max_tokens(root: Path, value: str, message: str) -> None:
+    error = lane_error(root, model_lane(PROXY + f"max_tokens = {value}"))
+    assert error.startswith(f"{WHERE}: {message}"), error
+
+
+def test_max_tokens_has_no_use_with_a_scripted_model(root: Path) -> None:
+    error = lane_error(root, model_lane('[model]\nmode = "script"\nmax_tokens = { run = 5 }'))
+    assert error == f"{WHERE}: model.max_tokens has no use in mode 'script' (it needs nothing more)"
 
 
 def test_a_cassette_that_is_not_a_file_names_the_lane_root(root: Path) -> None:
@@ -144,7 +177,8 @@ def test_a_cassette_that_is_not_a_file_names_the_lane_root(root: Path) -> None:
 def test_an_unknown_model_field_suggests_the_close_one(root: Path) -> None:
     message = lane_error(root, model_lane(model_table(mode="script", moed="x")))
     assert message.startswith(f"{WHERE}: model unknown field 'moed' (did you mean 'mode'?); "
-                              "allowed: answer_tool, cassette, key_env, mode, name, record, upstream")
+                              "allowed: answer_tool, cassette, key_env, max_tokens, mode, name, "
+                              "record, upstream")
 
 
 # --- script turns: served by the gateway, so checked only under [model] --------------------

@@ -489,3 +489,11 @@ def test_the_model_column_says_what_the_gateway_refused_past_its_bounds() -> Non
     assert shown({"calls": 2, "retries": 1, "over_bounds": 3}) == "2 (1 retried, 3 refused)"
     assert shown({"calls": 2, "retries": 0}) == "2"
     assert shown(None) == "—"
+
+
+def test_a_proxy_run_says_what_it_cost(tmp_path: Path, private_temp: None) -> None:
+    document = documents.budget_stopped(tmp_path)
+    words = Page(run_page([document], tmp_path)).words
+    assert "tokens: 12,340 in · 2,870 out over 10 repeats (provider usage)" in words
+    assert document.cost.stopped in words
+    assert "tokens:" not in Page(run_page([documents.run(tmp_path)], tmp_path)).words

@@ -351,3 +351,13 @@ def test_the_statistics_come_last_each_only_where_it_means_something(tmp_path: P
     assert "ICC 0" not in stats and "consistency:" not in stats
     assert ("withheld: ICC, design effect and clustered interval (they need 3 scenarios of 5+ "
             "scored repeats; the run has 0); consistency") in stats
+
+
+def test_a_proxy_run_says_what_it_cost_and_why_its_budget_stopped_it(tmp_path):
+    document = documents.budget_stopped(tmp_path)
+    text = run_markdown([document], tmp_path)
+    assert ("\n  - tokens: 12,340 in · 2,870 out over 10 repeats (provider usage)\n"
+            "  - budget 15,000 a run · 2,000 a repeat · 1 call refused · 2 answers had no "
+            f"usage\n  - {document.cost.stopped}\n") in text
+    # A scripted model's run has no cost to show: its usage is an estimate.
+    assert "tokens:" not in run_markdown([documents.run(tmp_path)], tmp_path)

@@ -450,6 +450,22 @@ def test_show_says_a_repeat_an_interrupt_cut_short_never_finished():
                      "transcript"]
 
 
+def test_show_says_what_a_proxied_repeat_cost_and_a_scripted_one_nothing():
+    cost = {"source": "provider", "input_tokens": 1200, "output_tokens": 40, "calls": 2,
+            "unreported": 1, "clamped": 0, "refused": 1}
+    proxied = dataclasses.replace(repeat(2, "agent", "token_budget", "refused"),
+                                  model={"calls": 3, "cost": cost})
+    lines = render(repeat_header(RUN, "nominal", 2, proxied)).splitlines()
+    assert lines[-1] == ("tokens: 1,200 in · 40 out (provider usage) · 1 call refused past the "
+                         "budget · 1 answer had no usage")
+    replayed = dataclasses.replace(proxied, model={"cost": {**cost, "source": "replayed",
+                                                            "refused": 0, "unreported": 0}})
+    assert render(repeat_header(RUN, "nominal", 2, replayed)).splitlines()[-1] == (
+        "tokens: 1,200 in · 40 out (replayed: the usage the cassette recorded)")
+    scripted = dataclasses.replace(proxied, model={"calls": 3, "cost": None})
+    assert "tokens" not in render(repeat_header(RUN, "nominal", 2, scripted))
+
+
 # --- 80 columns first ------------------------------------------------------------------------
 
 

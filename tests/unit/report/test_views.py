@@ -173,6 +173,7 @@ RUNS: dict[str, Callable[[Path], RunDocument]] = {
     "run": documents.run,
     "run-void": documents.mostly_void,
     "run-interrupted": documents.interrupted,
+    "run-budget": documents.budget_stopped,
     "run-long-ids": documents.long_ids,
     "run-preflight-refused": documents.refused,
     "run-resumed": documents.resumed,

@@ -382,7 +382,9 @@ def broken(document: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 STATS = "scenarios.0.stats"
 REPEAT = "scenarios.0.repeats.0"
 GATEWAY_SEEN = {"calls": 2, "turns": 1, "retries": 1, "prompt_tokens": 9,
-                "completion_tokens": 3, "faults": ["meteor@call1"]}
+                "completion_tokens": 3, "faults": ["meteor@call1"], "cost": None}
+PROVIDER_COST = {"source": "provider", "input_tokens": 90, "output_tokens": 30, "calls": 2,
+                 "unreported": 0, "clamped": 0, "refused": 1}
 BREAKS = {
     "a missing required field": ("run_id", DELETE),
     "a missing field of a repeat": (f"{REPEAT}.sha256", DELETE),
@@ -432,6 +434,10 @@ BREAKS = {
     "an attempt's identity of three": (f"{REPEAT}.identities", [["fw", "1.0", "x"]]),
     "an unknown wire fault": (f"{REPEAT}.model", GATEWAY_SEEN),
     "a resumption at no time": ("resumed", [{"at": "yesterday", "done": 1}]),
+    "a negative provider count": (f"{REPEAT}.model", {
+        **GATEWAY_SEEN, "faults": [], "cost": {**PROVIDER_COST, "input_tokens": -1}}),
+    "a cost of an unknown source": (f"{REPEAT}.model", {
+        **GATEWAY_SEEN, "faults": [], "cost": {**PROVIDER_COST, "source": "estimated"}}),
 }
 
 
@@ -450,6 +456,13 @@ def test_what_the_breaks_start_from_is_valid(schema: dict[str, Any],
     document = runs["pass and kill_at"].document
     seen = {**GATEWAY_SEEN, "faults": ["http_429@call1"]}
     assert problems(schema, broken(document, f"{REPEAT}.model", seen)) == []
+    costly = {**seen, "cost": PROVIDER_COST}
+    assert problems(schema, broken(document, f"{REPEAT}.model", costly)) == []
+    run_cost = {"totals": {"source": "replayed", "input_tokens": 90, "output_tokens": 30,
+                           "repeats": 1, "unreported": 0, "clamped": 0, "refused": 1},
+                "max_tokens_run": 1000, "max_tokens_repeat": None,
+                "stopped": "stopped: token budget reached"}
+    assert problems(schema, broken(document, "cost", run_cost)) == []
     resumed = [{"at": "2026-11-30T12:40:13+00:00", "done": 1}]
     assert problems(schema, broken(document, "resumed", resumed)) == []
     # An ICC below 0 is noise, not an error: its interval may reach below 0 too.

@@ -37,6 +37,7 @@ class Reply:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    clamped: int = 0  # an upstream's counts that were out of bounds (alk.cost.bounded)
 
 
 # --- a script's turn and its usage -------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from alk import untrusted_json
+from alk.cost import bounded
 from alk.gateway.wire.reply import Reply, ToolCall, Usage
 from alk.gateway.wire.request import API
 
@@ -82,11 +83,14 @@ def _usage_of_object(api: API, response: dict | None) -> Usage | None:
         return None
     keys = ("prompt_tokens", "completion_tokens") if api == "chat" else (
         "input_tokens", "output_tokens")
-    counts = [usage.get(key) for key in keys]
-    if not all(isinstance(count, int) and not isinstance(count, bool) and count >= 0
-               for count in counts):
+    if not any(key in usage for key in keys):
         return None
-    return Usage(prompt_tokens=counts[0], completion_tokens=counts[1])
+    # Bounded where it enters: an upstream's negative, huge or fractional count is clamped
+    # (and the clamp counted), never summed as given, nor the reason to drop the usage.
+    (prompt, bad_prompt), (completion, bad_completion) = (bounded(usage.get(key))
+                                                          for key in keys)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 clamped=bad_prompt + bad_completion)
 
 
 def _frame_objects(frames: list[bytes] | list[str] | tuple[str, ...]) -> list[dict]:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 from alk.causes import CATALOGUE
 from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
+from alk.report.cost import report_lines
 from alk.report.failures import FailureGroup, failure_groups
 from alk.report.format import rerun_command, rerun_words, share
 from alk.report.html.excerpts import as_json, excerpts
@@ -161,7 +162,13 @@ def _lane(index: int, document: RunDocument) -> dict[str, Any]:
         "rate": _rate(aggregate.pass_rate, aggregate.ci),
         "void": _share(aggregate.void_rate),
         "scenarios": [_scenario_line(index, i, s) for i, s in enumerate(document.scenarios)],
+        "cost": _cost(document),
     }
+
+
+def _cost(document: RunDocument) -> list[str]:
+    """A proxy or replay run's cost, as the provider counted it (nothing for a script)."""
+    return report_lines(document.cost)
 
 
 def _scenario_line(lane: int, index: int, scenario: ScenarioResult) -> dict[str, Any]:

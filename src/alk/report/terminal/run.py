@@ -19,6 +19,7 @@ from rich.text import Text
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, JUNIT_NAME, MARKDOWN_NAME, group_of, report_folder
 from alk.records import RepeatResult, Verdict
+from alk.report.cost import cost_lines, stopped_line
 from alk.report.format import PASS_HAT_K
 from alk.report.matrix import lane_matrix
 from alk.report.safe_text import DASH, inline, one_line, plural, printable, style_of
@@ -128,12 +129,18 @@ def _header(doc: RunDocument) -> Text:
             # How far it got, at once: the rates below rest on these repeats only.
             text.append(f" after {counts.completed} of {plural(counts.requested, 'repeat')}",
                         style="bold yellow")
+        stop = stopped_line(doc.cost)
+        if stop:
+            text.append(f"\n{stop}", style="bold yellow")
         if doc.status in ("running", "interrupted"):
             # A run whose alk was killed still reads "running": say how to finish either.
             # A lane of a run of several is resumed with its run, so the lanes after it run too.
             text.append(f"\n`alk run --resume {group_of(doc.run_id)}` goes on with it"
                         + (" if its alk is gone" if doc.status == "running" else ""),
                         style="yellow")
+    # What a proxy run cost, as the provider counted it: the tokens, then the budget.
+    for number, line in enumerate(cost_lines(doc.cost)):
+        text.append("\n" + line, style="dim" if number else "")
     others = _other_identities(doc, gate.framework, gate.version)
     if others:
         text.append(f"\nalso reported: {others}", style="bold red")
