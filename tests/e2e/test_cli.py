@@ -46,7 +46,7 @@ def test_reference_lane_passes_with_evidence(tmp_path, alk):
     done = alk("run", "--lane", ROOT / "lanes" / "reference.toml", "-n", 3, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     document = result_of(tmp_path)
-    assert document["schema"] == "alk.result/2" and document["status"] == "complete"
+    assert document["schema"] == "alk.result/3" and document["status"] == "complete"
     assert document["gate"]["version"] == "1.0.0"
     assert [s["stats"]["verdict"] for s in document["scenarios"]] == ["pass"] * 5
     for scenario in document["scenarios"]:

@@ -8,12 +8,13 @@ import dataclasses
 import re
 from pathlib import Path
 
+from helpers.observations import observed
+
 from alk.attribution.outcome import attribute
 from alk.causes import CATALOGUE, Cause
 from alk.causes.advice import FaultSite, advice, fault_sites
-from alk.records import Check, ModelSeen, Outcome
-
-from helpers.observations import observed
+from alk.records import Check, Outcome
+from alk.served_model import ModelSeen
 
 WRONG_STOP = (Check("stop_reason", False, "accepted", "error:RuntimeError"),)
 RETRY_AFTER = "Retry-After"

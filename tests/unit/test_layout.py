@@ -22,8 +22,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-BOTTOM = ("", "records", "cost", "errors", "causes", "estimate", "layout", "limits", "redaction",
-          "untrusted_json", "files", "cleanup", "worker", "_help")
+BOTTOM = ("", "records", "served_model", "cost", "errors", "causes", "estimate", "layout",
+          "limits", "redaction", "untrusted_json", "files", "cleanup", "worker", "_help")
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("launch",),

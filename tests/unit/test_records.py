@@ -10,8 +10,9 @@ import json
 from alk.attribution.outcome import void
 from alk.causes import Cause
 from alk.cost import TokenCost
-from alk.records import ModelSeen, Outcome, RepeatResult, RepeatSpec, Scenario
+from alk.records import Outcome, RepeatResult, RepeatSpec, Scenario
 from alk.result.journal import result_from_json, result_to_json
+from alk.served_model import ModelSeen
 
 ITEM = RepeatSpec(Scenario(id="orders", task="look it up"), repeat=3, seed=41)
 

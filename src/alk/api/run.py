@@ -14,22 +14,17 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from alk import conformance
 from alk import rerun as reruns
-from alk.cleanup import remove_left_folders
 from alk.api.read import read_runs, repeat_entry
 from alk.api.recorder import RunRecorder
 from alk.api.setup import RunSetup
+from alk.cleanup import remove_left_folders
 from alk.errors import LaneError, ResumeError, RunWriteError, UsageError
 from alk.execute.adaptive import Sampling
 from alk.execute.executor import execute
 from alk.lane.load import load_lane
 from alk.layout import (
-    GROUP_NAME,
-    JOURNAL_NAME,
-    REPORTS_DIR,
-    RESULT_NAME,
     group_of,
     group_path,
-    is_run_id,
     journal_path,
     new_run_id,
     result_path,
@@ -43,7 +38,7 @@ from alk.result.document import CutShort, RerunOf, Resumption, RunDocument
 from alk.result.group import GroupLane, RunGroup, read_group, write_group
 from alk.result.journal import JournalWriter, RunStart, read_journal, run_start
 from alk.result.options import RunOptions
-from alk.result.store import read_document
+from alk.result.store import check_is_a_run, read_document
 from alk.result.verdict import exit_code
 
 if TYPE_CHECKING:
@@ -121,7 +116,7 @@ def resume_run(run_id: str, setup: RunSetup = RunSetup()) -> RunResult:
     would have had. Raises ResumeError when the run is complete, when its lane file changed, or
     when its worker now reports another framework or version; the run is then left as it was.
     Its exit code's rule is the one it began with."""
-    _check_is_a_run(run_id, setup.out_dir)
+    check_is_a_run(run_id, setup.out_dir)
     result = _resume_run(run_id, setup)
     _reported(RunsResult(run_id, (result,)), setup)
     return result
@@ -238,31 +233,12 @@ def resume(run_id: str, setup: RunSetup = RunSetup()) -> RunsResult:
     """Continues a run of one lane (`resume_run`) or of several: their lanes that finished
     are kept, the one cut short resumes, and those that never began begin, all by the rule
     the run began with."""
-    _check_is_a_run(run_id, setup.out_dir)
+    check_is_a_run(run_id, setup.out_dir)
     group_file = group_path(setup.out_dir, run_id)
     if not group_file.is_file():
         result = _resume_run(run_id, setup)
         return _reported(RunsResult(run_id, (result,)), setup)
     return _reported(_run_group(read_group(group_file), setup, resuming=True), setup)
-
-
-def _check_is_a_run(run_id: str, out_dir: Path) -> None:
-    """Raises ResumeError, before anything is written, for a run id that names no run: a typo
-    or a folder of something else is not a run of another alk's."""
-    runs = out_dir / REPORTS_DIR
-    listing = "`alk runs`" if out_dir == Path(".") else f"`alk runs --out {out_dir}`"
-    if not is_run_id(run_id):
-        raise ResumeError(f"--resume {run_id!r} is not a run id: a run id is a folder name under "
-                          f"{runs}/ (RUN, or RUN/LANE for a lane of a run of several); {listing} "
-                          "lists them")
-    folder = runs / run_id
-    if not folder.is_dir():
-        raise ResumeError(f"--resume {run_id!r}: no such run, {folder} does not exist; "
-                          f"{listing} lists the runs there are")
-    if not any((folder / name).is_file() for name in (JOURNAL_NAME, GROUP_NAME, RESULT_NAME)):
-        raise ResumeError(f"--resume {run_id!r}: {folder} is not a run, it holds no "
-                          f"{JOURNAL_NAME}, {GROUP_NAME} or {RESULT_NAME}; {listing} lists the "
-                          "runs there are")
 
 
 def _run_group(group: RunGroup, setup: RunSetup, *, resuming: bool = False) -> RunsResult:

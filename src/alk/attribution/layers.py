@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 from alk.causes import Cause
 from alk.causes.advice import WIRE_FAULT
-from alk.records import Check, ModelSeen, Observation
+from alk.records import Check, Observation
+from alk.served_model import ModelSeen
 
 # Checks that count what a run did: above the scenario's number after a resume, the resumed run
 # did again what the killed one had done.

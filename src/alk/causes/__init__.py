@@ -1,6 +1,6 @@
 """The stable vocabulary of cause codes: every repeat carries exactly one.
 
-Codes are part of the result format (`alk.result/2`): never rename one, only add. The table in
+Codes are part of the result format (`alk.result/3`): never rename one, only add. The table in
 `docs/causes.md` is generated from `CATALOGUE` (a test keeps them equal); `alk.causes.labels`
 says in a few words what each one means happened, for charts; `alk.causes.advice` fits a
 cause's action to the fault a repeat's detail names.

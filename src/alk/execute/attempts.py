@@ -9,7 +9,8 @@ import dataclasses
 import hashlib
 
 from alk.cost import combined
-from alk.records import ModelSeen, Observation, Scenario
+from alk.records import Observation, Scenario
+from alk.served_model import ModelSeen
 
 
 def combine_attempts(attempts: list[Observation], scenario: Scenario) -> Observation:

@@ -25,7 +25,7 @@ from alk.gateway.wire.bodies import (
 )
 from alk.gateway.wire.reply import Reply, ToolCall, estimate_usage, reply_from_turn
 from alk.gateway.wire.request import Asked
-from alk.records import WireFault
+from alk.served_model import WireFault
 
 # The bytes of a broken tool call (bad_tool_args): cut where a JSON parser cannot guess.
 BAD_ARGUMENTS = '{"order": "742'

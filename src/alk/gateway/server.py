@@ -26,8 +26,8 @@ from aiohttp import ClientSession, ClientTimeout
 from alk.errors import CassetteError
 from alk.gateway import bounds
 from alk.gateway import cassette as cassettes
-from alk.records import ModelSetup
 from alk.redaction import Redactor
+from alk.served_model import ModelSetup
 
 # How long the proxy waits on the upstream before it is unavailable.
 UPSTREAM_TIMEOUT_S = 120.0

@@ -39,7 +39,8 @@ from alk.gateway.wire.bodies import error_body, models_body, response_body, stre
 from alk.gateway.wire.reply import Reply, Usage, estimate_usage, reply_from_turn
 from alk.gateway.wire.request import Asked, read_request
 from alk.gateway.wire.upstream import read_answer
-from alk.records import ModelSeen, Scenario, WireFault
+from alk.records import Scenario
+from alk.served_model import ModelSeen, WireFault
 
 # A request body larger than this is refused (413): a worker cannot make alk hold more.
 MAX_REQUEST_BYTES = 4 * 1024 * 1024

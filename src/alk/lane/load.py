@@ -37,12 +37,8 @@ from alk.lane.table import ENV_NAME, NAME, Table, choice
 from alk.layout import LANES_DIR
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
-from alk.records import (
-    PYTHON_PLACEHOLDER,
-    Lane,
-    Limits,
-    ModelSetup,
-)
+from alk.records import PYTHON_PLACEHOLDER, Lane, Limits
+from alk.served_model import ModelSetup
 
 DEFAULT_TRANSCRIPT_CAP_MB = 64
 NETWORKS = ("none", "host")
@@ -62,7 +58,7 @@ _MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "a
 MODEL_MODES = ("script", "replay", "proxy")
 # What each mode needs, and what it may have besides; of the latter, the options that change
 # how it serves, not what it needs (the message for a field of no use leaves them out).
-_MODE_OPTIONS = {"answer_tool"}
+_MODE_OPTIONS = {"answer_tool", "max_tokens"}
 _MODE_FIELDS = {"script": (set(), {"answer_tool"}), "replay": ({"cassette"}, {"max_tokens"}),
                 "proxy": ({"upstream", "key_env"}, {"record", "max_tokens"})}
 

@@ -13,15 +13,8 @@ import regex
 from alk.errors import LaneError
 from alk.gateway.script import FAULT_KINDS, turn_problem
 from alk.lane.table import NAME, Table, choice, ordinal, require_json
-from alk.records import (
-    Expectations,
-    Fault,
-    FileExpectation,
-    KillAt,
-    ModelSetup,
-    Scenario,
-    WireFault,
-)
+from alk.records import Expectations, Fault, FileExpectation, KillAt, Scenario
+from alk.served_model import ModelSetup, WireFault
 
 WORKER_CHANNELS = ("agent", "tool", "model", "user", "framework")
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",

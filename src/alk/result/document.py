@@ -1,4 +1,5 @@
-"""The run's result record: what `reports/RUN_ID/result.json` holds (schema `alk.result/2`).
+"""The run's result record: what `reports/RUN_ID/result.json` holds (schema `alk.result/3`;
+`alk.result/2`, which held `stats.void_rate` as an estimate, is read too).
 
 Frozen types for the run, its gate, each scenario (its statistics and its repeats) and the lane's
 aggregate; `build_document`, which makes one from a plan and its execution (pure: alk's own
@@ -32,7 +33,9 @@ from alk.stats.robustness import fault_twins
 from alk.stats.stopped_interval import StopRule
 from alk.stats.summary import summarize_lane, summarize_scenarios
 
-SCHEMA = "alk.result/2"
+SCHEMA = "alk.result/3"
+# The schemas this alk reads: /2 differs only in how it held `stats.void_rate` (_void_rates_split).
+READS = ("alk.result/2", SCHEMA)
 # Run statuses: a run is on disk from its start (`running`), and ends `complete` or
 # `interrupted` (Ctrl-C, a signal, a full disk; `alk run --resume` goes on with it).
 STATUSES = ("running", "complete", "interrupted")
@@ -199,12 +202,15 @@ def to_json(document: RunDocument) -> dict[str, Any]:
 def from_json(value: Any, source: str = "result document") -> RunDocument:
     """The typed document from parsed JSON; `source` (a path, say) begins every error."""
     schema = value.get("schema") if isinstance(value, dict) else None
-    if schema != SCHEMA:
-        raise ResultFormatError(f"{source}: schema {schema!r} is not {SCHEMA!r}; this alk "
+    if schema not in READS:
+        readable = " or ".join(map(repr, READS))
+        raise ResultFormatError(f"{source}: schema {schema!r} is not {readable}; this alk "
                                 "cannot read it (a run written by another alk version: "
                                 "read it with that version, or run the lane again)")
     try:
-        document = msgspec.convert(_void_rates_split(value), RunDocument)
+        # An older document is read into today's shape, and says so.
+        current = value if schema == SCHEMA else {**_void_rates_split(value), "schema": SCHEMA}
+        document = msgspec.convert(current, RunDocument)
     except msgspec.ValidationError as exc:
         raise ResultFormatError(f"{source}: {exc}") from None
     try:
@@ -215,8 +221,8 @@ def from_json(value: Any, source: str = "result document") -> RunDocument:
 
 
 def _void_rates_split(value: dict[str, Any]) -> dict[str, Any]:
-    """A document written before `void_rate` was a float beside `void_ci` (as `pass_rate` is
-    beside `ci`) held it as an estimate, {"value", "low", "high"}: read as the two fields.
+    """An alk.result/2 document: before `void_rate` was a float beside `void_ci` (as `pass_rate`
+    is beside `ci`) it held it as an estimate, {"value", "low", "high"}: read as the two fields.
     Anything else is left for msgspec to judge."""
     def split(stats: Any) -> Any:
         if not isinstance(stats, dict) or "void_ci" in stats:

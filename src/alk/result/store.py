@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from alk.errors import ResultFormatError, RunNotFoundError, TranscriptError
+from alk.errors import ResultFormatError, ResumeError, RunNotFoundError, TranscriptError
 from alk.files import write_atomically
-from alk.layout import GROUP_NAME, REPORTS_DIR, RESULT_NAME, is_run_id, result_path
+from alk.layout import GROUP_NAME, JOURNAL_NAME, REPORTS_DIR, RESULT_NAME, is_run_id, result_path
 from alk.redaction import Redactor
 from alk.result.document import RunDocument, from_json, to_json
 
@@ -93,3 +93,22 @@ def latest_run_id(out_dir: Path) -> str:
     if not runs:
         raise RunNotFoundError(f"no runs in {reports}/; start one with `alk run --lane NAME`")
     return runs[-1]
+
+
+def check_is_a_run(run_id: str, out_dir: Path) -> None:
+    """For `alk run --resume`: raises ResumeError, before anything is written, for a run id that names no run: a typo
+    or a folder of something else is not a run of another alk's."""
+    runs = out_dir / REPORTS_DIR
+    listing = "`alk runs`" if out_dir == Path(".") else f"`alk runs --out {out_dir}`"
+    if not is_run_id(run_id):
+        raise ResumeError(f"--resume {run_id!r} is not a run id: a run id is a folder name under "
+                          f"{runs}/ (RUN, or RUN/LANE for a lane of a run of several); {listing} "
+                          "lists them")
+    folder = runs / run_id
+    if not folder.is_dir():
+        raise ResumeError(f"--resume {run_id!r}: no such run, {folder} does not exist; "
+                          f"{listing} lists the runs there are")
+    if not any((folder / name).is_file() for name in (JOURNAL_NAME, GROUP_NAME, RESULT_NAME)):
+        raise ResumeError(f"--resume {run_id!r}: {folder} is not a run, it holds no "
+                          f"{JOURNAL_NAME}, {GROUP_NAME} or {RESULT_NAME}; {listing} lists the "
+                          "runs there are")

@@ -12,7 +12,7 @@ import hashlib
 import os
 import time
 
-from alk.records import ModelSeen, Observation
+from alk.records import Observation
 from alk.runner.disk import DiskWatch, Judged
 from alk.runner.driver import REAP_LIMIT_S, Driver
 from alk.runner.isolation import Isolation, detect
@@ -23,6 +23,7 @@ from alk.runner.request import ReadyCheck, RunRequest
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.spawn import Spawned, start
 from alk.runner.stderr import StderrSink
+from alk.served_model import ModelSeen
 from alk.transcript.writer import TranscriptWriter
 
 __all__ = ["LocalRunner"]

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from alk.records import KillAt, Limits, ModelSeen, Observation, Preflight
+from alk.records import KillAt, Limits, Observation, Preflight
 from alk.redaction import Redactor
 from alk.runner.isolation import Filesystem, Isolation, Network
+from alk.served_model import ModelSeen
 
 if TYPE_CHECKING:
     from alk.transcript.writer import TranscriptWriter

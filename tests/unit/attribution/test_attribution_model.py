@@ -8,11 +8,11 @@ import dataclasses
 from typing import Any
 
 import pytest
+from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 from alk.cost import TokenCost
-from alk.records import Check, ModelSeen, Observation, Outcome
-
-from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
+from alk.records import Check, Observation, Outcome
+from alk.served_model import ModelSeen
 
 # Failures of each kind, and how attribute names them without the gateway.
 WRONG_OUTPUT = (Check("output_equals", False, "x", "hello"),)

@@ -9,11 +9,11 @@ import dataclasses
 from typing import Any
 
 import pytest
+from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
 
 from alk.causes import CATALOGUE, Cause
-from alk.records import Check, ModelSeen, Observation, Outcome
-
-from helpers.observations import AGENT, INFRA, PASSING, RUNTIME, observed, verdict
+from alk.records import Check, Observation, Outcome
+from alk.served_model import ModelSeen
 
 TWICE = (Check("files[lab-output/effects.json].json_length", False, 1, 2),)
 TWICE_IS = "files[lab-output/effects.json].json_length: expected 1, got 2"

@@ -9,7 +9,7 @@ import pytest
 
 from alk.execute.attempts import combine_models
 from alk.gateway.script import is_mistake, sampled_turn, turn_problem
-from alk.records import ModelSeen
+from alk.served_model import ModelSeen
 
 RIGHT = {"weight": 0.7, "tool": "write_report", "args": {"order": "742"}}
 WRONG = {"weight": 0.3, "mistake": True, "text": "No report needed"}

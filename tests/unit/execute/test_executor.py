@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.scripted import PASSING, SECRET, ScriptedRunner, ready
 
 from alk.causes import Cause
 from alk.cleanup import remove_tree
@@ -33,8 +34,6 @@ from alk.runner.isolation import PROCESS_GROUP_ONLY, Filesystem, Network
 from alk.runner.sandbox import worker_uid
 from alk.transcript.writer import TranscriptWriter
 from alk.worker import PROTOCOL_VERSION
-
-from helpers.scripted import PASSING, SECRET, ScriptedRunner, ready
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -724,7 +723,7 @@ def test_a_void_run_says_why_as_its_message():
 
 
 def test_open_lane_names_what_is_missing_and_removes_workspaces_by_default(plan, tmp_path):
-    from alk.records import ModelSetup
+    from alk.served_model import ModelSetup
 
     with pytest.raises(repeat.RunVoid) as caught:
         repeat.open_lane(plan, tmp_path, Redactor(), runner=ScriptedRunner(), environ={})

@@ -10,6 +10,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+from helpers.scripted import PASSING, ScriptedRunner
 
 from alk.causes import Cause
 from alk.cost import TokenBudget, TokenCost, TokenTotals
@@ -17,20 +18,10 @@ from alk.errors import LaneError
 from alk.execute.executor import execute
 from alk.gateway import proxy
 from alk.plan import build_plan
-from alk.records import (
-    Expectations,
-    Fault,
-    KillAt,
-    ModelSeen,
-    ModelSetup,
-    Outcome,
-    Scenario,
-    WireFault,
-)
+from alk.records import Expectations, Fault, KillAt, Outcome, Scenario
 from alk.redaction import Redactor
 from alk.result.document import ModelTotals, build_document
-
-from helpers.scripted import PASSING, ScriptedRunner
+from alk.served_model import ModelSeen, ModelSetup, WireFault
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 

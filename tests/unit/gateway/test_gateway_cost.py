@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers.upstream import LoopbackProvider
 
 from alk.cost import TokenBudget, TokenCost
 from alk.gateway.server import Gateway
@@ -18,10 +19,9 @@ from alk.gateway.session import Session
 from alk.gateway.wire.bodies import response_body, stream_events
 from alk.gateway.wire.reply import Reply, Usage
 from alk.gateway.wire.request import read_request
-from alk.records import ModelSetup, Scenario
+from alk.records import Scenario
 from alk.redaction import Redactor
-
-from helpers.upstream import LoopbackProvider
+from alk.served_model import ModelSetup
 
 KEY = "sk-test-upstream-key"
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}

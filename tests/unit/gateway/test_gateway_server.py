@@ -19,8 +19,9 @@ from alk.gateway.cassette import Cassette, Entry
 from alk.gateway.script import EXHAUSTED_TEXT
 from alk.gateway.server import Gateway
 from alk.gateway.session import Session
-from alk.records import ModelSetup, Scenario, WireFault
+from alk.records import Scenario
 from alk.redaction import Redactor
+from alk.served_model import ModelSetup, WireFault
 
 SCRIPT = ({"tool": "lookup_order", "args": {"order": "742"}},
           {"tool": "write_report", "raw": '{"order":"742"}'},

@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from alk.gateway.script import FAULT_KINDS
-from alk.cost import TokenBudget
-from alk.lane.load import lane_warnings, load_lane
-from alk.records import ModelSetup, Scenario, WireFault
-
 from helpers.cli import alk_here
 from helpers.lane_files import WHERE, lane_error, lane_toml, scenario, write
+
+from alk.cost import TokenBudget
+from alk.gateway.script import FAULT_KINDS
+from alk.lane.load import lane_warnings, load_lane
+from alk.records import Scenario
+from alk.served_model import ModelSetup, WireFault
 
 SCRIPT_MODEL = '[model]\nmode = "script"'
 UNBOUNDED = 2**31 - 1
@@ -112,15 +112,14 @@ def test_proxy_mode_needs_the_providers_model_name(root: Path) -> None:
                  "model.key_env has no use in mode 'script' (it needs nothing more)",
                  id="script-with-key_env"),
     pytest.param({"mode": "replay", "cassette": "a.jsonl", "upstream": "https://h"},
-                 "model.upstream has no use in mode 'replay' (it needs cassette, max_tokens)",
+                 "model.upstream has no use in mode 'replay' (it needs cassette)",
                  id="replay-with-upstream"),
     pytest.param({"mode": "replay", "cassette": "a.jsonl", "record": "b.jsonl"},
-                 "model.record has no use in mode 'replay' (it needs cassette, max_tokens)",
+                 "model.record has no use in mode 'replay' (it needs cassette)",
                  id="replay-with-record"),
     pytest.param({"mode": "proxy", "upstream": "https://h", "key_env": "K",
                   "cassette": "a.jsonl"},
-                 "model.cassette has no use in mode 'proxy' (it needs key_env, max_tokens, record, "
-                 "upstream)",
+                 "model.cassette has no use in mode 'proxy' (it needs key_env, record, upstream)",
                  id="proxy-with-cassette"),
     pytest.param({"mode": "script", "name": ""},
                  "model.name must be a model name of 1 to 100 characters, got ''",
@@ -134,15 +133,15 @@ def test_bad_model_tables(root: Path, fields: dict[str, str], message: str) -> N
     assert lane_error(root, model_lane(model_table(**fields))) == f"{WHERE}: {message}"
 
 
-PROXY = '[model]\nmode = "proxy"\nname = "m"\nupstream = "https://h"\nkey_env = "K"\n'
+BUDGETED = '[model]\nmode = "proxy"\nname = "m"\nupstream = "https://h"\nkey_env = "K"\n'
 
 
 def test_max_tokens_reads_a_run_and_a_repeat_budget(root: Path) -> None:
-    both = load_lane(write(root, model_lane(PROXY + "max_tokens = { run = 9000, repeat = 300 }")))
+    both = load_lane(write(root, model_lane(BUDGETED + "max_tokens = { run = 9000, repeat = 300 }")))
     assert both.model.max_tokens == TokenBudget(run=9000, repeat=300)
-    one = load_lane(write(root, model_lane(PROXY + "max_tokens = { repeat = 300 }")))
+    one = load_lane(write(root, model_lane(BUDGETED + "max_tokens = { repeat = 300 }")))
     assert one.model.max_tokens == TokenBudget(run=None, repeat=300)
-    assert load_lane(write(root, model_lane(PROXY))).model.max_tokens is None
+    assert load_lane(write(root, model_lane(BUDGETED))).model.max_tokens is None
 
 
 @pytest.mark.parametrize("value, message", [
@@ -156,7 +155,7 @@ def test_max_tokens_reads_a_run_and_a_repeat_budget(root: Path) -> None:
     ("{ repeat = true }", "model.max_tokens.repeat must be a whole number, got a boolean"),
 ])
 def test_bad_max_tokens(root: Path, value: str, message: str) -> None:
-    error = lane_error(root, model_lane(PROXY + f"max_tokens = {value}"))
+    error = lane_error(root, model_lane(BUDGETED + f"max_tokens = {value}"))
     assert error.startswith(f"{WHERE}: {message}"), error
 
 

@@ -9,17 +9,17 @@ import json
 from typing import Any, Iterator
 
 import pytest
+from helpers import documents
+from helpers.trajectories import repeat, scenario_of
 
-from alk.records import ModelSeen, Outcome
+from alk.records import Outcome
 from alk.report.html import figure, spread_charts
 from alk.report.html.charts import run_charts
 from alk.report.html.figure import Chart, plotly_js
 from alk.result.document import ModelTotals, RunDocument
 from alk.result.rule import PassRule
+from alk.served_model import ModelSeen
 from alk.stats.summary import summarize_lane
-
-from helpers import documents
-from helpers.trajectories import repeat, scenario_of
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 TEMPLATE = "%{x}<b>"

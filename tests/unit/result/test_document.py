@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from helpers.scripted import PASSING, SECRET, ScenarioRunner, ready
 
 from alk import __version__
 from alk.api import RunOptions, RunSetup, read_run, run_lane
@@ -31,7 +32,6 @@ from alk.records import (
     Limits,
     Observation,
     Scenario,
-    WireFault,
 )
 from alk.redaction import MASK, Redactor
 from alk.result.document import (
@@ -48,8 +48,7 @@ from alk.result.document import (
 from alk.result.store import latest_run_id, read_document, write_document
 from alk.result.verdict import exit_code
 from alk.runner import procfs
-
-from helpers.scripted import PASSING, SECRET, ScenarioRunner, ready
+from alk.served_model import WireFault
 
 pytestmark = pytest.mark.usefixtures("private_temp")
 
@@ -89,7 +88,7 @@ def test_a_run_is_written_whole_and_reads_back_as_returned(tmp_path, make_lane):
         tmp_path / "reports" / run_id / "result.json")
     assert read_run("latest", tmp_path) == read_run(run_id, tmp_path) == doc
     assert json.loads(done.path.read_text()) == json.loads(json.dumps(to_json(doc)))
-    assert (doc.schema, doc.status, doc.alk_version) == ("alk.result/2", "complete", __version__)
+    assert (doc.schema, doc.status, doc.alk_version) == ("alk.result/3", "complete", __version__)
     started = datetime.fromisoformat(doc.started_at)
     assert started.microsecond == 0 and started.tzinfo is not None
     assert datetime.fromisoformat(doc.finished_at) >= started
@@ -301,9 +300,11 @@ def test_reading_a_run_that_is_not_there_or_not_a_result(tmp_path, make_lane):
     path.parent.mkdir(parents=True)
     for text, message in (
             ("{not json", f"{path}: not a readable result document: "),
-            ('["alk.result/2"]', f"{path}: schema None is not 'alk.result/2'; "),
+            ('["alk.result/2"]',
+             f"{path}: schema None is not 'alk.result/2' or 'alk.result/3'; "),
             ('{"schema": "alk.result/1"}', f"{path}: schema 'alk.result/1' is not "
-                                           "'alk.result/2'; this alk cannot read it"),
+                                           "'alk.result/2' or 'alk.result/3'; this alk "
+                                           "cannot read it"),
             ('{"schema": "alk.result/2", "run_id": "r1"}',
              f"{path}: Object missing required field `status`")):
         path.write_text(text)
@@ -353,9 +354,9 @@ def test_a_record_of_another_schema_says_what_to_do_and_where_it_came_from():
     with pytest.raises(ResultFormatError) as caught:
         from_json({"schema": "alk.result/1"})
     assert str(caught.value) == (
-        "result document: schema 'alk.result/1' is not 'alk.result/2'; this alk cannot read it "
-        "(a run written by another alk version: read it with that version, or run the lane "
-        "again)")
+        "result document: schema 'alk.result/1' is not 'alk.result/2' or 'alk.result/3'; this "
+        "alk cannot read it (a run written by another alk version: read it with that version, "
+        "or run the lane again)")
     with pytest.raises(ResultFormatError, match=r"^saved\.json: Object missing required"):
         from_json({"schema": SCHEMA}, "saved.json")
 
@@ -370,13 +371,15 @@ def test_the_record_goes_to_json_and_back_unchanged(tmp_path, make_lane):
 
 def test_a_record_written_with_the_void_rate_as_an_estimate_reads_as_now(tmp_path, make_lane):
     """Before `void_rate` was a float beside `void_ci`, as `pass_rate` is beside `ci`, alk wrote
-    it as {value, low, high}: such a result.json still reads, to the same record."""
+    it as {value, low, high}, in schema alk.result/2: such a result.json still reads, to the
+    same record (today's schema)."""
     doc = run(tmp_path, make_lane, ScenarioRunner(PASSING, a=[PASSING, WRONG],
                                                   b=[CRASHED, PASSING])).document
     value = json.loads(json.dumps(to_json(doc)))
     for stats in [value["aggregate"], *(s["stats"] for s in value["scenarios"])]:
         low, high = stats.pop("void_ci")
         stats["void_rate"] = {"value": stats["void_rate"], "low": low, "high": high}
+    value["schema"] = "alk.result/2"
     assert from_json(value) == doc
 
 
@@ -432,7 +435,7 @@ def test_a_probe_that_named_only_its_framework_is_an_identity(tmp_path, make_lan
 def test_the_file_is_indented_for_people(tmp_path, make_lane):
     path = tmp_path / "result.json"
     write_document(path, one_repeat(tmp_path, make_lane), Redactor())
-    assert path.read_text().startswith('{\n "schema": "alk.result/2",\n "run_id": ')
+    assert path.read_text().startswith('{\n "schema": "alk.result/3",\n "run_id": ')
 
 
 def test_a_document_is_written_beside_its_place_then_renamed(tmp_path, make_lane,

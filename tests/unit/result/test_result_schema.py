@@ -1,4 +1,4 @@
-"""docs/result.schema.json, the published shape of result.json (`alk.result/2`): its objects are
+"""docs/result.schema.json, the published shape of result.json (`alk.result/3`): its objects are
 the record's types field for field, its codes are alk's own, the documents of real runs of every
 shape follow it, and it rejects broken ones.
 
@@ -25,9 +25,10 @@ from alk import api
 from alk.causes import CATALOGUE
 from alk.gateway.script import FAULT_KINDS
 from alk.layout import result_path
-from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict, WireFault
+from alk.records import Lane, Limits, Outcome, RepeatResult, Verdict
 from alk.result.document import SCHEMA, STATUSES, RunDocument, to_json
 from alk.runner.isolation import Containment, Filesystem, Network
+from alk.served_model import WireFault
 
 pytestmark = pytest.mark.slow  # real runs of real workers
 

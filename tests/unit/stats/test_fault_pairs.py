@@ -16,7 +16,8 @@ import pytest
 from scipy.stats import binom
 
 from alk.lane.load import load_lane
-from alk.records import Fault, KillAt, Outcome, RepeatResult, Scenario, WireFault
+from alk.records import Fault, KillAt, Outcome, RepeatResult, Scenario
+from alk.served_model import WireFault
 from alk.stats.robustness import fault_twins, paired_fault_robustness
 from alk.stats.summary import summarize_lane, summarize_scenarios
 
