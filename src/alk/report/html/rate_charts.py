@@ -178,7 +178,7 @@ def pass_k_chart(go: Any, rows: Sequence[Row], documents: Sequence[RunDocument])
     caption = ("Each line is a scenario's chance that k repeats in a row all pass (τ-bench's "
                "pass^k), the thick black line the mean over the lane's scenarios: a line that "
                "falls fast belongs to a scenario that fails now and then. A shaded band is a "
-               "95% interval, as the tables give it at one k: the grey one the mean's (the "
+               "95% interval, as the tables give it at one k: a grey one a lane mean's (the "
                "mean ± 1.96 standard errors), a coloured one a scenario's (its pass rate's "
                "Wilson interval raised to the power k), drawn for the "
                f"{min(BAND_CURVES, len(shown))} that fall furthest; every line's interval is "
