@@ -369,6 +369,9 @@ def test_several_lanes_get_the_lane_by_scenario_matrix(tmp_path: Path,
     assert rows[0].startswith("nominal ≈ flaky 85.0% [64.0–94.8] ✓ pass 100.0% [83.9–100.0] "
                               "✓ pass")
     assert [row.split()[0] for row in rows] == ["nominal", "tool_error", "remote", "void"]
+    # A heat map as well as words: each cell carries its verdict's tint.
+    cells = re.findall(r'<td class="cell-(\w+)">', matrix)
+    assert cells == ["flaky", "pass", "pass", "pass", "fail", "flaky", "void", "pass", "pass"]
     one = tmp_path / "one"
     assert 'id="matrix-title"' not in run_page([documents.run(one)], one)
 
