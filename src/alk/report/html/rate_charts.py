@@ -195,9 +195,9 @@ def _fall(row: Row) -> tuple[float, float]:
     return curve[-1] - curve[0], curve[-1]
 
 
-# How much arithmetic the lane mean's band may take (terms of its variance's sums): a second or
+# How much arithmetic the lane mean's band may take (terms of its variance's sums): half a second or
 # so; past it the band stops at the last k it reached (`_lane_ks`).
-BAND_TERMS = 2_000_000
+BAND_TERMS = 250_000
 VARIANCE_RATES = 17  # the rates of its Wilson interval each scenario's variance is taken at
 
 
