@@ -1,6 +1,7 @@
 """The charts of how often the repeats passed: each scenario's pass rate with its Wilson interval
-and the rule's threshold, its pass^k curve beside the lane's mean, and its failures stacked by
-layer and cause.
+and the rule's threshold (the rows that break the rule marked), its pass^k curve with its 95%
+interval beside the lane's mean with its own, and its failures stacked by layer and cause (for
+the scenarios that had some).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from alk.causes.labels import label as happened
 from alk.records import Outcome
-from alk.stats.pass_k import pass_hat_k_at
 from alk.report.html.figure import (
     BLACK,
     DASHES,
@@ -31,6 +31,7 @@ from alk.report.html.figure import (
     scenario_axis,
     whole_ticks,
 )
+from alk.stats.pass_k import pass_hat_k_at
 
 if TYPE_CHECKING:
     from alk.result.document import RunDocument
