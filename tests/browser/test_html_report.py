@@ -57,17 +57,32 @@ class Loaded:
     errors: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report.html a real `alk run` wrote: answers passes, wavers is flaky, crashes fails
-    and voided is void."""
-    folder = tmp_path_factory.mktemp("html-report")
-    done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(LANE), "-n", "4",
+def _run(folder: Path, *lanes: Path) -> Path:
+    done = subprocess.run([sys.executable, "-m", "alk", "run",
+                           *(arg for lane in lanes for arg in ("--lane", str(lane))), "-n", "4",
                            "--seed", "1"], cwd=folder, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "COLUMNS": "100"})
     assert done.returncode == 1, done.stdout + done.stderr
     [page] = folder.glob("reports/*/report.html")
     return page
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report.html a real `alk run` wrote: answers passes, wavers is flaky, crashes fails
+    and voided is void."""
+    return _run(tmp_path_factory.mktemp("html-report"), LANE)
+
+
+@pytest.fixture(scope="module")
+def two_lanes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of one run of two lanes: html_hostile, and a copy of it by another name."""
+    folder = tmp_path_factory.mktemp("html-report-two")
+    copy = folder / "html_other.toml"
+    copy.write_text(LANE.read_text().replace('name = "html_hostile"', 'name = "html_other"')
+                    .replace('"workers/html_hostile.py"',
+                             f'"{TESTS / "workers" / "html_hostile.py"}"'))
+    return _run(folder, LANE, copy)
 
 
 def network(loaded: Loaded) -> list[str]:
@@ -171,3 +186,52 @@ def test_a_transcript_expands_on_a_click(loaded: Loaded) -> None:
     assert loaded.errors == [] and network(loaded) == [loaded.url]
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     transcript.screenshot(path=SCREENSHOTS / "transcript.png")
+
+
+def test_the_charts_point_at_the_failures(loaded: Loaded) -> None:
+    page = loaded.page
+    drawn = page.evaluate("""() => ({
+      shaded: document.querySelectorAll('#chart-pass-rate .layer-below .shapelayer path').length,
+      names: [...document.querySelectorAll('#chart-pass-rate .ytick text')].map(t => t.textContent),
+      bands: [...document.querySelectorAll('#chart-pass-k .scatterlayer .fills path')]
+               .filter(p => (p.getAttribute('d') || '').length > 2).length,
+      failing: [...document.querySelectorAll('#chart-failures .ytick text')]
+                 .map(t => t.textContent)})""")
+    # wavers (flaky) and crashes (0%) break the rule: shaded, and marked ✗ by their names.
+    assert drawn["shaded"] == 2
+    assert sorted(name.strip() for name in drawn["names"]) == ["answers", "✗ crashes",
+                                                               "✗ wavers"]
+    assert drawn["bands"] == 4  # three scenarios' and the lane mean's 95% intervals
+    # Failures by layer and cause: only the scenarios that failed have a row.
+    assert sorted(name.strip() for name in drawn["failing"]) == ["crashes", "voided", "wavers"]
+
+
+def test_a_failure_in_needs_attention_leads_to_its_repeat(loaded: Loaded) -> None:
+    page = loaded.page
+    link = page.locator("section.attention .failures a").first
+    target = link.get_attribute("href")
+    assert target and target.startswith("#")
+    link.click()
+    assert page.evaluate("location.hash") == target
+    row = page.locator(target)
+    assert row.count() == 1 and "crashes" in row.inner_text()
+    assert loaded.errors == [] and network(loaded) == [loaded.url]
+
+
+def test_a_run_of_two_lanes_reads_matrix_attention_lanes_then_charts(browser: Any,
+                                                                    two_lanes: Path) -> None:
+    loaded = _open(browser, two_lanes)
+    try:
+        page = loaded.page
+        order = page.evaluate("""() => ['#matrix-title', '#attention-title', '#lane-0',
+          '#lane-1', '#charts-title'].map(s => document.querySelector(s)
+          .getBoundingClientRect().top + window.scrollY)""")
+        assert order == sorted(order)
+        charts = page.evaluate(COUNT_MARKS)
+        for chart in charts:
+            assert chart["drawn"] == chart["expected"], chart
+        assert loaded.errors == [] and network(loaded) == [loaded.url]
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "report-two-lanes.png", full_page=True)
+    finally:
+        loaded.page.close()

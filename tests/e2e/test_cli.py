@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -68,8 +69,20 @@ def test_reference_lane_passes_with_evidence(tmp_path, alk):
 
 
 def test_unsupported_version_is_void_before_any_repeat(tmp_path, alk):
-    done = alk("run", "--lane", LANES / "old_version.toml", cwd=tmp_path)
+    done = alk("run", "--lane", LANES / "old_version.toml", "--link-base",
+               "https://ci.example.com/jobs/9/", cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
+    # Its report files: a small page (no chart, no bundle), readable as the umask allows, and
+    # report.md's links under the base.
+    [folder] = (tmp_path / "reports").iterdir()
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("report.html", "report.md", "junit.xml"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o666 & ~umask, name
+    assert (folder / "report.html").stat().st_size < 32_000
+    assert "Nothing ran" in (folder / "report.html").read_text()
+    assert (f"(https://ci.example.com/jobs/9/reports/{folder.name}/result.json)"
+            in (folder / "report.md").read_text())
     assert "version_unsupported" in done.stdout and "0.9.1" in done.stdout
     document = result_of(tmp_path)
     assert document["gate"]["cause"] == "version_unsupported"
@@ -204,6 +217,14 @@ def test_malformed_lane_is_rejected_before_anything_runs(tmp_path):
     done = alk_here("run", "--lane", lane, cwd=tmp_path)
     assert done.returncode == 2
     assert "lanes/broken.toml" in done.stderr and "unknown field 'timout_s'" in done.stderr
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_link_base_that_is_no_url_is_refused_before_anything_runs(tmp_path, alk):
+    done = alk("run", "--lane", LANES / "old_version.toml", "--link-base", "ci/jobs/9",
+               cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--link-base: expected the http(s) URL" in done.stderr
     assert not (tmp_path / "reports").exists()
 
 

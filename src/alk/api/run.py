@@ -33,6 +33,7 @@ from alk.plan import build_plan
 from alk.records import Execution, ExitCode, Lane, Plan, Preflight, RepeatResult
 from alk.redaction import Redactor
 from alk.report import outputs
+from alk.report.links import check_link_base
 from alk.report.outputs import Written
 from alk.result.document import CutShort, RerunOf, Resumption, RunDocument
 from alk.result.group import GroupLane, RunGroup, read_group, write_group
@@ -276,10 +277,14 @@ def check_worker(lane: Lane, options: RunOptions = RunOptions(repeats=1),
     return result, conformance.review(result.document, setup.out_dir)
 
 
-def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path(".")) -> Written:
+def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path("."),
+                  link_base: str | None = None) -> Written:
     """A run's report.html, report.md and junit.xml, written (again) from its documents
-    (`read_runs`); a file that cannot be made is named in `Written.problems`, never raised."""
-    return outputs.write_reports(documents, out_dir)
+    (`read_runs`); a file that cannot be made is named in `Written.problems`, never raised.
+    `link_base`: the URL at which `out_dir` is served, which makes report.md's links absolute
+    (UsageError when it is not an http(s) URL, before anything is written)."""
+    return outputs.write_reports(documents, out_dir,
+                                 None if link_base is None else check_link_base(link_base))
 
 
 def write_compare_page(comparison: Comparison, out_dir: Path = Path(".")) -> Written:
@@ -291,7 +296,8 @@ def _reported(result: RunsResult, setup: RunSetup) -> RunsResult:
     """The run with its report files written (alk.report.outputs), when it asked for them."""
     if not setup.reports or not result.runs:
         return result
-    written = write_reports([run.document for run in result.runs], setup.out_dir)
+    written = write_reports([run.document for run in result.runs], setup.out_dir,
+                            setup.link_base)
     return dataclasses.replace(result, reports=written)
 
 

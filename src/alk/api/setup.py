@@ -14,6 +14,7 @@ from alk.errors import UsageError
 from alk.execute.engine import Engine
 from alk.execute.slots import cores
 from alk.records import Plan, RepeatResult, RepeatSpec
+from alk.report.links import check_link_base
 from alk.runner.request import Runner
 
 
@@ -27,7 +28,8 @@ class RunSetup:
     report.html, report.md and junit.xml at its end. `on_plan`, `on_batch`, `on_start` and
     `on_repeat` hear the plan (with the repeats already done), the repeats about to run (once,
     or once a round of `--repeats auto`), each repeat's start and each repeat's result, in the
-    calling thread."""
+    calling thread. `link_base`: the URL at which `out_dir` is served, for report.md's links
+    (checked when the setup is made, before anything runs)."""
 
     out_dir: Path = Path(".")
     runner: Runner | None = None
@@ -40,6 +42,11 @@ class RunSetup:
     on_batch: Callable[[Sequence[RepeatSpec]], None] | None = None
     on_start: Callable[[RepeatSpec], None] | None = None
     on_repeat: Callable[[RepeatResult], None] | None = None
+    link_base: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.link_base is not None:
+            object.__setattr__(self, "link_base", check_link_base(self.link_base))
 
     @property
     def env(self) -> Mapping[str, str]:

@@ -44,6 +44,10 @@ def _options(version: bool = typer.Option(False, "--version", is_eager=True, cal
 
 LaneOpt = typer.Option(..., "--lane", "-l", help="A lane name in ./lanes/ or a path to a .toml.")
 OutOpt = typer.Option(Path("."), "--out", help="Folder that holds transcripts/ and reports/.")
+LinkBaseOpt = typer.Option(None, "--link-base", metavar="URL", help="The URL at which the "
+                           "--out folder is served (e.g. a CI job's artifacts): report.md's "
+                           "links to transcripts and reports become absolute under it, so they "
+                           "still work pasted into a pull-request comment.")
 KOpt = typer.Option(5, "--k", min=1, help="The k of pass^k in the report: the chance that k "
                     "repeats in a row all pass.")
 StatsOpt = typer.Option(False, "--stats", help="Add the statistics block to the report: the "

@@ -12,6 +12,7 @@ import typer
 
 from alk.cli.app import (
     KOpt,
+    LinkBaseOpt,
     OutOpt,
     StatsOpt,
     command,
@@ -40,6 +41,7 @@ def report(
                                    "where there is one."),
     k: int = KOpt,
     stats: bool = StatsOpt,
+    link_base: Optional[str] = LinkBaseOpt,
     out: Path = OutOpt,
 ) -> None:
     """Re-render a saved run from reports/RUN_ID/result.json, and write its report.html,
@@ -48,7 +50,7 @@ def report(
     from alk.layout import HTML_NAME
 
     documents = api.read_runs(run_id, out)
-    written = api.write_reports(documents, out)
+    written = api.write_reports(documents, out, link_base)
     if as_json:
         echo_json(api.runs_json(documents), f"run {run_id or 'latest'}")
     else:

@@ -13,6 +13,7 @@ import typer
 from alk.cli.app import (
     KOpt,
     LaneOpt,
+    LinkBaseOpt,
     OutOpt,
     StatsOpt,
     command,
@@ -77,6 +78,7 @@ def run(
                                           "pass rate's 95% interval, not the rate."),
     k: int = KOpt,
     stats: bool = StatsOpt,
+    link_base: Optional[str] = LinkBaseOpt,
     out: Path = OutOpt,
 ) -> None:
     """Run lanes: every scenario, N fresh worker processes each; report and exit by verdict.
@@ -90,7 +92,8 @@ def run(
             if fail_under is not None or fail_under_lower else None)
     shown = progress.run_progress(console(stderr=True), enabled=not quiet)
     setup = api.RunSetup(out_dir=out, keep_workspaces=keep_workspaces, jobs=jobs, engine=engine,
-                         reports=True, on_plan=shown.plan if shown else None,
+                         reports=True, link_base=link_base,
+                         on_plan=shown.plan if shown else None,
                          on_batch=shown.batch if shown else None,
                          on_start=shown.start if shown else None,
                          on_repeat=shown.advance if shown else None)

@@ -9,6 +9,11 @@ Bounded: GitHub refuses a comment over 65,536 characters, so the text stays unde
 `MAX_CHARS`, at most `REPEATS_PER_CAUSE` repeats are listed per scenario and cause, and what
 is left out is counted and pointed to report.html, which has every repeat.
 
+Links (to transcripts, report.html and result.json) are relative to the report's folder, which
+works where the files sit together (a checkout, an artifact opened whole); pasted into a pull
+request they lead nowhere, so a `link_base` (`--link-base URL`: the address at which the
+folder `--out` names is served) makes every one absolute.
+
 Every string that is not alk's own words (worker text: details, the framework and version a
 worker reported; and names from the lane file) lands in a code span, on one line, its controls
 escaped (`safe_text.inline`), with a fence longer than any run of backticks inside: there a
@@ -23,7 +28,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Sequence
-from urllib.parse import quote
 
 from alk.causes import CATALOGUE
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
@@ -31,6 +35,7 @@ from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.cost import report_lines
 from alk.report.format import PASS_HAT_K, rerun_words, share
 from alk.report.format import rerun_command as command
+from alk.report.links import Links, check_link_base
 from alk.report.markdown_stats import statistics_section
 from alk.report.safe_text import DASH, cut, inline, plural
 from alk.result.document import RunDocument, ScenarioResult
@@ -53,10 +58,16 @@ _TITLE = {ExitCode.PASS: "✅ PASS", ExitCode.FAIL: "❌ FAIL", ExitCode.VOID: "
 _BACKTICKS = re.compile(r"`+")
 
 
-def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
-    """report.md of a run: one document, or one per lane of a run of several."""
+def run_markdown(documents: Sequence[RunDocument], out_dir: Path,
+                 link_base: str | None = None) -> str:
+    """report.md of a run: one document, or one per lane of a run of several. Its links are
+    relative to the report folder, or with `link_base` (`check_link_base`) absolute, under
+    the address where `out_dir` is served."""
     if not documents:
         raise ValueError("run_markdown needs the documents of one run, got none")
+    folder = report_folder(out_dir, documents[0].run_id)
+    links = Links(None if link_base is None else check_link_base(link_base),
+                  PurePath(os.path.relpath(folder, out_dir)).as_posix())
     page = _Page(MAX_CHARS)
     ruling = judge(documents)
     page.add(_title(documents, ruling))
@@ -64,15 +75,15 @@ def run_markdown(documents: Sequence[RunDocument], out_dir: Path) -> str:
     page.add(_ruling(documents, ruling))
     tables = _Page(int(MAX_CHARS * TABLE_SHARE))
     if len(documents) > 1:
-        tables.add(_matrix(documents, tables))
+        tables.add(_matrix(documents, tables, links))
     for document in documents:
         if len(documents) > 1:
             tables.add(f"### lane {code(document.lane.name)}")
-        tables.add(_lane_table(document, tables))
+        tables.add(_lane_table(document, tables, links))
     page.add(tables.text())
-    page.add(_failures(documents, out_dir, page))
+    page.add(_failures(documents, out_dir, page, links))
     page.add(statistics_section(documents, code))  # last: the answer comes first
-    return page.text() + _footer(documents, page)
+    return page.text() + _footer(documents, page, links)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,12 +106,6 @@ def code(value: object, limit: int = NAME_CHARS, *, in_table: bool = False) -> s
     if shown[0] == "`" or shown[-1] == "`" or (shown[0] == shown[-1] == " "):
         return f"{fence} {shown} {fence}"
     return f"{fence}{shown}{fence}"
-
-
-def link(target: str) -> str:
-    """A relative link's destination, percent-encoded: a scenario id in the path cannot end
-    the link, start a scheme (`javascript:`) or hold a space."""
-    return quote(target, safe="/")
 
 
 @dataclass
@@ -237,7 +242,7 @@ def _rate(scenario: ScenarioResult) -> str:
     return text
 
 
-def _lane_table(document: RunDocument, budget: _Page) -> str:
+def _lane_table(document: RunDocument, budget: _Page, links: Links) -> str:
     rule = document.settings.rule
     rows = []
     for scenario in _ordered(document):
@@ -255,10 +260,10 @@ def _lane_table(document: RunDocument, budget: _Page) -> str:
             "passed: of the scored repeats · void: share of the repeats run that were not "
             f"scored · pass^{PASS_HAT_K}: the chance that {PASS_HAT_K} repeats in a row all "
             f"pass ({DASH} with fewer than {PASS_HAT_K} scored)"]
-    return _fitted(head, rows, tail, budget.room())
+    return _fitted(head, rows, tail, budget.room(), links)
 
 
-def _matrix(documents: Sequence[RunDocument], budget: _Page) -> str:
+def _matrix(documents: Sequence[RunDocument], budget: _Page, links: Links) -> str:
     """Scenarios by lane: each cell the rule's mark, the verdict and the pass rate. Half the
     tables' room at most: the lanes' own tables follow."""
     order: dict[str, None] = {}
@@ -278,17 +283,19 @@ def _matrix(documents: Sequence[RunDocument], budget: _Page) -> str:
             "| scenario | " + " | ".join(code(d.lane.name, in_table=True)
                                          for d in documents) + " |",
             "|---|" + "---|" * len(documents)]
-    return _fitted(head, rows, [], budget.room() // 2)
+    return _fitted(head, rows, [], budget.room() // 2, links)
 
 
 # The line that counts the rows left out, at its longest.
 _MORE_CHARS = len("\n… and 1,000,000 more scenarios: see [report.html](report.html)")
 
 
-def _fitted(head: list[str], rows: list[str], tail: list[str], room: int) -> str:
+def _fitted(head: list[str], rows: list[str], tail: list[str], room: int,
+            links: Links) -> str:
     """A table: its head, as many rows as fit in `room` characters with its tail, and a line
     that counts the rows left out."""
-    used = sum(len(line) + 1 for line in (*head, *tail)) + _MORE_CHARS + 1
+    used = (sum(len(line) + 1 for line in (*head, *tail)) + _MORE_CHARS + 1
+            + len(links.to(HTML_NAME)) - len(HTML_NAME))
     kept = 0
     for row in rows:
         if used + len(row) + 1 > room:
@@ -296,8 +303,9 @@ def _fitted(head: list[str], rows: list[str], tail: list[str], room: int) -> str
         used += len(row) + 1
         kept += 1
     more = len(rows) - kept
-    note = ([f"\n… and {plural(more, 'more scenario')}: see [{HTML_NAME}]({HTML_NAME})"]
-            if more else [])
+    page = links.to(HTML_NAME)
+    note = [f"\n… and {plural(more, 'more scenario')}: see [{HTML_NAME}]({page})"
+            ] if more else []
     return "\n".join([*head, *rows[:kept], *note, *tail])
 
 
@@ -305,7 +313,8 @@ def _fitted(head: list[str], rows: list[str], tail: list[str], room: int) -> str
 # What failed and why
 
 
-def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page) -> str:
+def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page,
+              links: Links) -> str:
     """Each scenario with a failed or void repeat: its repeats grouped by cause, the first
     few of each with their detail, transcript and rerun command; as many as the page holds."""
     several = len(documents) > 1
@@ -316,7 +325,8 @@ def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page) -> s
     missing = 0
     for document in documents:
         for scenario in _ordered(document):
-            block = _scenario_failures(document, scenario, out_dir, folder, several, advised)
+            block = _scenario_failures(document, scenario, out_dir, folder, several, advised,
+                                       links)
             if block is None:
                 continue
             # Room kept for the note on what was left out, and the footer.
@@ -329,12 +339,13 @@ def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page) -> s
         return ""
     if missing:
         blocks.append(f"… and {plural(missing, 'more scenario')} with failed or void repeats "
-                      f"not shown here: see [{HTML_NAME}]({HTML_NAME})")
+                      f"not shown here: see [{HTML_NAME}]({links.to(HTML_NAME)})")
     return "\n\n".join(blocks)
 
 
 def _scenario_failures(document: RunDocument, scenario: ScenarioResult, out_dir: Path,
-                       folder: Path, several: bool, advised: set[str]) -> str | None:
+                       folder: Path, several: bool, advised: set[str],
+                       links: Links) -> str | None:
     bad = [r for r in scenario.repeats if not r.passed]
     counts = scenario.stats.counts
     if not bad:
@@ -357,26 +368,26 @@ def _scenario_failures(document: RunDocument, scenario: ScenarioResult, out_dir:
             line += f" · what to do: {info.action}"
         lines.append(line)
         for repeat in repeats[:REPEATS_PER_CAUSE]:
-            lines.append(f"  - {_repeat_line(document, repeat, out_dir, folder)}")
+            lines.append(f"  - {_repeat_line(document, repeat, out_dir, folder, links)}")
         more = len(repeats) - REPEATS_PER_CAUSE
         if more > 0:
-            lines.append(f"  - … and {more} more: see [{HTML_NAME}]({HTML_NAME})")
+            lines.append(f"  - … and {more} more: see [{HTML_NAME}]({links.to(HTML_NAME)})")
     return "\n".join(lines)
 
 
 def _repeat_line(document: RunDocument, repeat: RepeatResult, out_dir: Path,
-                 folder: Path) -> str:
+                 folder: Path, links: Links) -> str:
     parts = [f"repeat {repeat.repeat}", code(repeat.detail, DETAIL_CHARS)]
     if repeat.transcript:
         target = os.path.relpath(out_dir / repeat.transcript, folder)
-        parts.append(f"[transcript]({link(PurePath(target).as_posix())})")
+        parts.append(f"[transcript]({links.to(PurePath(target).as_posix())})")
     # Never cut: a command cut short would rerun something else.
     rerun = command(document.run_id, repeat.scenario, repeat.repeat)
     parts.append(code(rerun, len(rerun)))
     return " · ".join(parts)
 
 
-def _footer(documents: Sequence[RunDocument], page: _Page) -> str:
+def _footer(documents: Sequence[RunDocument], page: _Page, links: Links) -> str:
     cut_note = (" (this comment is cut to fit: some sections are left out)"
                 if page.left_out else "")
     # reports/R/ holds one run's result.json, or group.json and a folder per lane with its own.
@@ -384,9 +395,9 @@ def _footer(documents: Sequence[RunDocument], page: _Page) -> str:
     records = [PurePath(os.path.relpath(PurePath(d.run_id, RESULT_NAME), group)).as_posix()
                for d in documents]
     if records == [RESULT_NAME]:
-        said = f"the record: [{RESULT_NAME}]({RESULT_NAME})"
+        said = f"the record: [{RESULT_NAME}]({links.to(RESULT_NAME)})"
     else:
         said = f"the {'record' if len(records) == 1 else 'records'}: " + ", ".join(
-            f"[{code(record)}]({link(record)})" for record in records)
-    return (f"\n\n---\nEvery repeat with its transcript: [{HTML_NAME}]({HTML_NAME}) · "
+            f"[{code(record)}]({links.to(record)})" for record in records)
+    return (f"\n\n---\nEvery repeat with its transcript: [{HTML_NAME}]({links.to(HTML_NAME)}) · "
             f"{said}{cut_note}\n")

@@ -6,6 +6,9 @@ for all its lanes, in the run's own folder.
 Each file is written whole (atomically) from the saved, redacted documents, so that it shows
 what `result.json` says and nothing the redaction masked. A file that cannot be made is left
 out with a warning, never at the cost of the run: its verdict and exit code are already set.
+They are written with the usual mode (0644 under umask 022), to be attached to a ticket or
+served from CI: they hold only the redacted text result.json holds (which, with the journal,
+stays owner-only: it is the run's own record, read again by --resume).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ class Written:
     problems: tuple[str, ...]
 
 
-def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
-    """report.html, report.md and junit.xml of one run (one document per lane)."""
+def write_reports(documents: Sequence[RunDocument], out_dir: Path,
+                  link_base: str | None = None) -> Written:
+    """report.html, report.md and junit.xml of one run (one document per lane); report.md's
+    links absolute under `link_base` when given (`alk.report.links`)."""
     folder = report_folder(out_dir, documents[0].run_id)
 
     def html() -> Iterable[bytes]:
@@ -42,7 +47,7 @@ def write_reports(documents: Sequence[RunDocument], out_dir: Path) -> Written:
     def markdown() -> bytes:
         from alk.report.markdown import run_markdown
 
-        return run_markdown(documents, out_dir).encode("utf-8")
+        return run_markdown(documents, out_dir, link_base).encode("utf-8")
 
     def junit() -> bytes:
         from alk.report.junit import run_junit
@@ -70,7 +75,7 @@ def _write(folder: Path,
     for name, make in makers:
         path = folder / name
         try:
-            write_atomically(path, make())
+            write_atomically(path, make(), readable=True)
         except OSError as exc:
             problems.append(f"{path}: cannot be written ({exc.strerror or exc}); the run's "
                             "result.json holds everything: `alk report RUN_ID` writes it again")

@@ -13,12 +13,13 @@ from helpers import documents
 from helpers.trajectories import repeat, scenario_of
 
 from alk.records import Outcome
-from alk.report.html import figure, spread_charts
+from alk.report.html import figure, rate_charts, spread_charts
 from alk.report.html.charts import run_charts
 from alk.report.html.figure import Chart, plotly_js
 from alk.result.document import ModelTotals, RunDocument
 from alk.result.rule import PassRule
 from alk.served_model import ModelSeen
+from alk.stats.pass_k import pass_hat_k_at
 from alk.stats.summary import summarize_lane
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -91,9 +92,9 @@ def test_the_pass_rate_bars_and_whiskers_are_the_statistics(run):
 
 def test_the_rule_threshold_is_drawn_only_when_the_rule_has_one(run):
     plain = by_id(run_charts([run]))["chart-pass-rate"].figure["layout"]
-    assert not plain.get("shapes")
+    assert not [shape for shape in plain.get("shapes", ()) if shape["type"] == "line"]
     ruled = by_id(run_charts([with_rule(run, PassRule(0.955, lower=True))]))["chart-pass-rate"]
-    (line,) = ruled.figure["layout"]["shapes"]
+    (line,) = [shape for shape in ruled.figure["layout"]["shapes"] if shape["type"] == "line"]
     assert (line["x0"], line["x1"]) == (0.955, 0.955)
     # As the rule's sentence says it, never rounded to a threshold it is not (96%).
     assert ruled.figure["layout"]["annotations"][0]["text"] == "rule: lower bound ≥ 95.5%"
@@ -104,19 +105,73 @@ def test_a_scenario_with_no_bar_to_hold_its_words_has_them_beside_it(run):
     nominal = run.scenarios[0]
     failed = scenario_of(*(repeat(i, ("a:ok",), passed=False) for i in range(1, 6)), sid="down")
     chart = by_id(run_charts([with_scenarios(run, nominal, failed)]))["chart-pass-rate"]
-    (bar,) = traces(chart)
+    bar, cross = traces(chart)
     assert list(bar["text"]) == ["85% flaky", ""]
     assert [(a["y"], a["text"]) for a in chart.figure["layout"]["annotations"]] == [
-        ("down", "0% fail")]
+        ("down", "<b>0% fail</b>")]
+    # A 0% bar is no bar: a cross marks its rate, in the verdict's colour.
+    assert (list(cross["x"]), list(cross["y"]), cross["marker"]["symbol"]) == ([0.0], ["down"],
+                                                                               "x")
+    assert cross["marker"]["color"] == [figure.VERMILLION]
+
+
+def test_the_rows_that_break_the_rule_are_shaded_and_marked_not_by_colour_alone(run):
+    nominal = run.scenarios[0]  # flaky: under the default rule it breaks it
+    failed = scenario_of(*(repeat(i, ("a:ok",), passed=False) for i in range(1, 6)), sid="down")
+    steady = scenario_of(*(repeat(i, ("a:ok",)) for i in range(1, 6)), sid="steady")
+    chart = by_id(run_charts([with_scenarios(run, nominal, steady, failed)]))["chart-pass-rate"]
+    layout = chart.figure["layout"]
+    bands = [(shape["y0"], shape["y1"]) for shape in layout["shapes"] if shape["type"] == "rect"]
+    assert bands == [(-0.5, 0.5), (1.5, 2.5)]  # rows 0 and 2: nominal and down, not steady
+    axis = layout["yaxis"]
+    assert list(axis["tickvals"]) == ["nominal", "steady", "down"]
+    assert list(axis["ticktext"]) == ["✗ nominal", "steady", "✗ down"]
+    assert "shaded and marked ✗" in chart.caption
+    # Under a rule of 50% the flaky one meets it: only the one at 0% is shaded.
+    ruled = with_rule(with_scenarios(run, nominal, steady, failed), PassRule(0.5))
+    layout = by_id(run_charts([ruled]))["chart-pass-rate"].figure["layout"]
+    assert [shape["y0"] for shape in layout["shapes"] if shape["type"] == "rect"] == [1.5]
 
 
 def test_pass_k_draws_each_scenarios_curve_and_the_lane_mean(run):
-    lines = traces(by_id(run_charts([run]))["chart-pass-k"])
+    drawn = traces(by_id(run_charts([run]))["chart-pass-k"])
+    lines = [trace for trace in drawn if trace.get("showlegend") is not False]
     assert [line["name"] for line in lines] == ["nominal", "tool_error", "lane mean"]
     for line, scenario in zip(lines, run.scenarios[:2]):
         assert list(line["x"]) == list(scenario.stats.curve.k)
         assert list(line["y"]) == list(scenario.stats.curve.pass_hat_k)
     assert list(lines[-1]["y"]) == list(run.aggregate.curve.pass_hat_k)
+
+
+def test_each_pass_k_curve_has_its_95_interval_as_a_band_the_tables_interval(run):
+    chart = by_id(run_charts([run]))["chart-pass-k"]
+    drawn = traces(chart)
+    for stats, name in ((run.scenarios[0].stats, "nominal"), (run.scenarios[1].stats,
+                                                              "tool_error"),
+                        (run.aggregate, "lane mean")):
+        high, low, line = [t for t in drawn if t.get("legendgroup") == name]
+        assert (low["fill"], line["name"]) == ("tonexty", name)  # filled up to the high edge
+        estimates = [pass_hat_k_at(stats, k) for k in stats.curve.k]
+        assert list(low["x"]) == list(high["x"]) == list(stats.curve.k)
+        assert list(low["y"]) == [e.low for e in estimates]
+        assert list(high["y"]) == [e.high for e in estimates]
+        assert all(lo <= v <= hi for lo, v, hi in zip(low["y"], line["y"], high["y"]))
+        assert line["customdata"][0][1] == (f"[{estimates[0].low:.1%} to "
+                                            f"{estimates[0].high:.1%}]")
+    # nominal is flaky: its band is there to read, not a line's width.
+    nominal_low = [t for t in drawn if t.get("legendgroup") == "nominal"][1]
+    assert nominal_low["y"][4] < 0.6
+    assert "95% interval" in chart.caption and "Wilson interval raised to the power k" in (
+        chart.caption)
+
+
+def test_the_lane_means_band_stops_where_it_would_cost_too_much(run, monkeypatch):
+    monkeypatch.setattr(rate_charts, "BAND_TERMS", 2_000)
+    chart = by_id(run_charts([run]))["chart-pass-k"]
+    high, low, line = [t for t in traces(chart) if t.get("legendgroup") == "lane mean"]
+    assert 0 < len(low["x"]) < len(line["x"])
+    assert line["customdata"][-1][1] == "(no interval drawn)"
+    assert "The mean's band stops" in chart.caption
 
 
 @pytest.mark.parametrize("repeats, k_step, count_step",
@@ -137,10 +192,14 @@ def test_counts_and_k_are_told_on_whole_numbers_only(run, repeats, k_step, count
 
 
 def test_the_stacked_failures_add_up_to_the_repeats_that_did_not_pass(run):
-    bars = traces(by_id(run_charts([run]))["chart-failures"])
+    chart = by_id(run_charts([run]))["chart-failures"]
+    bars = traces(chart)
     rows = list(bars[0]["y"])
-    assert rows == [s.id for s in run.scenarios]
-    for index, scenario in enumerate(run.scenarios):
+    # A row only for a scenario with a repeat that did not pass: tool_error passed them all.
+    assert rows == ["nominal", "remote"]
+    assert "No failures in 1 scenario: it has no row." in chart.caption
+    failing = [s for s in run.scenarios if s.id in rows]
+    for index, scenario in enumerate(failing):
         stacked = sum(bar["x"][index] or 0 for bar in bars)
         assert stacked == scenario.stats.counts.completed - scenario.stats.counts.passed
     # One trace a (layer, what happened, cause): its totals are the statistics' causes.
@@ -252,10 +311,11 @@ def test_a_long_shared_prefix_is_one_cell_and_unkept_repeats_are_counted(run):
 def test_several_lanes_label_their_scenarios_lane_slash_scenario(tmp_path):
     lanes = documents.three_lanes(tmp_path)
     made = by_id(run_charts(lanes))
-    (bar,) = traces(made["chart-pass-rate"])
+    bar = traces(made["chart-pass-rate"])[0]
     assert list(bar["y"][:2]) == ["pydantic-ai/nominal", "pydantic-ai/tool_error"]
     assert "pydantic-ai/remote" not in bar["y"]  # void: no bar
-    means = [line["name"] for line in traces(made["chart-pass-k"]) if "mean" in line["name"]]
+    means = [line["name"] for line in traces(made["chart-pass-k"])
+             if "mean" in line.get("name", "")]
     assert means == ["pydantic-ai: mean", "langgraph: mean", "openai-agents-sdk: mean"]
     assert made["chart-divergence-1"].title == "Where the repeats of pydantic-ai/nominal diverge"
 
@@ -265,7 +325,7 @@ def test_many_scenarios_show_those_that_need_attention_first(run):
                         sid=f"good{k:02}") for k in range(figure.MAX_ROWS)]
     bad = scenario_of(repeat(1, ("a:ok",), passed=False, scenario="bad"), sid="bad")
     chart = by_id(run_charts([with_scenarios(run, *good, bad)]))["chart-pass-rate"]
-    (bar,) = traces(chart)
+    bar = traces(chart)[0]
     assert len(bar["y"]) == figure.MAX_ROWS and "bad" in bar["y"]
     assert list(bar["y"][-2:]) == [f"good{figure.MAX_ROWS - 2:02}", "bad"]  # in the run's order
     assert "1 more are in the table" in chart.caption

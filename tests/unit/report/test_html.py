@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from alk import api
+from alk.causes import CATALOGUE, Cause
 from alk.compare import compare_runs
 from alk.records import Outcome, Verdict
 from alk.report.format import rerun_command
@@ -368,8 +369,36 @@ def test_several_lanes_get_the_lane_by_scenario_matrix(tmp_path: Path,
     assert rows[0].startswith("nominal ≈ flaky 85.0% [64.0–94.8] ✓ pass 100.0% [83.9–100.0] "
                               "✓ pass")
     assert [row.split()[0] for row in rows] == ["nominal", "tool_error", "remote", "void"]
+    # A heat map as well as words: each cell carries its verdict's tint.
+    cells = re.findall(r'<td class="cell-(\w+)">', matrix)
+    assert cells == ["flaky", "pass", "pass", "pass", "fail", "flaky", "void", "pass", "pass"]
     one = tmp_path / "one"
     assert 'id="matrix-title"' not in run_page([documents.run(one)], one)
+
+
+def test_each_failure_in_attention_links_its_repeats_row_and_the_top_links_attention(
+        run) -> None:
+    document, out = run
+    text, page = page_of([document], out)
+    ids = {attrs.get("id") for _, attrs in page.elements}
+    attention = section(text, "attention-title")
+    targets = [attrs["href"] for tag, attrs in Page(attention).elements
+               if tag == "a" and attrs.get("href", "").startswith("#") and "-r" in attrs["href"]]
+    assert targets and all(target[1:] in ids for target in targets)
+    nominal = document.scenario("nominal")
+    first = min(r.repeat for r in nominal.repeats if not r.passed)
+    assert f"repeat {first} and its transcript" in Page(attention).words
+    top = Page(header(text))
+    assert ("a", {"href": "#attention-title"}) in top.elements
+    assert "2 scenarios need attention" in top.words
+
+
+def test_several_lanes_read_matrix_then_attention_then_each_lane(tmp_path: Path,
+                                                                 private_temp: None) -> None:
+    text = run_page(documents.three_lanes(tmp_path), tmp_path)
+    at = [text.index(marker) for marker in ('id="matrix-title"', 'id="attention-title"',
+                                            'class="scenarios"', 'id="charts-title"')]
+    assert at == sorted(at)
 
 
 def test_several_lanes_are_summed_up_a_line_each_at_the_top(tmp_path: Path,
@@ -430,9 +459,43 @@ def test_the_compare_page_states_each_change_its_numbers_and_the_rule(
 def test_a_refused_worker_is_said_at_the_top(tmp_path: Path, private_temp: None) -> None:
     document = documents.refused(tmp_path)
     words = Page(run_page([document], tmp_path)).words
-    assert ("∅ The version gate refused the worker: nothing was scored. "
-            f"{document.gate.cause}: {document.gate.detail}") in words
+    assert ("∅ Nothing ran ( version_unsupported ): alk stopped before the first repeat, so "
+            f"nothing was scored. {document.gate.detail} What to do: "
+            f"{CATALOGUE[Cause.VERSION_UNSUPPORTED].action} Then run the lane again.") in words
     assert "∅ the run is void: something could not be scored" in words
+
+
+def test_a_run_that_never_started_writes_a_small_page_of_why_and_what_to_do(
+        tmp_path: Path, private_temp: None) -> None:
+    """Issue 25: a run refused before any repeat wrote the whole page, Plotly's bundle and
+    empty tables and sections; it says why nothing ran and what to do, and no more."""
+    document = documents.refused(tmp_path)
+    written = api.write_reports([document], tmp_path)
+    [html_file] = [path for path in written.paths if path.name == "report.html"]
+    assert html_file.stat().st_size < 32_000
+    text = html_file.read_text()
+    parsed = Page(text)
+    assert parsed.scripts == []  # no chart, so no bundle and no script
+    words = parsed.words
+    assert "Not run: nominal , tool_error ." in words  # each id a code element
+    for absent in ("Needs attention", "need attention", "Every repeat", "Charts",
+                   "pass rate [95% interval]", "Lanes × scenarios"):
+        assert absent not in words, absent
+    # Two lanes, neither of which ran: each says why, and nothing else is drawn either.
+    other = dataclasses.replace(document, lane=dataclasses.replace(document.lane, name="b"))
+    words = Page(run_page([document, other], tmp_path)).words
+    assert words.count("∅ Nothing ran (") == 2
+    assert "Lanes × scenarios" not in words and "Every repeat" not in words
+
+
+def test_a_lane_refused_beside_one_that_ran_keeps_the_full_page(tmp_path: Path,
+                                                                private_temp: None) -> None:
+    ran = documents.run(tmp_path / "a")
+    refused = documents.refused(tmp_path / "b")
+    refused = dataclasses.replace(refused, lane=dataclasses.replace(refused.lane, name="old"))
+    words = Page(run_page([ran, refused], tmp_path)).words
+    assert "Nothing ran ( version_unsupported )" in words
+    assert "Needs attention" in words and "Every repeat" in words
 
 
 def test_a_table_too_long_lists_failed_and_void_repeats_first_and_says_so(

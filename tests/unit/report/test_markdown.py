@@ -361,3 +361,33 @@ def test_a_proxy_run_says_what_it_cost_and_why_its_budget_stopped_it(tmp_path):
             f"usage\n  - {document.cost.stopped}\n") in text
     # A scripted model's run has no cost to show: its usage is an estimate.
     assert "tokens:" not in run_markdown([documents.run(tmp_path)], tmp_path)
+
+
+BASE = "https://ci.example.com/jobs/7/artifacts/"
+
+
+def test_a_link_base_makes_every_link_absolute_under_the_served_out_folder(tmp_path):
+    # Pasted into a pull request, a relative link leads nowhere: each one, put under the URL at
+    # which the --out folder is served, names the file's own place in that folder.
+    lanes = three_lanes(tmp_path)
+    relative = Page(github(run_markdown(lanes, tmp_path))).links
+    absolute = Page(github(run_markdown(lanes, tmp_path, link_base=BASE))).links
+    assert len(absolute) == len(relative) > 3
+    for before, after in zip(relative, absolute):
+        inside = os.path.normpath(FOLDER / before)
+        assert after == BASE + Path(inside).as_posix(), (before, after)
+        assert before == "report.html" or (tmp_path / inside).exists()  # none is written here
+    assert f"{BASE}transcripts/{RUN}/langgraph/tool_error/repeat-01.jsonl" in absolute
+    assert f"{BASE}reports/{RUN}/report.html" in absolute
+
+
+@pytest.mark.parametrize("base", ["ci.example.com/x", "ftp://ci.example.com/x", "https://",
+                                  "https://ci.example.com/a b", "https://ci.example.com/(x)",
+                                  "https://ci.example.com/x?job=7", "https://x/#top",
+                                  "javascript:alert(1)//x"])
+def test_a_link_base_that_is_not_a_plain_http_url_is_refused_with_an_example(tmp_path, base):
+    from alk.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"--link-base: expected the http\(s\) URL .* e\.g\. "
+                                         r"https://ci\.example\.com/jobs/123/artifacts"):
+        run_markdown([documents.passed(tmp_path)], tmp_path, link_base=base)

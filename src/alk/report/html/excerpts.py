@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote
 
 from alk.report.safe_text import cut, printable
 from alk.report.transcript_view import event_row
@@ -223,3 +224,11 @@ def _bytes(count: int) -> str:
         if count >= size:
             return f"{count / size:.1f} {unit}"
     return f"{count} bytes"
+
+
+def transcript_link(transcript: str, folder: Path, out_dir: Path) -> str | None:
+    """The transcript's address relative to the report folder, as a URL path."""
+    if not transcript:
+        return None
+    relative = os.path.relpath(os.path.abspath(out_dir / transcript), os.path.abspath(folder))
+    return quote(Path(relative).as_posix())

@@ -15,11 +15,9 @@ file: a run whose one transcript is 64 MiB gets a page the size of any other.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
-from urllib.parse import quote
 
 from alk.causes import CATALOGUE
 from alk.layout import RESULT_NAME, group_of, report_folder
@@ -27,7 +25,8 @@ from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.cost import report_lines
 from alk.report.failures import FailureGroup, failure_groups
 from alk.report.format import rerun_command, rerun_words, share
-from alk.report.html.excerpts import as_json, excerpts
+from alk.report.html.excerpts import as_json, excerpts, transcript_link
+from alk.report.html.refusal import refused_lane, with_probes
 from alk.report.html.page import json_for_script, percent, render, stream
 from alk.report.safe_text import DASH, cut, inline, one_line, printable
 from alk.report.terminal.verdict import verdict_words
@@ -74,9 +73,12 @@ def _context(documents: Sequence[RunDocument], out_dir: Path) -> dict[str, Any]:
         raise ValueError("a run page needs at least one document")
     folder = report_folder(out_dir, documents[0].run_id)
     shown = [printable(document) for document in documents]  # worker text, controls escaped
+    if all(d.gate.ok is False for d in shown):
+        return _nothing_ran(shown, out_dir, folder)
     divergences = _divergences(shown)
     ruling = judge(shown)  # its (lane, scenario) pairs as the page spells them
-    lanes = [_lane(index, document) for index, document in enumerate(shown)]
+    lanes = with_probes([_lane(index, d) for index, d in enumerate(shown)], shown, folder,
+                         out_dir)
     rows, left_out = _table_rows(shown)
     attention = _attention(shown, ruling.failing, ruling.unscored)
     views = excerpts([(row.repeat.transcript, row.rank) for row in rows], out_dir)
@@ -99,8 +101,28 @@ def _context(documents: Sequence[RunDocument], out_dir: Path) -> dict[str, Any]:
         "divergences_more": max(0, len(divergences) - DIVERGENCE_PAIRS),
         "tables": _tables(shown, rows, views, folder, out_dir),
         "left_out": left_out,
+        "nothing_ran": False,
     }
     return context
+
+
+def _nothing_ran(documents: Sequence[RunDocument], out_dir: Path,
+                 folder: Path) -> dict[str, Any]:
+    """A run none of whose lanes ran a repeat: the page says why and what to do, lane by lane,
+    and nothing else (no chart: no Plotly bundle, a page of a few kilobytes)."""
+    ruling = judge(documents)
+    symbol, tone, sentence = _RULING.get(ruling.code, ("∅", "void", "the run is void"))
+    lanes = with_probes([_lane(index, d) for index, d in enumerate(documents)], documents,
+                         folder, out_dir)
+    return {"title": f"alk · {group_of(documents[0].run_id)}",
+            "run_id": group_of(documents[0].run_id), "lanes": lanes,
+            "several": len(documents) > 1, "nothing_ran": True,
+            "ruling": {"symbol": symbol, "tone": tone, "sentence": sentence,
+                       "answer": verdict_words(documents),
+                       "rules": list(dict.fromkeys(d.settings.rule.describe()
+                                                   for d in documents))},
+            "reruns": [], "attention": [], "attention_more": 0, "matrix": None, "charts": [],
+            "divergences": [], "divergences_more": 0, "tables": [], "left_out": None}
 
 
 def _rerun_of(of: RerunOf) -> dict[str, Any]:
@@ -152,7 +174,7 @@ def _lane(index: int, document: RunDocument) -> dict[str, Any]:
         "reported": (f"{inline(gate.framework)} {inline(gate.version or '(no version)')}"
                      if gate.framework is not None else "(none reported)"),
         "also": [r for r in dict.fromkeys(reported)][1:],
-        "refused": (f"{gate.cause}: {gate.detail}" if gate.ok is False else None),
+        "refused": refused_lane(document) if gate.ok is False else None,
         "run_id": document.run_id, "status": document.status,
         "started": document.started_at, "finished": document.finished_at,
         "repeats": document.settings.repeats, "seed": document.settings.seed,
@@ -194,7 +216,7 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
             item = {"lane": document.lane.name, "id": scenario.id,
                     "anchor": _anchor(lane, index), "verdict": _verdict(scenario),
                     "rate": _rate(stats.pass_rate, stats.ci),
-                    "failures": [_failure(document, g) for g in groups],
+                    "failures": [_failure(document, g, _anchor(lane, index)) for g in groups],
                     "actions": _actions(groups)}
             if key in failing_set:
                 judged = rule.judged(scenario)
@@ -222,13 +244,15 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
     return ordered
 
 
-def _failure(document: RunDocument, group: FailureGroup) -> dict[str, Any]:
+def _failure(document: RunDocument, group: FailureGroup, anchor: str) -> dict[str, Any]:
     """One way the scenario's repeats did not pass: which repeats, the layer and cause, and
-    what actually happened (the detail), with the command that runs the first again."""
+    what actually happened (the detail), with the command that runs the first again and a
+    link to its row in the table, where its transcript is."""
     first = group.repeats[0]
     return {"label": group.label, "cause": f"{group.layer}/{group.cause}",
             "detail": one_line(group.detail, DETAIL_CHARS, whole_words=True) or DASH,
-            "rerun": rerun_command(document.run_id, first.scenario, first.repeat)}
+            "rerun": rerun_command(document.run_id, first.scenario, first.repeat),
+            "repeat": first.repeat, "anchor": f"{anchor}-r{first.repeat}"}
 
 
 def _actions(groups: Sequence[FailureGroup]) -> list[str]:
@@ -338,7 +362,7 @@ def _repeat(document: RunDocument, repeat: RepeatResult, view: dict[str, Any], f
                     cut(printable(as_json(repeat.claimed)), DETAIL_CHARS)),
         "rerun": (None if repeat.passed else
                   rerun_command(document.run_id, repeat.scenario, repeat.repeat)),
-        "link": _link(repeat.transcript, folder, out_dir),
+        "link": transcript_link(repeat.transcript, folder, out_dir),
         "transcript": view,
     }
 
@@ -352,14 +376,6 @@ def _model_calls(model: Any) -> str:
     notes = [f"{n} {word}" for n, word in ((retries, "retried"), (refused, "refused"))
              if isinstance(n, int) and n]
     return f"{calls}" + (f" ({', '.join(notes)})" if notes else "")
-
-
-def _link(transcript: str, folder: Path, out_dir: Path) -> str | None:
-    """The transcript's address relative to the report folder, as a URL path."""
-    if not transcript:
-        return None
-    relative = os.path.relpath(os.path.abspath(out_dir / transcript), os.path.abspath(folder))
-    return quote(Path(relative).as_posix())
 
 
 def _anchor(lane: int, scenario: int) -> str:
