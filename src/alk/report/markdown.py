@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Sequence
 
-from alk.causes import CATALOGUE
+from alk.causes.advice import advice
 from alk.layout import HTML_NAME, RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.cost import report_lines
@@ -319,7 +319,7 @@ def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page,
     few of each with their detail, transcript and rerun command; as many as the page holds."""
     several = len(documents) > 1
     folder = report_folder(out_dir, documents[0].run_id)
-    advised: set[str] = set()  # what to do about a cause is said once
+    advised: set[tuple[str, str]] = set()  # what to do about a cause is said once
     blocks = ["### What failed and why"]
     size = len(blocks[0])
     missing = 0
@@ -344,7 +344,7 @@ def _failures(documents: Sequence[RunDocument], out_dir: Path, page: _Page,
 
 
 def _scenario_failures(document: RunDocument, scenario: ScenarioResult, out_dir: Path,
-                       folder: Path, several: bool, advised: set[str],
+                       folder: Path, several: bool, advised: set[tuple[str, str]],
                        links: Links) -> str | None:
     bad = [r for r in scenario.repeats if not r.passed]
     counts = scenario.stats.counts
@@ -362,10 +362,12 @@ def _scenario_failures(document: RunDocument, scenario: ScenarioResult, out_dir:
     for (outcome, cause), repeats in ordered:
         layer = "void" if outcome == Outcome.LANE_INFRA else str(outcome)
         line = f"- **{layer}** {code(cause)} · {plural(len(repeats), 'repeat')}"
-        info = CATALOGUE.get(cause)  # type: ignore[call-overload]  # Cause is a StrEnum
-        if info is not None and cause not in advised:
-            advised.add(cause)
-            line += f" · what to do: {info.action}"
+        # Advice fitted to the fault each detail names (a raising tool is not a 429), each once.
+        said = [a for a in dict.fromkeys(advice(cause, r.detail) for r in repeats)
+                if a and (cause, a) not in advised]
+        advised.update((cause, a) for a in said)
+        if said:
+            line += f" · what to do: {' '.join(said)}"
         lines.append(line)
         for repeat in repeats[:REPEATS_PER_CAUSE]:
             lines.append(f"  - {_repeat_line(document, repeat, out_dir, folder, links)}")

@@ -560,3 +560,31 @@ def test_a_proxy_run_says_what_it_cost(tmp_path: Path, private_temp: None) -> No
     assert "tokens: 12,340 in · 2,870 out over 10 repeats (provider usage)" in words
     assert document.cost.stopped in words
     assert "tokens:" not in Page(run_page([documents.run(tmp_path)], tmp_path)).words
+
+
+def faulted(document: RunDocument) -> RunDocument:
+    """`document` with its first scenario's failed repeats failing as fault_unrecovered, in
+    turn after a raising tool and after a 429 on the wire: one cause, advice that differs by
+    the fault."""
+    details = ("the worker injected tool#2; then wrong_stop_reason: expected x",
+               "the gateway injected http_429@call1 and no model call after it was answered "
+               "in full; then wrong_stop_reason: expected x")
+    first = document.scenarios[0]
+    failed = [r for r in first.repeats if r.scored and not r.passed]
+    assert len(failed) >= 2, "the fixture's first scenario has two failed repeats"
+    turn = {r.repeat: details[i % 2] for i, r in enumerate(failed)}
+    repeats = tuple(dataclasses.replace(r, outcome=Outcome.FRAMEWORK_RUNTIME,
+                                        cause="fault_unrecovered", detail=turn[r.repeat])
+                    if r.repeat in turn else r for r in first.repeats)
+    return dataclasses.replace(document, scenarios=(dataclasses.replace(first, repeats=repeats),
+                                                    *document.scenarios[1:]))
+
+
+def test_attention_advice_fits_the_fault_each_failure_followed(run) -> None:
+    document, out = run
+    text, _ = page_of([faulted(document)], out)
+    attention = Page(section(text, "attention-title")).words
+    # A raising tool is told about tool errors, the 429 about retries; each advice once.
+    assert attention.count("fault_unrecovered: A tool raised") == 1
+    assert attention.count("fault_unrecovered: Read the transcript's model/call events") == 1
+    assert "Retry-After" not in attention.split("fault_unrecovered: Read")[0]

@@ -391,3 +391,12 @@ def test_a_link_base_that_is_not_a_plain_http_url_is_refused_with_an_example(tmp
     with pytest.raises(UsageError, match=r"--link-base: expected the http\(s\) URL .* e\.g\. "
                                          r"https://ci\.example\.com/jobs/123/artifacts"):
         run_markdown([documents.passed(tmp_path)], tmp_path, link_base=base)
+
+
+def test_what_to_do_fits_the_fault_each_failure_followed(tmp_path):
+    from test_html import faulted
+
+    text = run_markdown([faulted(documents.run(tmp_path))], tmp_path)
+    # Both advices, each once: the tool fault's about tool errors, the 429's about retries.
+    assert text.count("what to do: A tool raised and the run ended there") == 1
+    assert text.count("Read the transcript's model/call events around the wire fault") == 1

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from alk.causes import CATALOGUE
+from alk.causes.advice import advice
 from alk.layout import RESULT_NAME, group_of, report_folder
 from alk.records import ExitCode, Outcome, RepeatResult, Verdict
 from alk.report.cost import report_lines
@@ -236,11 +237,12 @@ def _attention(documents: Sequence[RunDocument], failing: Sequence[tuple[str, st
                 void.append((-(stats.counts.void), item))
     ordered = [item for group in (breaking, flaky, void)
                for _, item in sorted(group, key=lambda pair: pair[0])]
-    # What to do about a cause is said once, under the first scenario it explains.
+    # What to do is said once, under the first scenario it explains (a cause whose advice
+    # differs by fault is advised on again where it differs).
     advised: set[str] = set()
     for item in ordered:
-        item["actions"] = [a for a in item["actions"] if a.split(":", 1)[0] not in advised]
-        advised.update(a.split(":", 1)[0] for a in item["actions"])
+        item["actions"] = [a for a in item["actions"] if a not in advised]
+        advised.update(item["actions"])
     return ordered
 
 
@@ -256,10 +258,10 @@ def _failure(document: RunDocument, group: FailureGroup, anchor: str) -> dict[st
 
 
 def _actions(groups: Sequence[FailureGroup]) -> list[str]:
-    """What to do about the causes of the failures shown, from the cause catalogue."""
-    causes = dict.fromkeys(group.cause for group in groups)
-    return [f"{cause}: {CATALOGUE[cause].action}" for cause in causes  # type: ignore[index]
-            if cause in CATALOGUE]
+    """What to do about the causes of the failures shown, each once, fitted to the fault its
+    detail names (a raising tool is not a 429: alk.causes.advice)."""
+    return list(dict.fromkeys(f"{group.cause}: {advice(group.cause, group.detail)}"
+                              for group in groups if group.cause in CATALOGUE))
 
 
 def _matrix(documents: Sequence[RunDocument]) -> dict[str, Any]:
