@@ -583,8 +583,10 @@ def remeasured_note(frameworks: list[dict[str, Any]]) -> str:
         note += (f" The {scenarios} scenarios that did not pass every repeat were run again "
                  f"with alk {versions} ({plural(len(again), 'run')}, one lane at a time, each "
                  "with its first run's seed, so the same sampled draws).")
-    # Runs made for another reason, told apart by it, in the order they were first made.
-    for because in dict.fromkeys(r["because"] for _, r in runs if "because" in r):
+    # Runs made for another reason, told apart by it, in the order they were first made (a
+    # run's id begins with its start time).
+    for because in dict.fromkeys(r["because"] for _, r in sorted(runs, key=lambda x: x[1][
+            "run_id"]) if "because" in r):
         made = [(lane, r) for lane, r in runs if r.get("because") == because]
         scenarios = sum(len(r["scenarios"]) for _, r in made)
         lanes = listing(list(dict.fromkeys(lane for lane, _ in made)))
