@@ -22,6 +22,13 @@ place of the summary's (the lane's entry lists such runs under `remeasured`):
         -s crash-after-effect -s malformed-output -q
     .venv/bin/python scripts/frameworks_table.py measure --update reports/RUN_ID/result.json
 
+When they are measured again for another reason than their verdict (a lane that now runs
+the shared definition of a scenario, or one it did not run before), say why: the README's
+text names such runs apart from the others. A scenario the lane had not run is added:
+
+    .venv/bin/python scripts/frameworks_table.py measure --update \
+        --because "their lane now runs the shared definitions" reports/RUN_ID/result.json
+
 `alk run` exits 1 when a scenario fails: that is a finding, not an error. `measure` takes the
 seven runs' result.json (reports/RUN_ID/result.json) and writes docs/frameworks.json, a small
 summary that is committed; `render` prints the tables from it and `render --write` replaces
@@ -345,10 +352,12 @@ def measure_run(result_path: Path) -> dict[str, Any]:
     }
 
 
-def update(data: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+def update(data: dict[str, Any], runs: list[dict[str, Any]],
+           because: str | None = None) -> dict[str, Any]:
     """The summary with each run's scenarios put in place of its lane's (a run of some of a
     lane's scenarios, `alk run --scenario ...`): the lane's entry keeps its first run, and
-    lists the runs that measured some of its scenarios again, with what they measured."""
+    lists the runs that measured some of its scenarios again, with what they measured (and
+    why, when the reason is not their verdict)."""
     frameworks = {entry["lane"]: entry for entry in data["frameworks"]}
     for run in runs:
         entry = frameworks.get(run["lane"])
@@ -361,7 +370,8 @@ def update(data: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
         entry["scenarios"] = {**entry["scenarios"], **run["scenarios"]}
         entry.setdefault("remeasured", []).append({
             key: run[key] for key in ("run_id", "alk_version", "status", "seed", "run_s",
-                                      "repeat_s")} | {"scenarios": sorted(run["scenarios"])})
+                                      "repeat_s")} | {"scenarios": sorted(run["scenarios"])}
+            | ({"because": because} if because else {}))
     return data
 
 
@@ -562,15 +572,30 @@ def render(data: dict[str, Any]) -> str:
 
 def remeasured_note(frameworks: list[dict[str, Any]]) -> str:
     """What was measured again, and with what, when a lane's entry was updated."""
-    again = [(f["lane"], r) for f in frameworks for r in f.get("remeasured", [])]
-    if not again:
+    runs = [(f["lane"], r) for f in frameworks for r in f.get("remeasured", [])]
+    if not runs:
         return ""
-    scenarios = sum(len(r["scenarios"]) for _, r in again)
-    versions = listing(sorted({r["alk_version"] for _, r in again}))
-    return (f" The {scenarios} scenarios that did not pass every repeat were run again with "
-            f"alk {versions} ({plural(len(again), 'run')}, one lane at a time, each with its "
-            "first run's seed, so the same sampled draws), the others are their first runs': "
-            "`remeasured` in `docs/frameworks.json` names the runs.")
+    again = [(lane, r) for lane, r in runs if "because" not in r]
+    note = ""
+    if again:
+        scenarios = sum(len(r["scenarios"]) for _, r in again)
+        versions = listing(sorted({r["alk_version"] for _, r in again}))
+        note += (f" The {scenarios} scenarios that did not pass every repeat were run again "
+                 f"with alk {versions} ({plural(len(again), 'run')}, one lane at a time, each "
+                 "with its first run's seed, so the same sampled draws).")
+    # Runs made for another reason, told apart by it, in the order they were first made (a
+    # run's id begins with its start time).
+    for because in dict.fromkeys(r["because"] for _, r in sorted(runs, key=lambda x: x[1][
+            "run_id"]) if "because" in r):
+        made = [(lane, r) for lane, r in runs if r.get("because") == because]
+        scenarios = sum(len(r["scenarios"]) for _, r in made)
+        lanes = listing(list(dict.fromkeys(lane for lane, _ in made)))
+        versions = listing(sorted({r["alk_version"] for _, r in made}))
+        note += (f" Measured later, because {because}: {plural(scenarios, 'scenario')} of "
+                 f"{lanes} ({plural(len(made), 'run')} with alk {versions}, each with its "
+                 "lane's first run's seed).")
+    return (note + " A scenario measured more than once shows its latest run, the others "
+            "their first runs': `remeasured` in `docs/frameworks.json` names the runs.")
 
 
 def replace_block(text: str, block: str) -> str:
@@ -615,15 +640,20 @@ def main(argv: list[str] | None = None) -> int:
     measuring.add_argument("--update", action="store_true",
                            help="put the runs' scenarios in place of their lanes' in the "
                                 "summary (--out), keeping the rest")
+    measuring.add_argument("--because", metavar="TEXT",
+                           help="with --update: why they were measured again, when not for "
+                                "their verdict (the README's text says it)")
     rendering = commands.add_parser("render", help="print the README's tables")
     rendering.add_argument("--data", type=Path, default=DATA)
     rendering.add_argument("--write", action="store_true",
                            help="replace README.md's block between the markers")
     rendering.add_argument("--readme", type=Path, default=README)
     args = parser.parse_args(argv)
+    if getattr(args, "because", None) is not None and not args.update:
+        parser.error("--because goes with --update")
     if args.command == "measure" and args.update:
         data = update(json.loads(args.out.read_text(encoding="utf-8")),
-                      [measure_run(path) for path in args.results])
+                      [measure_run(path) for path in args.results], args.because)
         args.out.write_text(dump(data), encoding="utf-8")
         print(f"updated {args.out} from {len(args.results)} run(s)")
         return 0

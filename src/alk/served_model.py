@@ -58,6 +58,7 @@ class ModelSeen:
     over_bounds: int = 0  # connections, request heads, bodies refused past its bounds, unread
     mode: str = ""  # how it served the model: "script", "replay" or "proxy"
     mistakes: tuple[int, ...] = ()  # script turns (0-based) served that the lane marks mistakes
+    script_turns: int = 0  # the scenario's script's turns (script mode; else 0)
     cost: TokenCost | None = None  # proxy, replay: the tokens the provider reported (alk.cost)
 
     def summary(self) -> dict[str, Any]:

@@ -18,6 +18,8 @@ FINDINGS = {
     "wire-truncated": ("pass", []),
     # A 200 whose body is not JSON: the SDK's JSONDecodeError, not retried, ends the run.
     "wire-malformed": ("fail", ["fault_unrecovered"]),
+    # Tool arguments that are not JSON: the tool is not run, the error goes back to the model.
+    "malformed-output": ("pass", []),
 }
 
 

@@ -17,6 +17,9 @@ FINDINGS = {
     # Arguments cut mid-JSON are repaired by LlamaIndex's partial-JSON parser into
     # {"order": None}, and the tool runs with it: a report for no order, then the right one.
     "wire-bad-args": ("fail", ["fault_mishandled"]),
+    # The same parser with the script's own cut arguments: lookup_order runs with
+    # {"order": None} before the model asks again.
+    "malformed-output": ("fail", ["script_not_followed"]),
 }
 
 

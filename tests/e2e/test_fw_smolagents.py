@@ -16,6 +16,9 @@ FINDINGS = {
     # Tool arguments that are not JSON are handed to the one-argument tool as its string: the
     # report is written for order '{"order": "742', then again when the model asks properly.
     "wire-bad-args": ("fail", ["fault_mishandled"]),
+    # The same with the script's own cut arguments: lookup_order runs with order '{"order": '
+    # before the model asks again.
+    "malformed-output": ("fail", ["script_not_followed"]),
 }
 
 

@@ -50,9 +50,12 @@ def findings(document: dict) -> dict[str, tuple[str, list[str]]]:
 
 def sampled_finding(document: dict, lane_table: dict, sid: str = "sampled"
                     ) -> tuple[str, list[str]]:
-    """What `sid` must come to for the first turn its seed drew: the right tool call runs the
-    task (pass), the wrong answer ends the run without the report (fail)."""
+    """What `sid` must come to for the turn with choices its seed drew: the right tool call
+    runs the task (pass), the wrong answer ends the run without the report, its tool never
+    called (fail)."""
     [scenario] = [s for s in lane_table["scenarios"] if s["id"] == sid]
     [repeat] = [s for s in document["scenarios"] if s["id"] == sid][0]["repeats"]
-    first = sampled_turn(tuple(scenario["script"]), 0, repeat["seed"])
-    return ("pass", []) if "tool" in first else ("fail", ["wrong_output"])
+    script = tuple(scenario["script"])
+    [index] = [i for i, turn in enumerate(script) if "choices" in turn]
+    drawn = sampled_turn(script, index, repeat["seed"])
+    return ("pass", []) if "tool" in drawn else ("fail", ["wrong_tool_calls"])

@@ -221,6 +221,40 @@ def test_update_puts_a_runs_scenarios_in_place_of_its_lanes_and_says_so(tmp_path
         table.update(data, [{**again, "lane": "other"}])
 
 
+def test_update_adds_a_scenario_the_lane_had_not_run_and_says_why_it_ran_again(tmp_path):
+    """A lane that takes the shared definitions runs again for that reason, not its verdicts:
+    the README's text says so, apart from the runs made again for their verdicts, and a
+    scenario it had not run is added to its entry."""
+    result_path = made_run(tmp_path)
+    data = table.measure([result_path])
+    first = table.measure_run(result_path)
+    verdict = {**first, "run_id": "VERDICT", "scenarios": {
+        "sampled": first["scenarios"]["sampled"]}}
+    shared = {**first, "run_id": "SHARED", "scenarios": {
+        "wire-429": first["scenarios"]["wire-429"],
+        "malformed-output": {**first["scenarios"]["sampled"], "passed": 1}}}
+    assert "malformed-output" not in data["frameworks"][0]["scenarios"]
+    table.update(data, [verdict])
+    [entry] = table.update(data, [shared], because="it now runs the shared ones")["frameworks"]
+    assert entry["scenarios"]["malformed-output"]["passed"] == 1
+    assert [(r["run_id"], r.get("because")) for r in entry["remeasured"]] == [
+        ("VERDICT", None), ("SHARED", "it now runs the shared ones")]
+    assert entry["remeasured"][1]["scenarios"] == ["malformed-output", "wire-429"]
+    text = table.render(data)
+    assert ("The 1 scenarios that did not pass every repeat were run again with alk 0.1.0 "
+            "(1 run, one lane at a time, each with its first run's seed, so the same sampled "
+            "draws). Measured later, because it now runs the shared ones: 2 scenarios of "
+            "made (1 run with alk 0.1.0, each with its lane's first run's seed). A scenario "
+            "measured more than once shows its latest run") in text
+    # Saved and read back, the reason stays with its run.
+    out = tmp_path / "frameworks.json"
+    out.write_text(table.dump(data))
+    assert json.loads(out.read_text())["frameworks"][0]["remeasured"][1]["because"] == (
+        "it now runs the shared ones")
+    with pytest.raises(SystemExit):
+        table.main(["measure", "--because", "why", "--out", str(out), str(result_path)])
+
+
 def test_a_wait_shorter_than_retry_after_is_not_honoured(tmp_path):
     result_path = made_run(tmp_path)
     lane = result_path.parents[2] / "lanes" / "made.toml"

@@ -12,7 +12,7 @@ alk itself did and saw, never from what the worker says:
    when alk's gateway served it, is the agent's: the check's own cause, outcome `agent`;
 3. when alk serves the model from a script or a cassette, every other turn was meant to be
    right, so the failure is the framework's: `answer_dropped` when the run ended on a
-   proposed tool call, else `script_not_followed`;
+   proposed tool call before the script's last turn, else `script_not_followed`;
 4. otherwise (a live model behind alk's proxy, or a worker that plays its model itself) the
    answer was the model's or the agent code's choice: the check's cause, outcome `agent`.
 
@@ -81,8 +81,12 @@ def _counted_over(check: Check) -> bool:
 
 def _dropped_call(model: ModelSeen) -> str:
     """The tool call(s) of the last answer, when the last call the gateway answered (all of
-    them recorded) was a tool call answered in full and none came after it; else ""."""
+    them recorded) was a tool call answered in full and none came after it; else "". The
+    script's last turn ends the run whatever it is: a lane's answer tool (`answer_tool`,
+    smolagents' final_answer) is a tool call that is the answer."""
     if not model.steps or len(model.steps) != model.calls:
+        return ""
+    if model.script_turns and model.turns >= model.script_turns:
         return ""
     status, _, named = model.steps[-1].partition(":")
     if status != "200" or named in ("", "-", "text"):

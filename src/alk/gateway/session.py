@@ -181,7 +181,8 @@ class Session:
             upstream_refused=self.upstream_refused,
             unmatched=self.unmatched, steps=tuple(self.steps),
             over_bounds=bounds.refused(self._web), mode=self.gateway.setup.mode,
-            mistakes=tuple(self.mistakes), cost=self.cost)
+            mistakes=tuple(self.mistakes), cost=self.cost,
+            script_turns=len(self.scenario.script) if self.gateway.setup.mode == "script" else 0)
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number

@@ -151,6 +151,18 @@ def test_only_a_run_that_ended_on_a_tool_call_answered_in_full_dropped_it(steps,
     assert verdict(obs, MISSING)[:2] == (RUNTIME, "script_not_followed")
 
 
+def test_a_run_that_ended_on_the_scripts_last_turn_dropped_nothing() -> None:
+    """smolagents' malformed-output: its answer is a call of its final_answer tool (the lane's
+    answer_tool), the script's last turn; the run failed on an extra tool call before it."""
+    steps = ("200:lookup_order", "200:lookup_order", "200:write_report", "200:final_answer")
+    checks = (Check("tool_calls.lookup_order", False, 1, 2),)
+    obs = served(observed(), calls=4, turns=4, steps=steps, script_turns=4)
+    assert verdict(obs, checks)[:2] == (RUNTIME, "script_not_followed")
+    # Ended on the same tool call a turn before the script's end: that call was dropped.
+    obs = served(observed(), calls=3, turns=3, steps=steps[1:], script_turns=4)
+    assert verdict(obs, checks)[:2] == (RUNTIME, "answer_dropped")
+
+
 def test_a_replayed_cassette_is_served_meaning_it_right_too() -> None:
     obs = served(observed(), mode="replay")
     outcome, cause, detail = verdict(obs, MISSING)

@@ -210,7 +210,9 @@ def test_both_apis_are_served_with_or_without_the_v1_prefix(connect) -> None:
                                   json.dumps({"model": "m", "input": "hi"}).encode())
     assert status == 200 and json.loads(data)["output"][0]["content"][0]["text"] == "b"
     assert [c["api"] for c in calls(client)] == ["chat", "responses"]
-    assert client.session.close().turns == 2
+    # Both of the script's turns served: what tells a run that ended on its last turn.
+    seen = client.session.close()
+    assert (seen.turns, seen.script_turns) == (2, 2)
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
