@@ -195,8 +195,7 @@ def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType
         else:
             # Not ended: how many of its planned repeats ran, and no verdict, which the repeats
             # to come may change.
-            bound = "≤" if entry.adaptive else ""  # the maximum: it stops when settled
-            head.append(f"ran {entry.ran} of {bound}{entry.planned} · "
+            head.append(f"ran {entry.ran}{_of_planned(entry)} · "
                         f"{entry.passed}/{entry.scored} passed")
         if entry.void:
             head.append(f" · {entry.void} void", style=style_of("void"))
@@ -233,6 +232,17 @@ def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType
 
 _STATUS_STYLES = {"running": "cyan", "stopped": "yellow", "interrupted": "yellow",
                   "unreadable": "red"}
+
+
+def _of_planned(entry: Any) -> str:
+    """" of 560": the repeats planned, as far as the lanes begun tell. Adaptive: the maximum
+    ("≤", it stops when settled); with lanes not begun, whose scenarios no record counts yet,
+    a least ("≥"); both, no bound at all."""
+    unbegun = not all(entry.frameworks)
+    if entry.adaptive and unbegun:
+        return ""
+    bound = "≤" if entry.adaptive else "≥" if unbegun else ""
+    return f" of {bound}{entry.planned}"
 
 
 def _breadth(entry: Any) -> str:

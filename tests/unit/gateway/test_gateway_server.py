@@ -4,6 +4,7 @@ the transcript, and how it ends a stalled call."""
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import os
@@ -72,13 +73,16 @@ def test_a_closed_gateway_leaves_no_file_open() -> None:
     def open_files() -> int:
         return len(os.listdir("/proc/self/fd"))
 
+    # What earlier tests left for the collector closes first, so that it cannot close while
+    # this one counts; a file another thread closes meanwhile only lowers the count after.
+    gc.collect()
     before = open_files()
     with Gateway(ModelSetup("script"), Redactor()) as serving:
         session = Session(serving, Scenario("s", "task", script=SCRIPT), 1, attempt=1)
         session.open()
         assert Client(session).chat()[0] == 200
         session.release()
-    assert open_files() == before
+    assert open_files() <= before
 
 
 @pytest.fixture
