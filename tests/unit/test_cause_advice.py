@@ -43,7 +43,7 @@ def test_a_finding_about_the_framework_is_always_a_scored_framework_failure() ->
 def test_what_the_framework_made_of_alks_injuries_is_a_finding_not_the_workers() -> None:
     # Each follows a fault, a kill or an answer alk served (alk.attribution.layers).
     for cause in (Cause.FAULT_UNRECOVERED, Cause.FAULT_MISHANDLED, Cause.EFFECT_REPEATED,
-                  Cause.STATE_LOST, Cause.ANSWER_DROPPED, Cause.SCRIPT_EXHAUSTED):
+                  Cause.STATE_LOST, Cause.ANSWER_DROPPED):
         assert CATALOGUE[cause].framework_finding, cause
 
 
@@ -59,7 +59,10 @@ def test_the_protocol_and_the_adapter_are_the_workers_to_fix() -> None:
                   Cause.WORKER_EXCEPTION, Cause.NONZERO_EXIT, Cause.TIMEOUT,
                   Cause.IDENTITY_CHANGED, Cause.FAULT_NOT_FIRED, Cause.KILL_NOT_FIRED,
                   # Right answers served, no injury: the adapter's reporting is suspect first.
-                  Cause.SCRIPT_NOT_FOLLOWED):
+                  Cause.SCRIPT_NOT_FOLLOWED,
+                  # The worker may be the one to report it: its claim cannot make its own
+                  # crash a finding about the framework.
+                  Cause.SCRIPT_EXHAUSTED):
         assert not CATALOGUE[cause].framework_finding, cause
 
 

@@ -93,8 +93,8 @@ def attribute(obs: Observation, checks: Sequence[Check] = (),
     # The repeat's token budget was spent, the gateway refused a call, and the repeat failed:
     # the live model's choice to go on (scored, whatever failure followed; a pass stays one).
     cost = model.cost if model is not None else None
-    if cost is not None and cost.refused and found.outcome in (Outcome.FRAMEWORK_RUNTIME,
-                                                               Outcome.AGENT):
+    # Never over a resource limit, whose kernel's word on why the run ended is firmer.
+    if cost is not None and cost.refused and failed:
         return _make(Cause.TOKEN_BUDGET,
                      f"the gateway refused {cost.refused} call(s) past the repeat's token budget "
                      f"({cost.tokens:,} provider tokens used); then {found.cause}: "

@@ -280,7 +280,6 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         "`script`: the "
         "framework called the model again where the script ends (a retry, a loop, a final "
         "answer it did not take); script what it asks for, or fix what made it ask.",
-        framework_finding=True,
     ),
     Cause.FAULT_UNRECOVERED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,

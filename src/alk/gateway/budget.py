@@ -42,16 +42,23 @@ def _limit(session: Any) -> int | None:
 def spent(session: Any) -> bool:
     """The repeat's provider tokens (its earlier attempts' too) reached max_tokens.repeat."""
     limit = _limit(session)
-    return (limit is not None and session.cost is not None
-            and session.spent_before + session.cost.tokens >= limit)
+    return limit is not None and session.cost is not None and _used(session) >= limit
+
+
+def _used(session: Any) -> int:
+    """The repeat's tokens by its budget's count: the provider's, and alk's estimate for the
+    answers that reported none."""
+    return session.spent_before + session.cost.tokens + session.estimated
 
 
 def refuse(session: Any, asked: Asked, call: int, began: float, retry: bool) -> web.Response:
     """The answer to a call past the repeat's budget, recorded as the harness saw it."""
     session.cost = dataclasses.replace(session.cost, refused=session.cost.refused + 1)
-    why = (f"alk's gateway: this repeat used {session.spent_before + session.cost.tokens:,} "
-           f"provider tokens and its budget is {_limit(session):,} (the lane's [model] "
-           "max_tokens.repeat); no more calls are forwarded")
+    estimated = (f", {session.estimated:,} of them alk's estimate for answers that reported no "
+                 "usage" if session.estimated else "")
+    why = (f"alk's gateway: this repeat used {_used(session):,} provider tokens{estimated}, "
+           f"and its budget is {_limit(session):,} (the lane's [model] max_tokens.repeat); no "
+           "more calls are forwarded")
     session.record(call, asked.api, asked, 400, began, retry=retry, problem=why)
     body = dump({"error": {"message": why, "type": "invalid_request_error", "param": None,
                            "code": REFUSAL_CODE}})

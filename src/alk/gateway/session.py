@@ -100,6 +100,7 @@ class Session:
         # The provider's own usage (proxy) or a cassette's record of it (replay): the cost.
         self.cost = (TokenCost("provider" if gateway.setup.mode == "proxy" else "replayed")
                      if gateway.setup.mode in ("proxy", "replay") else None)
+        self.estimated = 0  # alk's estimate of the answers that reported no usage (budget)
         self.fired: list[str] = []
         self.fault_pending = False  # a fault fired and no call since was answered in full
         self.exhausted: tuple[int, int] | None = None
@@ -364,7 +365,14 @@ class Session:
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
         if reported and self.cost is not None:
-            self.cost = budget.added(self.cost, usage, status is not None and status < 400)
+            answered = status is not None and status < 400
+            self.cost = budget.added(self.cost, usage, answered)
+            if usage is None and answered and asked is not None and reply is not None:
+                # An answer that reported no usage (a chat stream whose client asked for none)
+                # spent tokens all the same: the repeat's budget counts alk's estimate of them,
+                # so that leaving usage out is no way past it.
+                estimate = estimate_usage(asked, reply)
+                self.estimated += estimate.prompt_tokens + estimate.completion_tokens
         if call > MAX_RECORDED_CALLS:
             return
         tools = [c.name for c in reply.tool_calls] if reply is not None else []

@@ -219,7 +219,8 @@ def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType
         if entry.resume:
             why = "its alk was killed; " if entry.status == "stopped" else ""
             command = entry.resume
-            if out is not None and out != Path(".") and command.startswith("alk run"):
+            if out is not None and out != Path(".") and command.startswith(("alk run ",
+                                                                             "alk rerun ")):
                 command += f" --out {shlex.quote(str(out))}"
             under.append(f"\n{why}", style="yellow")
             under.append("resume: ", style="yellow")

@@ -142,6 +142,9 @@ def test_the_token_budget_leaves_a_pass_a_void_and_an_unrefused_repeat_alone() -
     # A provider shown failing by alk's own check still voids: no worker can choose that.
     failing = with_model(observed(), cost=SPENT, provider_error=PROVIDER)
     assert verdict(failing, WRONG_OUTPUT)[:2] == (INFRA, "provider_unavailable")
+    # A resource limit is the kernel's word on why the run ended: it stays over the refusal.
+    limited = with_model(observed(**MEMORY), mode="proxy", cost=SPENT)
+    assert verdict(limited)[1] == "memory_limit"
 
 
 # --- replay_mismatch: the run left the recorded path ----------------------------------------

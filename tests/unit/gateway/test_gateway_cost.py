@@ -125,7 +125,7 @@ def test_past_the_repeats_budget_nothing_more_reaches_the_provider(provider) -> 
     assert status == 400 and headers["x-should-retry"] == "false"
     error = json.loads(body)["error"]
     assert error["code"] == "token_budget_exceeded"
-    assert "used 240 provider tokens and its budget is 200" in error["message"]
+    assert "used 240 provider tokens, and its budget is 200" in error["message"]
     assert seen.cost == TokenCost("provider", 200, 40, calls=2, refused=1)
 
 
@@ -138,3 +138,19 @@ def test_the_repeats_budget_counts_its_earlier_attempts(provider) -> None:
         assert call(session, session.listen_on_host())[0] == 400
         session.release()
     assert provider.calls == 0
+
+
+def test_answers_that_report_no_usage_still_spend_the_repeats_budget(provider) -> None:
+    # A worker whose client asks for no usage (a chat stream without include_usage) is no way
+    # past the budget: alk's estimate of each such answer counts against it.
+    provider.raw_usage = {"note": "no counts"}
+    gateway, session = session_of(provider, TokenBudget(repeat=10))
+    with gateway:
+        port = session.listen_on_host()
+        statuses = [call(session, port)[0] for _ in range(3)]
+        refused = call(session, port)[2]
+        seen = session.close()
+        session.release()
+    assert statuses == [200, 400, 400] and provider.calls == 1
+    assert "of them alk's estimate for answers that reported no usage" in refused.decode()
+    assert seen.cost == TokenCost("provider", calls=0, unreported=1, refused=3)

@@ -450,7 +450,9 @@ def test_a_body_with_no_reply_reads_as_none(body):
     ('{"prompt_tokens": 7.0, "completion_tokens": 1e30}', Usage(7, MAX_CALL_TOKENS, clamped=1)),
     ('{"prompt_tokens": 99999999999999999999999, "completion_tokens": 3}',
      Usage(MAX_CALL_TOKENS, 3, clamped=1)),
-    ('{"prompt_tokens": 5}', Usage(5, 0, clamped=1)),
+    # A count left out, or null, is none: nothing to clamp.
+    ('{"prompt_tokens": 5}', Usage(5, 0, clamped=0)),
+    ('{"prompt_tokens": 5, "completion_tokens": null}', Usage(5, 0, clamped=0)),
 ])
 def test_an_upstreams_usage_counts_are_clamped_where_they_enter(given, expected):
     """The upstream is not trusted: a count that is not a whole number in [0, MAX_CALL_TOKENS]

@@ -87,8 +87,9 @@ def _usage_of_object(api: API, response: dict | None) -> Usage | None:
         return None
     # Bounded where it enters: an upstream's negative, huge or fractional count is clamped
     # (and the clamp counted), never summed as given, nor the reason to drop the usage.
-    (prompt, bad_prompt), (completion, bad_completion) = (bounded(usage.get(key))
-                                                          for key in keys)
+    # A count the upstream left out (or sent as null) is none, not one to clamp.
+    (prompt, bad_prompt), (completion, bad_completion) = (
+        bounded(usage[key]) if usage.get(key) is not None else (0, False) for key in keys)
     return Usage(prompt_tokens=prompt, completion_tokens=completion,
                  clamped=bad_prompt + bad_completion)
 
