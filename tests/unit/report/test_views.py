@@ -234,3 +234,14 @@ def test_no_scenario_id_is_split_across_lines_at_80_columns(view: str, tmp_path:
         text = render(runs_report(docs, Path("/home/ci/project"), stats=stats), 80)
         assert split_ids(text, ids) == []
         assert all(sid in text for sid in ids)
+
+
+def test_a_resume_command_under_out_names_that_folder_for_a_run_and_a_rerun() -> None:
+    entries = [RunEntry(f"2026113{n}-111500-0dead0", "2026-11-30T11:15:00+00:00", "stopped",
+                        ("orders",), ("pydantic-ai 1.0.3",), 1, 1, 1, 0, 0, cells=1, ran=1,
+                        planned=20, resume=resume)
+               for n, resume in enumerate(("alk run --resume 20261130-111500-0dead0",
+                                           f"alk rerun {RUN} nominal 10"))]
+    text = " ".join(render(runs_view(entries, out=Path("ci out")), width=120).split())
+    assert "resume: alk run --resume 20261130-111500-0dead0 --out 'ci out'" in text
+    assert f"resume: alk rerun {RUN} nominal 10 --out 'ci out'" in text
