@@ -118,6 +118,10 @@ def _read_scenario_file(top: Table, shared_path: Path, lane_path: Path, where: s
     if shared_path.resolve() == lane_path.resolve():
         top.fail("scenarios_from", "names the lane file itself; name a file of [[scenarios]] "
                                    "only (lanes/scenarios/NAME.toml, say)")
+    if shared_path.exists() and not shared_path.is_file():
+        # A folder, a FIFO or a device (which could block alk or never end) is no scenario file.
+        top.fail("scenarios_from", f"names {_display(shared_path)}, which is not a file; name a "
+                                   "file of [[scenarios]] (lanes/scenarios/NAME.toml, say)")
     try:
         raw = shared_path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))

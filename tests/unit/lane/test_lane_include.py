@@ -6,6 +6,7 @@ The repository's framework lanes share one file, checked last."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,16 @@ def test_skip_needs_a_scenario_file_and_a_lane_cannot_include_itself(root: Path)
     assert lane_error(root, lane_toml(scenarios_from="demo.toml")) == (
         f"{WHERE}: scenarios_from names the lane file itself; name a file of [[scenarios]] "
         "only (lanes/scenarios/NAME.toml, say)")
+
+
+def test_a_scenario_file_that_is_no_file_is_refused_before_it_is_read(root: Path) -> None:
+    # A FIFO would block the read for ever; a folder is no scenario file either.
+    (root / "lanes" / "scenarios").mkdir()
+    os.mkfifo(root / "lanes" / "scenarios" / "pipe.toml")
+    for name in ("scenarios", "scenarios/pipe.toml"):
+        assert lane_error(root, lane_toml(scenarios_from=name)) == (
+            f"{WHERE}: scenarios_from names lanes/{name}, which is not a file; name a file of "
+            "[[scenarios]] (lanes/scenarios/NAME.toml, say)")
 
 
 def test_a_scenario_file_given_as_a_lane_says_what_it_is(root: Path) -> None:
