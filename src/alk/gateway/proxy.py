@@ -49,16 +49,19 @@ async def forward(session: Answering, request: web.BaseRequest, asked: Asked, bo
                 kept: list[bytes] = []
                 size = 0
                 pending = b""
+                listening = True
                 async for chunk in upstream.content.iter_any():
                     if size < MAX_UPSTREAM_BYTES:
                         kept.append(chunk)
                         size += len(chunk)
                     # Whole frames only, each scrubbed: a value is not cut between two writes.
                     frames, pending = _whole_frames(pending + chunk)
-                    if frames:
-                        await response.write(scrubbed(session, frames))
-                await response.write(scrubbed(session, pending))
-                await response.write_eof()
+                    if frames and listening:
+                        listening = await _to_worker(response, scrubbed(session, frames))
+                # A worker that hung up is no failure of the upstream's: the answer is read to
+                # its end all the same, so that the tokens it cost are counted.
+                if listening and await _to_worker(response, scrubbed(session, pending)):
+                    await response.write_eof()
                 data = b"".join(kept)
                 settle(session, status, call, asked, body, began, retry, data, stream=True)
                 return response
@@ -74,6 +77,15 @@ async def forward(session: Answering, request: web.BaseRequest, asked: Asked, bo
         await judge_refusal(session, call, f"the upstream answered {status}")
     settle(session, status, call, asked, body, began, retry, data, stream=False)
     return json_response(status, scrubbed(session, data))
+
+
+async def _to_worker(response: web.StreamResponse, data: bytes) -> bool:
+    """Writes to the worker; False once it has hung up."""
+    try:
+        await response.write(data)
+    except ConnectionResetError:
+        return False
+    return True
 
 
 # A stream's text held back waiting for the end of its frame; past it, written as it is.

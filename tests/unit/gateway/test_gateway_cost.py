@@ -5,8 +5,11 @@ count is clamped, and past max_tokens.repeat nothing more reaches the provider."
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -35,6 +38,8 @@ class Provider(LoopbackProvider):
         self.usage = Usage(prompt_tokens=100, completion_tokens=20)
         self.raw_usage: Any = None
         self.calls = 0
+        self.pause_s = 0.0  # between a stream's first frame and the rest
+        self.streamed = 0  # streams written to their end
         super().__init__()
 
     async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -53,9 +58,13 @@ class Provider(LoopbackProvider):
             return web.json_response(body)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for frame in stream_events(api, reply, model="m", call=1, usage=self.usage, created=0):
+        for n, frame in enumerate(stream_events(api, reply, model="m", call=1, usage=self.usage,
+                                                created=0)):
             await response.write(frame)
+            if n == 0 and self.pause_s:
+                await asyncio.sleep(self.pause_s)
         await response.write_eof()
+        self.streamed += 1
         return response
 
 
@@ -154,3 +163,31 @@ def test_answers_that_report_no_usage_still_spend_the_repeats_budget(provider) -
     assert statuses == [200, 400, 400] and provider.calls == 1
     assert "of them alk's estimate for answers that reported no usage" in refused.decode()
     assert seen.cost == TokenCost("provider", calls=0, unreported=1, refused=3)
+
+
+def test_a_worker_that_hangs_up_mid_stream_is_no_upstream_failure_and_still_pays(
+        provider) -> None:
+    # The answer is read to its end all the same: its tokens count, and the upstream, which
+    # did nothing wrong, is not blamed for the worker's hang-up.
+    provider.pause_s = 0.5
+    gateway, session = session_of(provider)
+    with gateway:
+        port = session.listen_on_host()
+        body = json.dumps({"model": "m", "stream": True,
+                           "messages": [{"role": "user", "content": "go"}]}).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as worker:
+            worker.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                           b"Authorization: Bearer " + session.key.encode() + b"\r\n"
+                           b"Content-Type: application/json\r\nContent-Length: "
+                           + str(len(body)).encode() + b"\r\n\r\n" + body)
+            assert worker.recv(65536).startswith(b"HTTP/1.1 200")
+        deadline = time.monotonic() + 30  # a bound on the wait, not a timing under test
+        while provider.streamed == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while session.cost.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen = session.close()
+        session.release()
+    assert provider.streamed == 1
+    assert seen.cost == TokenCost("provider", input_tokens=100, output_tokens=20, calls=1)
+    assert seen.upstream_refused is None and seen.provider_error is None
