@@ -69,6 +69,9 @@ class RunEntry:
     adaptive: bool = False
     resumed: int = 0  # how many times it was resumed, over its lanes
     resume: str = ""
+    # Why nothing ran, when no lane passed its preflight (a refused version, a missing
+    # variable): the cause, said in place of counts that are all 0.
+    nothing_ran: str = ""
 
 
 def list_runs(out_dir: Path = Path("."), *, limit: int = 20) -> list[RunEntry]:
@@ -149,7 +152,10 @@ def _run_entry(run_id: str, out_dir: Path) -> RunEntry:
         ran=sum(lane.ran for lane in lanes),
         planned=sum(d.aggregate.counts.requested for d in documents),
         adaptive=any(d.settings.adaptive is not None for d in documents),
-        resumed=sum(lane.resumed for lane in lanes), resume=resume)
+        resumed=sum(lane.resumed for lane in lanes), resume=resume,
+        nothing_ran=next((d.gate.cause or "preflight_failed" for d in documents
+                          if d.gate.ok is False), "")
+        if all(d.gate.ok is False for d in documents) else "")
 
 
 def runs_json(documents: Sequence[RunDocument]) -> dict[str, Any]:

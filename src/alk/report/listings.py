@@ -191,7 +191,8 @@ def runs_view(entries: Sequence[Any], out: Path | None = None) -> RenderableType
         if entry.status == "complete":
             verdict = _RUN_VERDICTS.get(entry.exit_code, "?")
             head.append(f"{verdict:<5}", style=style_of(verdict))
-            head.append(f" {entry.passed}/{entry.scored} passed")
+            head.append(f" nothing ran: {entry.nothing_ran}" if entry.nothing_ran
+                        else f" {entry.passed}/{entry.scored} passed")
         else:
             # Not ended: how many of its planned repeats ran, and no verdict, which the repeats
             # to come may change.

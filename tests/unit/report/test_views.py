@@ -151,9 +151,12 @@ def runs() -> RenderableType:
         RunEntry("20261129-080000-2lanes", "2026-11-29T08:00:00+00:00", "complete",
                  ("langgraph", "strands"), ("langgraph 1.0.2", "strands-agents 1.9.0"), 14,
                  560, 560, 0, 0, cells=28, ran=560, planned=560),
+        RunEntry("20261128-090000-0ld7e5", "2026-11-28T09:00:00+00:00", "complete",
+                 ("orders",), ("pydantic-ai 0.9.1",), 3, 0, 0, 0, 3, cells=3, planned=60,
+                 nothing_ran="version_unsupported"),
         RunEntry("20261128-080000-0ld0ne", "", "unreadable", (), (), 0, 0, 0, 0, None,
                  problem="reports/20261128-080000-0ld0ne/result.json: schema 'alk.result/1' "
-                         "is not 'alk.result/2'; this alk cannot read it"),
+                         "is not 'alk.result/2' or 'alk.result/3'; this alk cannot read it"),
     ])
 
 
