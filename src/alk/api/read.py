@@ -153,8 +153,7 @@ def _run_entry(run_id: str, out_dir: Path) -> RunEntry:
         planned=sum(d.aggregate.counts.requested for d in documents),
         adaptive=any(d.settings.adaptive is not None for d in documents),
         resumed=sum(lane.resumed for lane in lanes), resume=resume,
-        nothing_ran=next((d.gate.cause or "preflight_failed" for d in documents
-                          if d.gate.ok is False), "")
+        nothing_ran=(first.gate.cause or "preflight_failed")
         if all(d.gate.ok is False for d in documents) else "")
 
 

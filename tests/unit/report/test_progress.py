@@ -40,6 +40,16 @@ def items(scenarios: str, repeats: range) -> list[SimpleNamespace]:
     return [item(s, n) for n in repeats for s in scenarios]
 
 
+def planned_lines(scenarios: tuple[str, ...], repeats: int
+                  ) -> tuple[Clock, io.StringIO, LineProgress]:
+    """Plain lines with a fake clock, for a plan whose every repeat is about to run."""
+    clock, out = Clock(), io.StringIO()
+    progress = LineProgress(out, every_s=10, clock=clock)
+    progress.plan(plan(scenarios, repeats))
+    progress.batch(items(scenarios, range(1, repeats + 1)))
+    return clock, out, progress
+
+
 def drive(progress, clock: Clock, batch, jobs: int, took: float,
           outcomes=lambda k: Outcome.PASS) -> None:
     """The engine's callbacks for `batch`, `jobs` at once, each repeat `took` seconds."""
@@ -93,10 +103,7 @@ def test_with_two_at_once_a_line_counts_both_and_the_first_estimate_leaves_out_s
 
 
 def test_a_line_waits_for_the_repeat_that_takes_the_finished_ones_place():
-    clock, out = Clock(), io.StringIO()
-    progress = LineProgress(out, every_s=10, clock=clock)
-    progress.plan(plan(("a",), 4))
-    progress.batch(items("a", range(1, 5)))
+    clock, out, progress = planned_lines(("a",), 4)
     for number in (1, 2, 3):
         progress.start(item("a", number))
     clock.now += 2
@@ -108,10 +115,7 @@ def test_a_line_waits_for_the_repeat_that_takes_the_finished_ones_place():
 
 
 def test_a_line_is_written_at_once_when_no_repeat_will_take_the_place():
-    clock, out = Clock(), io.StringIO()
-    progress = LineProgress(out, every_s=10, clock=clock)
-    progress.plan(plan(("a",), 2))
-    progress.batch(items("a", range(1, 3)))
+    clock, out, progress = planned_lines(("a",), 2)
     progress.start(item("a", 1))
     progress.start(item("a", 2))
     clock.now += 3
@@ -120,10 +124,7 @@ def test_a_line_is_written_at_once_when_no_repeat_will_take_the_place():
 
 
 def test_a_slow_repeat_does_not_hold_back_the_next_line():
-    clock, out = Clock(), io.StringIO()
-    progress = LineProgress(out, every_s=10, clock=clock)
-    progress.plan(plan(("slow",), 3))
-    progress.batch(items(("slow",), range(1, 4)))
+    clock, out, progress = planned_lines(("slow",), 3)
     progress.start(item("slow", 1))
     clock.now += 4000
     progress.advance(finished("slow", 1))
