@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from alk import untrusted_json
 
-API = Literal["chat", "responses"]
+API = Literal["chat", "responses", "messages", "gemini"]
 
 # Bounds on what alk keeps of a request. OpenAI itself takes at most 128 tools whose names are
 # at most 64 characters; the bounds are looser so that a name is never cut in a real request.
