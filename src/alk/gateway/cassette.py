@@ -2,7 +2,8 @@
 them without it.
 
 A cassette is a JSON-lines file, one line per model call, in the order the calls were made:
-`{"api", "request", "status", "body", "stream", "events", "fault"}`, where `request` is the
+`{"api", "request", "status", "body", "stream", "events", "fault"}`, where `api` is the format
+the call spoke (`chat` or `responses`: OpenAI; `messages`: Anthropic; `gemini`), `request` is the
 request as `normalize` leaves it, `body` the response body's text and `events` the frames of a
 streamed one. Replay serves the entries in order, and only to a request equal to the recorded one
 once both are normalized and redacted; the first difference is what a mismatch reports.
@@ -27,15 +28,14 @@ from typing import Any, Callable, Iterator
 
 from alk import untrusted_json
 from alk.errors import CassetteError
-from alk.gateway.wire.request import API
+from alk.gateway.wire.formats import FAMILIES, wire_format
+from alk.gateway.wire.request import API, TIMESTAMPS
 from alk.redaction import ELLIPSIS, Redactor
 
 # Keys of a request that differ between two runs of the same script and say nothing of what the
 # model is asked: the end user's and the caller's identifiers, tags, and the stream's options.
 DROPPED = frozenset({"user", "metadata", "stream_options", "safety_identifier",
                      "prompt_cache_key"})
-# Timestamps a client may stamp on the request or on its messages / input items.
-TIMESTAMPS = frozenset({"created", "created_at", "timestamp"})
 # How much of a difference is quoted: the whole message, each value in it, the path, and how
 # much of a long text is kept before the first character that differs.
 DIFFERENCE_CHARS = 200
@@ -44,13 +44,16 @@ PATH_CHARS = 80
 CONTEXT_CHARS = 20
 # The most a cassette holds, in bytes: replay loads no more, so recording writes no more.
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024
+# What an entry's `api` may be: the format of the call, which says its family too.
+APIS = tuple(api for apis in FAMILIES.values() for api in apis)
 _NO_SECRETS = Redactor()
 
 
-def normalize(api: API, body: bytes) -> dict | None:
+def normalize(api: API, body: bytes, *, model: str = "") -> dict | None:
     """The request with what varies between runs replaced or dropped, its keys sorted: tool-call
-    ids become "id-1", "id-2"... in order of first appearance, DROPPED keys and TIMESTAMPS go.
-    None when the body is not a JSON object."""
+    ids become "id-1", "id-2"... in order of first appearance (the format says where its ids
+    are), DROPPED keys and TIMESTAMPS go. `model`: the model the path names (Gemini's), kept
+    as the request's. None when the body is not a JSON object."""
     try:
         request = untrusted_json.parse(body)
     except untrusted_json.Rejected:
@@ -59,6 +62,8 @@ def normalize(api: API, body: bytes) -> dict | None:
         return None
     request = {key: value for key, value in request.items()
                if key not in DROPPED and key not in TIMESTAMPS}
+    if model:
+        request["model"] = model
     ids: dict[str, str] = {}
 
     def renamed(value: Any) -> Any:
@@ -66,33 +71,7 @@ def normalize(api: API, body: bytes) -> dict | None:
             return value
         return ids.setdefault(value, f"id-{len(ids) + 1}")
 
-    field = "messages" if api == "chat" else "input"
-    items = request.get(field)
-    if isinstance(items, list):
-        request[field] = [_normalized_item(api, item, renamed) for item in items]
-    if api == "responses" and "previous_response_id" in request:
-        request["previous_response_id"] = renamed(request["previous_response_id"])
-    return _sorted(request)
-
-
-def _normalized_item(api: API, item: Any, renamed: Any) -> Any:
-    if not isinstance(item, dict):
-        return item
-    item = {key: value for key, value in item.items() if key not in TIMESTAMPS}
-    if api == "chat":
-        calls = item.get("tool_calls")
-        if isinstance(calls, list):
-            item["tool_calls"] = [{**call, "id": renamed(call["id"])}
-                                  if isinstance(call, dict) and "id" in call else call
-                                  for call in calls]
-        if "tool_call_id" in item:
-            item["tool_call_id"] = renamed(item["tool_call_id"])
-    else:
-        # Output items sent back as input keep their ids (msg_…, fc_…) and call ids.
-        for key in ("id", "call_id"):
-            if key in item:
-                item[key] = renamed(item[key])
-    return item
+    return _sorted(wire_format(api).normalized(request, renamed))
 
 
 def _sorted(value: Any, text: Callable[[str], str] | None = None) -> Any:
@@ -233,8 +212,9 @@ def _entry(record: Any) -> Entry | str:
     api, request, status = record.get("api"), record.get("request"), record.get("status")
     body, stream = record.get("body"), record.get("stream", False)
     events, fault = record.get("events", []), record.get("fault")
-    if api not in ("chat", "responses"):
-        return f"'api' must be \"chat\" or \"responses\", got {_show(api, _NO_SECRETS)}"
+    if api not in APIS:
+        return (f"'api' must be one of {', '.join(APIS)} (the format the call spoke), got "
+                f"{_show(api, _NO_SECRETS)}")
     if not isinstance(request, dict):
         return f"'request' must be an object, got {_show(request, _NO_SECRETS)}"
     if not (isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599):

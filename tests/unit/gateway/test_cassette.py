@@ -243,7 +243,8 @@ _WHOLE_NUMBERS = "'repeat' and 'attempt' must be whole numbers >= 0"
 @pytest.mark.parametrize(("line", "said"), [
     ("{not json", "expected one JSON object, not valid JSON"),
     ("[1, 2]", "expected a JSON object with api, request, status, body, stream, events, fault"),
-    ('{"api": "completions"}', "'api' must be \"chat\" or \"responses\", got 'completions'"),
+    ('{"api": "completions"}', "'api' must be one of chat, responses, messages, gemini (the "
+                              "format the call spoke), got 'completions'"),
     ('{"api": "chat", "request": [], "status": 200, "body": ""}',
      "'request' must be an object, got []"),
     ('{"api": "chat", "request": {}, "status": true, "body": ""}',

@@ -11,8 +11,8 @@ themselves, so that a fourth family is one module more.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable, Literal, Protocol
-
 
 from alk.gateway.wire.reply import Reply, Usage
 from alk.gateway.wire.request import API, Asked
@@ -96,8 +96,9 @@ class WireFormat(Protocol):
         ...
 
 
+_MODULES = {"chat": "chat", "responses": "responses", "messages": "anthropic", "gemini": "gemini"}
+
+
 def wire_format(api: str) -> WireFormat:
-    """The module of a call's format."""
-    from alk.gateway.wire import anthropic, chat, gemini, responses
-    return {"chat": chat, "responses": responses, "messages": anthropic,
-            "gemini": gemini}[api]  # type: ignore[return-value]
+    """The module of a call's format (imported when first asked for)."""
+    return importlib.import_module(f"alk.gateway.wire.{_MODULES[api]}")  # type: ignore

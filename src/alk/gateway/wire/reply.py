@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from alk.cost import bounded
 from alk.gateway.wire.request import Asked, json_kind
 
 # The honest estimate of usage: about 4 bytes of English text a token, the rule of thumb OpenAI
@@ -115,6 +116,63 @@ def message_id(call: int) -> str:
 
 def function_item_id(call: int, index: int) -> str:
     return f"fc_alk_{call}_{index}"
+
+
+# --- what every format's reader shares ---------------------------------------------------------
+
+# What a broken body or stream is made of (the `malformed_json` fault): a short text.
+BROKEN = Reply(text="The answer is")
+
+
+def empty(reply: Reply) -> bool:
+    """A reply of neither text nor tool call: each format sends it as an empty list of choices,
+    output items, content blocks or candidates (the `empty_choices` fault)."""
+    return reply.text is None and not reply.tool_calls
+
+
+def unquoted_key(body: bytes, key: bytes) -> bytes:
+    """The body with its first `key` (e.g. `"choices":`) unquoted: balanced braces that no JSON
+    parser reads, as a broken upstream or proxy garbles a body (a cut one is `truncated_body`)."""
+    return body.replace(key, key.replace(b'"', b""), 1)
+
+
+def array(holder: Any, key: str) -> list:
+    """holder[key] when holder is an object and that is an array; else an empty one."""
+    value = holder.get(key) if isinstance(holder, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def tool_call(function: Any) -> ToolCall | None:
+    """{name, arguments} (OpenAI's function call) as a ToolCall, or None."""
+    if not isinstance(function, dict):
+        return None
+    name, arguments = function.get("name"), function.get("arguments")
+    if isinstance(name, str) and isinstance(arguments, str):
+        return ToolCall(name, arguments)
+    return None
+
+
+def reply_or_none(texts: list[str], calls: tuple[ToolCall, ...]) -> Reply | None:
+    """The reply of texts (joined) and calls; None when there are neither."""
+    if not texts and not calls:
+        return None
+    return Reply(text="".join(texts) if texts else None, tool_calls=calls)
+
+
+def usage_of(usage: Any, prompt_key: str, completion_key: str, *,
+             also_prompt: tuple[str, ...] = ()) -> Usage | None:
+    """The counts of a usage object, or None when it has neither. Bounded where they enter: an
+    upstream's negative, huge or fractional count is clamped (and the clamp counted), never
+    summed as given, nor the reason to drop the usage; a count left out (or null) is none, not
+    one to clamp. `also_prompt`: further input counts (cached tokens, say) added to the prompt."""
+    if not isinstance(usage, dict) or not any(
+            key in usage for key in (prompt_key, completion_key)):
+        return None
+    counts = [bounded(usage[key]) if usage.get(key) is not None else (0, False)
+              for key in (prompt_key, completion_key, *also_prompt)]
+    prompt = counts[0][0] + sum(count for count, _ in counts[2:])
+    return Usage(prompt_tokens=prompt, completion_tokens=counts[1][0],
+                 clamped=sum(bad for _, bad in counts))
 
 
 # --- non-streamed bodies -----------------------------------------------------------------------

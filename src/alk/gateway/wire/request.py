@@ -40,14 +40,24 @@ class Asked:
 # --- reading a request -------------------------------------------------------------------------
 
 
-def read_request(api: API, body: bytes) -> Asked | str:
-    """The request as alk reads it, or the problem with it (for a 400). Never raises."""
+def read_request(api: API, body: bytes, *, model: str = "", stream: bool = False
+                 ) -> Asked | str:
+    """The request as alk reads it, or the problem with it (for a 400). Never raises. `model`
+    and `stream`: what the path says, where the format puts them there (Gemini)."""
+    from alk.gateway.wire.formats import wire_format
     try:
         request = untrusted_json.parse(body, max_values=MAX_REQUEST_VALUES)
     except untrusted_json.Rejected as rejected:  # parse raises nothing else, on any bytes
         return f"the request body is not JSON alk reads: {rejected}"
     if not isinstance(request, dict):
         return f"the request body must be a JSON object, not {json_kind(request)}"
+    return wire_format(api).read(request, size=len(body), model=model[:MODEL_CHARS],
+                                 stream=stream)
+
+
+def body_model(request: dict) -> tuple[str, bool] | str:
+    """The model and stream a body names (every format's but Gemini's, whose path says them),
+    or the problem with them."""
     model = request.get("model")
     if not isinstance(model, str):
         return f"'model' must be a string, not {json_kind(model)}"
@@ -56,16 +66,20 @@ def read_request(api: API, body: bytes) -> Asked | str:
         stream = False
     if not isinstance(stream, bool):
         return f"'stream' must be true or false, not {json_kind(stream)}"
-    field = "messages" if api == "chat" else "input"
-    items = request.get(field)
-    if api == "responses" and isinstance(items, str):
-        items = [{"role": "user", "content": items}]  # a bare string is one user message
-    if not isinstance(items, list) or not items:
-        return f"'{field}' must be a non-empty array, not {json_kind(items)}"
-    return Asked(api=api, model=model[:MODEL_CHARS], stream=stream,
-                 tools=_tool_names(api, request.get("tools")), items=len(items),
-                 tool_results=sum(1 for item in items if _is_tool_result(api, item)),
-                 chars=len(body), answered=_answered(api, items))
+    return model[:MODEL_CHARS], stream
+
+
+def not_an_array(field: str, value: Any) -> str:
+    return f"'{field}' must be a non-empty array, not {json_kind(value)}"
+
+
+# Timestamps a client may stamp on the request or on its messages / input items: a cassette
+# compares requests without them.
+TIMESTAMPS = frozenset({"created", "created_at", "timestamp"})
+
+
+def without_timestamps(item: dict) -> dict:
+    return {key: value for key, value in item.items() if key not in TIMESTAMPS}
 
 
 def json_kind(value: Any) -> str:
@@ -73,43 +87,3 @@ def json_kind(value: Any) -> str:
         return "missing or null"
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
         type(value), "a number")
-
-
-def _tool_names(api: API, tools: Any) -> tuple[str, ...]:
-    if not isinstance(tools, list):
-        return ()
-    names = []
-    for tool in tools[:MAX_TOOLS]:
-        if not isinstance(tool, dict) or tool.get("type") != "function":
-            continue
-        # Chat nests the function ({type, function: {name}}); Responses flattens it ({type, name}).
-        holder = tool.get("function") if api == "chat" else tool
-        name = holder.get("name") if isinstance(holder, dict) else None
-        if isinstance(name, str):
-            names.append(name[:TOOL_NAME_CHARS])
-    return tuple(names)
-
-
-def _answered(api: API, items: list) -> int:
-    """The model's turns a conversation holds: its assistant messages, and on the Responses API
-    each run of function calls (the calls of one turn come as separate items)."""
-    turns, in_calls = 0, False
-    for item in items:
-        if not isinstance(item, dict):
-            in_calls = False
-            continue
-        call = api == "responses" and item.get("type") == "function_call"
-        if call and not in_calls:
-            turns += 1
-        elif not call and item.get("role") == "assistant":
-            turns += 1
-        in_calls = call
-    return turns
-
-
-def _is_tool_result(api: API, item: Any) -> bool:
-    if not isinstance(item, dict):
-        return False
-    if api == "chat":
-        return item.get("role") in ("tool", "function")
-    return item.get("type") == "function_call_output"
