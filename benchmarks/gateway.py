@@ -38,7 +38,7 @@ from aiohttp import web
 from alk import api
 from alk.gateway.wire.bodies import response_body
 from alk.gateway.wire.reply import Reply, estimate_usage
-from alk.gateway.wire.request import read_request
+from alk.gateway.wire.formats import read_request
 from alk.lane.load import load_lane
 from alk.result.document import RunDocument
 from alk.runner.isolation import Network, detect

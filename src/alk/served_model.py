@@ -18,8 +18,10 @@ class WireFault:
 
     call: int
     kind: str
-    retry_after_s: float | None = None  # http_429: the Retry-After it sends
+    retry_after_s: float | None = None  # a status fault: the Retry-After it sends
     seconds: float | None = None  # stall: how long no byte comes (None: until the attempt ends)
+    retry_after_date: bool = False  # Retry-After as an HTTP date, not seconds
+    should_retry: bool | None = None  # a status fault: the x-should-retry header it sends
 
     @property
     def label(self) -> str:
@@ -37,6 +39,9 @@ class ModelSetup:
     key_env: str | None = None  # proxy: the variable of alk's own environment holding the key
     record: Path | None = None  # proxy: where to record a cassette
     max_tokens: TokenBudget | None = None  # proxy, replay: the provider tokens a run may use
+    # The one family served ("openai", "anthropic", "gemini"); None: all three (script,
+    # replay). A proxy forwards one family: "openai" unless the lane names another.
+    family: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

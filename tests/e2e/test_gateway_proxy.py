@@ -20,7 +20,7 @@ from aiohttp import web  # noqa: E402
 
 from alk.gateway.wire.bodies import error_body, response_body
 from alk.gateway.wire.reply import Reply, ToolCall, Usage, estimate_usage
-from alk.gateway.wire.request import read_request  # noqa: E402
+from alk.gateway.wire.formats import read_request  # noqa: E402
 
 from helpers.upstream import LoopbackProvider  # noqa: E402
 

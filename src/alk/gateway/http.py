@@ -34,17 +34,21 @@ class Answering(Protocol):
     provider_error: str | None
     upstream_refused: str | None
     upstream_checks: int
+    unmatched: str | None
 
     def record(self, call: int, api: str, asked: Asked | None, status: int | None,
                began: float, *, retry: bool = False, reply: Reply | None = None,
                usage: Usage | None = None, turn: int | None = None,
-               fault: str | None = None, problem: str | None = None) -> None: ...
+               fault: str | None = None, problem: str | None = None,
+               mistake: bool = False, reported: bool = False) -> None: ...
 
     def note(self, type: str, payload: dict[str, Any]) -> None: ...
 
     async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,
-                    fault: str | None = None) -> web.StreamResponse: ...
+                    fault: str | None = None, mistake: bool = False,
+                    finish: str | None = None, usage_sent: bool = True
+                    ) -> web.StreamResponse: ...
 
 
 def json_response(status: int, body: bytes,

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from urllib.parse import quote
 
 from aiohttp import ClientError, ClientTimeout, web
 
 from alk.gateway import cassette as cassettes
 from alk.gateway.http import SSE, Answering, json_response
 from alk.gateway.wire.bodies import error_body
+from alk.gateway.wire.formats import FAMILIES, wire_format
 from alk.gateway.wire.request import Asked
 from alk.gateway.wire.upstream import read_answer
 
@@ -37,8 +37,10 @@ async def forward(session: Answering, request: web.BaseRequest, asked: Asked, bo
                   call: int, began: float, retry: bool) -> web.StreamResponse:
     """Forwards to the upstream with alk's key (the worker never holds it)."""
     setup = session.gateway.setup
-    url = f"{(setup.upstream or '').rstrip('/')}/{'chat/completions' if asked.api == 'chat' else 'responses'}"
-    headers = {**_authorization(session.gateway), "Content-Type": "application/json"}
+    wire = wire_format(asked.api)
+    url = (setup.upstream or "").rstrip("/") + wire.upstream_path(asked.model, asked.stream)
+    headers = {**wire.upstream_headers(session.gateway.upstream_key),
+               "Content-Type": "application/json", **_passed_on(request.headers)}
     client = await session.gateway.client()
     try:
         async with client.post(url, data=body, headers=headers) as upstream:
@@ -72,7 +74,7 @@ async def forward(session: Answering, request: web.BaseRequest, asked: Asked, bo
         session.record(call, asked.api, asked, 502, began, retry=retry,
                        problem=session.gateway.redactor.cut(why, 300))
         return json_response(502, error_body(502, "alk's gateway: the upstream is "
-                                             "unavailable"))
+                                             "unavailable", asked.api))
     if failing(status):
         await judge_refusal(session, call, f"the upstream answered {status}")
     settle(session, status, call, asked, body, began, retry, data, stream=False)
@@ -93,11 +95,13 @@ MAX_PENDING_FRAME_BYTES = 1024 * 1024
 
 
 def _whole_frames(data: bytes) -> tuple[bytes, bytes]:
-    """(the complete server-sent-event frames in data, the partial frame after them)."""
-    end = data.rfind(b"\n\n")
-    if end < 0:
+    """(the complete server-sent-event frames in data, the partial frame after them); a frame
+    ends in a blank line, LF or CRLF (Gemini's)."""
+    ends = [data.rfind(blank) + len(blank) for blank in (b"\n\n", b"\r\n\r\n") if blank in data]
+    if not ends:
         return (data, b"") if len(data) > MAX_PENDING_FRAME_BYTES else (b"", data)
-    return data[:end + 2], data[end + 2:]
+    end = max(ends)
+    return data[:end], data[end:]
 
 
 def scrubbed(session: Answering, data: bytes) -> bytes:
@@ -114,18 +118,29 @@ def failing(status: int | None) -> bool:
     return status is None or status >= 500 or status in (401, 403)
 
 
-def _authorization(gateway: Any) -> dict[str, str]:
-    return {"Authorization": f"Bearer {gateway.upstream_key}"}
+# The worker's headers that say which version of its family's API it speaks (Anthropic's), passed
+# on as they are, each bounded: the rest of its headers (its key above all) never cross.
+PASSED_ON = ("anthropic-version", "anthropic-beta")
+MAX_PASSED_CHARS = 200
+
+
+def _passed_on(headers: Any) -> dict[str, str]:
+    return {name: headers[name][:MAX_PASSED_CHARS] for name in PASSED_ON if name in headers}
+
+
+def _family_format(gateway: Any) -> Any:
+    """The format module of the family the proxy forwards (its first, for OpenAI)."""
+    return wire_format(FAMILIES[gateway.setup.family or "openai"][0])
 
 
 async def check(gateway: Any) -> tuple[int | None, str]:
     """alk's own request to the upstream: the lane's model, with alk's key. (status, what
     happened), status None when nothing answered."""
-    setup = gateway.setup
-    url = f"{(setup.upstream or '').rstrip('/')}/models/{quote(setup.name, safe='')}"
+    setup, wire = gateway.setup, _family_format(gateway)
+    url = (setup.upstream or "").rstrip("/") + wire.check_path(setup.name)
     client = await gateway.client()
     try:
-        async with client.get(url, headers=_authorization(gateway),
+        async with client.get(url, headers=wire.upstream_headers(gateway.upstream_key),
                               timeout=ClientTimeout(total=CHECK_TIMEOUT_S)) as answer:
             await answer.content.read(64 * 1024)  # drained, bounded, not kept
             return answer.status, f"GET {url} answered {answer.status}"
@@ -181,8 +196,8 @@ async def judge_refusal(session: Answering, call: int, what: str) -> None:
 def settle(session: Answering, status: int, call: int, asked: Asked, body: bytes, began: float,
            retry: bool, data: bytes, stream: bool) -> None:
     """Records a proxied call (and adds it to the cassette being recorded)."""
-    events = tuple(f"{frame}\n\n" for frame in
-                   data.decode("utf-8", "replace").split("\n\n") if frame) if stream else ()
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    events = tuple(f"{frame}\n\n" for frame in text.split("\n\n") if frame) if stream else ()
     reply, usage = read_answer(asked.api, data, events, stream)
     turn = None
     if status < 400:
@@ -193,7 +208,7 @@ def settle(session: Answering, status: int, call: int, asked: Asked, body: bytes
     recorder = session.gateway.recorder
     if recorder is not None:  # the writer redacts every text of the entry
         recorder.add(cassettes.Entry(
-            api=asked.api, request=cassettes.normalize(asked.api, body) or {},
+            api=asked.api, request=cassettes.normalize(asked.api, body, model=asked.model) or {},
             status=status, body="" if stream else data.decode("utf-8", "replace"),
             stream=stream, events=events, fault=None,
             scenario=session.scenario.id, repeat=session.repeat, attempt=session.attempt))

@@ -10,9 +10,12 @@ from typing import Any
 
 # What a scenario's `wire_faults` may inject (docs/gateway.md says what each sends).
 FAULT_KINDS = ("http_429", "http_500", "http_503", "connection_reset", "stall",
-               "truncated_stream", "malformed_json", "bad_tool_args")
-# The HTTP status each status fault answers with.
-FAULT_STATUS = {"http_429": 429, "http_500": 500, "http_503": 503}
+               "truncated_stream", "malformed_json", "bad_tool_args",
+               "http_408", "http_529", "stream_error", "no_usage", "finish_safety",
+               "finish_max_tokens", "empty_choices", "unknown_tool")
+# The HTTP status each status fault answers with (529: Anthropic's overloaded_error).
+FAULT_STATUS = {"http_408": 408, "http_429": 429, "http_500": 500, "http_503": 503,
+                "http_529": 529}
 TURN_KINDS = ("tool", "text", "choices")
 # What a weighted choice holds beside its turn: its weight, and whether the lane marks it as the
 # model's mistake (a turn meant to fail, whose failure is the agent's, docs/causes.md).

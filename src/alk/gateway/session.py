@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import hashlib
-import hmac
 import logging
 import os
 import secrets
@@ -28,17 +27,17 @@ from typing import Any
 from aiohttp import web
 
 from alk.cost import TokenCost
-from alk.gateway import bounds, budget
-from alk.gateway import cassette as cassettes
+from alk.gateway import bounds, budget, routes
 from alk.gateway.faults import inject
 from alk.gateway.http import SSE, json_response
 from alk.gateway.proxy import forward
+from alk.gateway.replay import replayed
 from alk.gateway.script import EXHAUSTED_TEXT, is_mistake, sampled_turn
 from alk.gateway.server import Gateway
 from alk.gateway.wire.bodies import error_body, models_body, response_body, stream_events
-from alk.gateway.wire.reply import Reply, Usage, estimate_usage, reply_from_turn
-from alk.gateway.wire.request import Asked, read_request
-from alk.gateway.wire.upstream import read_answer
+from alk.gateway.wire.formats import read_request
+from alk.gateway.wire.reply import Reply, Usage, dump, estimate_usage, reply_from_turn
+from alk.gateway.wire.request import Asked
 from alk.records import Scenario
 from alk.served_model import ModelSeen, WireFault
 
@@ -57,7 +56,6 @@ BEFORE_START = ("alk's gateway serves the model once alk has sent this repeat's 
                 "(after framework_ready); call it from the agent's run, not before")
 # The probe's session: never started, so none of this is ever served.
 _PROBE = Scenario(id="", task="")
-_PATHS = {"chat/completions": "chat", "responses": "responses"}
 _SILENT = logging.getLogger("alk.gateway.http")
 _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
@@ -120,15 +118,14 @@ class Session:
         return self._wake_read
 
     def environment(self, base_url: str) -> dict[str, str]:
-        """The worker's variables: an unmodified OpenAI client finds the gateway through them
-        (OPENAI_API_BASE for older integrations)."""
-        return {"OPENAI_BASE_URL": base_url, "OPENAI_API_BASE": base_url,
-                "OPENAI_API_KEY": self.key}
+        """The worker's variables: each family's unmodified client finds the gateway through
+        them (`routes.environment`)."""
+        return routes.environment(base_url, self.key)
 
     def start_fields(self, base_url: str) -> dict[str, Any]:
-        """What the start message carries of the model."""
+        """What the start message carries of the model (`base_url`: OpenAI's, as before)."""
         return {"base_url": base_url, "api_key": self.key, "mode": self.gateway.setup.mode,
-                "name": self.gateway.setup.name}
+                "name": self.gateway.setup.name, "base_urls": routes.base_urls(base_url)}
 
     def listen_on_host(self) -> int:
         """A listener on alk's own loopback (network "host"): its port."""
@@ -223,32 +220,38 @@ class Session:
                 self._handlers.discard(task)
 
     async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path.rstrip("/")
-        path = path[len("/v1"):] if path.startswith("/v1/") or path == "/v1" else path
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode("utf-8", "replace"),
-                                   f"Bearer {self.key}".encode()):
+        asked_for = routes.route(request.method, request.path, request.query)
+        api = asked_for.api if asked_for is not None else "chat"
+        if not routes.holds_key(request.headers, request.query, self.key):
             return json_response(401, error_body(401, "alk's gateway: the API key is not this "
-                                                 "repeat's OPENAI_API_KEY"))
-        if request.method == "GET" and path == "/models":
+                                                 f"repeat's {routes.KEY_VARIABLES}", api))
+        if asked_for is None:
+            return json_response(404, error_body(404, f"alk's gateway serves {routes.ENDPOINTS}"))
+        if asked_for.kind == "models":
             return json_response(200, models_body([self.gateway.setup.name], created=0))
-        api = _PATHS.get(path.lstrip("/"))
-        if request.method != "POST" or api is None:
-            return json_response(404, error_body(404, "alk's gateway serves POST /v1/chat/"
-                                                 "completions and /v1/responses"))
+        family, served = routes.family_of(api), self.gateway.setup.family
+        if served is not None and family != served:
+            return json_response(404, error_body(404, f"alk's gateway: this lane's [model] "
+                                                 f"family is {served!r}; it serves no {family} "
+                                                 "call", api))
+        if not asked_for.sse:
+            return json_response(400, error_body(400, "alk's gateway streams Gemini as "
+                                                 "server-sent events only: ask with ?alt=sse", api))
         if not self._started.is_set():
             return self._before_start(api)
         body = await _read_bounded(request)
         if body is None:
             return json_response(413, error_body(413, f"request body over {MAX_REQUEST_BYTES} "
-                                                 "bytes"))
+                                                 "bytes", api))
+        if asked_for.kind == "count_tokens":  # no model call: alk's estimate, as for usage
+            return json_response(200, dump({"input_tokens": max(1, len(body) // 4)}))
         self.calls += 1
         call = self.calls
         began = time.monotonic()
-        asked = read_request(api, body)
+        asked = read_request(api, body, model=asked_for.model, stream=asked_for.stream)
         if isinstance(asked, str):
             self.record(call, api, None, 400, began, problem=asked)
-            return json_response(400, error_body(400, asked))
+            return json_response(400, error_body(400, asked, api))
         if self.attempt > 1 and call == 1 and self.gateway.setup.mode == "script":
             # A resumed attempt: a framework that kept its state sends the conversation so far,
             # and the model answers where it stands; one that starts over gets the first turn.
@@ -283,13 +286,13 @@ class Session:
         self.early_calls += 1
         if self.early_calls <= MAX_RECORDED_EARLY_CALLS:
             self.note("before_start", {"api": api, "status": 503, "count": self.early_calls})
-        return json_response(503, error_body(503, BEFORE_START))
+        return json_response(503, error_body(503, BEFORE_START, api))
 
     async def _served(self, request: web.BaseRequest, asked: Asked, body: bytes,
                       call: int, began: float, retry: bool) -> web.StreamResponse:
         """Script and replay: the next turn, in the wire format the request asked for."""
         if self.gateway.setup.mode == "replay":
-            return await self._replayed(request, asked, body, call, began, retry)
+            return await replayed(self, request, asked, body, call, began, retry)
         turn_index = self.turns
         turn = sampled_turn(self.scenario.script, turn_index, self.seed)
         if turn is None:
@@ -310,39 +313,15 @@ class Session:
         return await self.reply(request, asked, reply, call, began, retry, turn=shown_turn,
                                 mistake=mistake)
 
-    async def _replayed(self, request: web.BaseRequest, asked: Asked, body: bytes,
-                        call: int, began: float, retry: bool) -> web.StreamResponse:
-        recorded = self.gateway.replayed
-        normalized = cassettes.normalize(asked.api, body)
-        entry, why = (recorded.match(self.turns + 1, asked.api, normalized or {},
-                                     redactor=self.gateway.redactor,
-                                     key=(self.scenario.id, self.repeat, self.attempt))
-                      if recorded is not None else (None, "no cassette"))
-        if entry is None:
-            if self.unmatched is None:
-                self.unmatched = self.gateway.redactor.cut(why, 300)
-            self.record(call, asked.api, asked, 500, began, retry=retry, problem=why)
-            return json_response(500, error_body(500, f"alk replay: {why}"))
-        self.turns += 1
-        self.fault_pending = entry.status >= 400
-        reply, usage = read_answer(asked.api, entry.body.encode(), entry.events, entry.stream)
-        self.record(call, asked.api, asked, entry.status, began, retry=retry, reply=reply,
-                    usage=usage, turn=self.turns - 1, reported=True)
-        if entry.stream:
-            response = web.StreamResponse(status=entry.status, headers=SSE)
-            await response.prepare(request)
-            for frame in entry.events:
-                await response.write(frame.encode())
-            await response.write_eof()
-            return response
-        return json_response(entry.status, entry.body.encode())
-
     async def reply(self, request: web.BaseRequest, asked: Asked, reply: Reply,
                     call: int, began: float, retry: bool, turn: int | None,
-                    fault: str | None = None, mistake: bool = False) -> web.StreamResponse:
+                    fault: str | None = None, mistake: bool = False,
+                    finish: str | None = None, usage_sent: bool = True) -> web.StreamResponse:
+        """Sends a reply in the call's format; `finish` and `usage_sent` as the faults ask."""
         usage = estimate_usage(asked, reply)
-        kwargs = dict(model=asked.model or self.gateway.setup.name, call=call, usage=usage,
-                      created=int(time.time()))
+        kwargs = dict(model=asked.model or self.gateway.setup.name, call=call,
+                      usage=usage if usage_sent else None, created=int(time.time()),
+                      finish=finish)
         self.record(call, asked.api, asked, 200, began, retry=retry, reply=reply, usage=usage,
                     turn=turn, fault=fault, mistake=mistake)
         if not asked.stream:

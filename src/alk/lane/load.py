@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from alk.errors import LaneError, UsageError
+from alk.gateway.wire.formats import FAMILIES
 from alk.lane.budget import parse_budget
 from alk.lane.find import find_lane, lane_paths, lane_root
 from alk.lane.include import (
@@ -54,13 +55,14 @@ _LANE_FIELDS = {
     "model", "max_parallel", *INCLUDE_FIELDS,
 }
 _MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool",
-                 "max_tokens"}
+                 "max_tokens", "family"}
 MODEL_MODES = ("script", "replay", "proxy")
 # What each mode needs, and what it may have besides; of the latter, the options that change
 # how it serves, not what it needs (the message for a field of no use leaves them out).
-_MODE_OPTIONS = {"answer_tool", "max_tokens"}
-_MODE_FIELDS = {"script": (set(), {"answer_tool"}), "replay": ({"cassette"}, {"max_tokens"}),
-                "proxy": ({"upstream", "key_env"}, {"record", "max_tokens"})}
+_MODE_OPTIONS = {"answer_tool", "max_tokens", "family"}
+_MODE_FIELDS = {"script": (set(), {"answer_tool", "family"}),
+                "replay": ({"cassette"}, {"max_tokens", "family"}),
+                "proxy": ({"upstream", "key_env"}, {"record", "max_tokens", "family"})}
 
 
 # The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
@@ -256,8 +258,9 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
         table.fail(key, f"has no use in mode {mode!r} (it needs {takes or 'nothing more'})")
     upstream = table.text("upstream")
     if upstream is not None and not re.match(r"^https?://[^/\s]+", upstream):
-        table.fail("upstream", f"must be an http(s) URL such as 'https://api.example.com/v1', "
-                               f"got {upstream!r}")
+        table.fail("upstream", f"must be an http(s) URL such as 'https://api.example.com/v1' "
+                               "(OpenAI's base URL ends in /v1; Anthropic's and Gemini's do "
+                               f"not), got {upstream!r}")
     key_env = table.text("key_env")
     if key_env is not None and not ENV_NAME.match(key_env):
         table.fail("key_env", f"must be an environment variable name, got {key_env!r}")
@@ -275,10 +278,12 @@ def _parse_model(raw: dict[str, Any] | None, where: str, root: Path) -> ModelSet
     name = table.text("name", default="alk-script")
     if not name.strip() or len(name) > 100:
         table.fail("name", f"must be a model name of 1 to 100 characters, got {name!r}")
+    # The family served: one, or all three where the lane names none (a proxy forwards one).
+    family = choice(table, "family", tuple(FAMILIES)) or ("openai" if mode == "proxy" else None)
     return ModelSetup(mode=mode, name=name,
                       cassette=root / cassette if cassette else None, upstream=upstream,
                       key_env=key_env, record=root / record if record else None,
-                      max_tokens=parse_budget(table))
+                      max_tokens=parse_budget(table), family=family)
 
 
 def _parse_limits(raw: dict[str, Any], where: str) -> dict[str, int]:

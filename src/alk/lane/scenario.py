@@ -11,7 +11,7 @@ from typing import Any
 import regex
 
 from alk.errors import LaneError
-from alk.gateway.script import FAULT_KINDS, turn_problem
+from alk.gateway.script import FAULT_KINDS, FAULT_STATUS, turn_problem
 from alk.lane.table import NAME, Table, choice, ordinal, require_json
 from alk.records import Expectations, Fault, FileExpectation, KillAt, Scenario
 from alk.served_model import ModelSetup, WireFault
@@ -19,7 +19,8 @@ from alk.served_model import ModelSetup, WireFault
 WORKER_CHANNELS = ("agent", "tool", "model", "user", "framework")
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
                     "max_attempts", "wire_faults", "baseline"}
-_WIRE_FAULT_FIELDS = {"call", "kind", "retry_after_s", "seconds"}
+_WIRE_FAULT_FIELDS = {"call", "kind", "retry_after_s", "seconds", "retry_after_date",
+                      "should_retry"}
 _FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
 _KILL_FIELDS = {"channel", "type", "name", "occurrence"}
 _EXPECT_FIELDS = {
@@ -124,14 +125,21 @@ def _parse_wire_fault(raw: Any, where: str, field: str) -> WireFault:
     kind = choice(table, "kind", FAULT_KINDS)
     if kind is None:
         table.fail("kind", f"is required: one of {', '.join(FAULT_KINDS)}")
-    if "retry_after_s" in raw and kind != "http_429":
-        table.fail("retry_after_s", f"belongs to http_429 only, not {kind}")
+    statuses = ", ".join(FAULT_STATUS)
+    for option in ("retry_after_s", "retry_after_date", "should_retry"):
+        if option in raw and kind not in FAULT_STATUS:
+            table.fail(option, f"belongs to a status fault ({statuses}), not {kind}")
     if "seconds" in raw and kind != "stall":
         table.fail("seconds", f"belongs to stall only, not {kind}")
+    if "retry_after_date" in raw and "retry_after_s" not in raw:
+        table.fail("retry_after_date", "needs retry_after_s: the delay the date is that far "
+                                       "ahead of the answer")
     retry_after = table.positive("retry_after_s", 1.0) if "retry_after_s" in raw else None
     seconds = table.positive("seconds", 1.0) if "seconds" in raw else None
     return WireFault(call=ordinal(table, "call"), kind=kind, retry_after_s=retry_after,
-                     seconds=seconds)
+                     seconds=seconds,
+                     retry_after_date=table.get("retry_after_date", bool, default=False),
+                     should_retry=table.get("should_retry", bool, default=None))
 
 
 def _parse_fault(raw: Any, where: str, field: str) -> Fault:

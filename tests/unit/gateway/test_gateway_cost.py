@@ -21,7 +21,7 @@ from alk.gateway.server import Gateway
 from alk.gateway.session import Session
 from alk.gateway.wire.bodies import response_body, stream_events
 from alk.gateway.wire.reply import Reply, Usage
-from alk.gateway.wire.request import read_request
+from alk.gateway.wire.formats import read_request
 from alk.records import Scenario
 from alk.redaction import Redactor
 from alk.served_model import ModelSetup

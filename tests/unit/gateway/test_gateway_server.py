@@ -196,13 +196,16 @@ def test_models_lists_the_lanes_model_name(connect) -> None:
 @pytest.mark.parametrize("method, path", [
     ("POST", "/v1/embeddings"), ("GET", CHAT), ("POST", "/v2/chat/completions"),
     ("POST", "/chat"), ("POST", "/v1/models"), ("DELETE", "/v1/responses"),
+    ("GET", "/v1/messages"), ("POST", "/v1beta/models/m:countTokens"),
+    ("GET", "/v1beta/models/m:generateContent"),
 ])
 def test_other_paths_and_methods_are_not_found(connect, method: str, path: str) -> None:
     client = connect()
     status, _, data = client.send(method, path, request_body() if method == "POST" else None)
     assert status == 404
     assert json.loads(data)["error"]["message"] == (
-        "alk's gateway serves POST /v1/chat/completions and /v1/responses")
+        "alk's gateway serves POST /v1/chat/completions, /v1/responses (OpenAI), /v1/messages "
+        "(Anthropic) and /v1beta/models/NAME:generateContent or :streamGenerateContent (Gemini)")
     assert client.session.close().calls == 0
 
 

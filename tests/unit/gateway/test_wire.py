@@ -29,7 +29,8 @@ from alk.gateway.wire.reply import (
     estimate_usage,
     reply_from_turn,
 )
-from alk.gateway.wire.request import MAX_TOOLS, MODEL_CHARS, TOOL_NAME_CHARS, Asked, read_request
+from alk.gateway.wire.formats import read_request
+from alk.gateway.wire.request import MAX_TOOLS, MODEL_CHARS, TOOL_NAME_CHARS, Asked
 from alk.gateway.wire.upstream import (
     reply_of_events,
     reply_of_response,

@@ -11,6 +11,7 @@ from helpers.cli import alk_here
 from helpers.lane_files import WHERE, lane_error, lane_toml, scenario, write
 
 from alk.cost import TokenBudget
+from alk.errors import LaneError
 from alk.gateway.script import FAULT_KINDS
 from alk.lane.load import lane_warnings, load_lane
 from alk.records import Scenario
@@ -65,7 +66,7 @@ def test_proxy_mode_reads_its_upstream_key_variable_and_recording(root: Path) ->
     assert lane.model == ModelSetup("proxy", name="gpt-4o-mini",
                                     upstream="https://api.example.com/v1",
                                     key_env="PROVIDER_KEY",
-                                    record=lane.root / "tapes" / "new.jsonl")
+                                    record=lane.root / "tapes" / "new.jsonl", family="openai")
     # The recording is optional; it need not exist yet.
     bare = model_table(mode="proxy", upstream="http://127.0.0.1:9", key_env="K", name="m")
     assert load_lane(write(root, model_lane(bare))).model.record is None
@@ -91,13 +92,16 @@ def test_proxy_mode_needs_the_providers_model_name(root: Path) -> None:
     pytest.param({"mode": "proxy", "upstream": "https://api.example.com"},
                  "model.key_env is required", id="proxy-no-key_env"),
     pytest.param({"mode": "proxy", "upstream": "api.example.com/v1", "key_env": "K"},
-                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1', "
+                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1' "
+                 "(OpenAI's base URL ends in /v1; Anthropic's and Gemini's do not), "
                  "got 'api.example.com/v1'", id="upstream-no-scheme"),
     pytest.param({"mode": "proxy", "upstream": "ftp://files.example.com", "key_env": "K"},
-                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1', "
+                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1' "
+                 "(OpenAI's base URL ends in /v1; Anthropic's and Gemini's do not), "
                  "got 'ftp://files.example.com'", id="upstream-not-http"),
     pytest.param({"mode": "proxy", "upstream": "https:///v1", "key_env": "K"},
-                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1', "
+                 "model.upstream must be an http(s) URL such as 'https://api.example.com/v1' "
+                 "(OpenAI's base URL ends in /v1; Anthropic's and Gemini's do not), "
                  "got 'https:///v1'", id="upstream-no-host"),
     pytest.param({"mode": "proxy", "upstream": "https://h", "key_env": "PROVIDER-KEY"},
                  "model.key_env must be an environment variable name, got 'PROVIDER-KEY'",
@@ -176,7 +180,7 @@ def test_a_cassette_that_is_not_a_file_names_the_lane_root(root: Path) -> None:
 def test_an_unknown_model_field_suggests_the_close_one(root: Path) -> None:
     message = lane_error(root, model_lane(model_table(mode="script", moed="x")))
     assert message.startswith(f"{WHERE}: model unknown field 'moed' (did you mean 'mode'?); "
-                              "allowed: answer_tool, cassette, key_env, max_tokens, mode, name, "
+                              "allowed: answer_tool, cassette, family, key_env, max_tokens, mode, name, "
                               "record, upstream")
 
 
@@ -258,6 +262,13 @@ def test_wire_faults_are_read_with_their_defaults(root: Path) -> None:
                                 WireFault(4, "stall"))
 
 
+def test_a_status_fault_reads_its_retry_after_date_and_should_retry(root: Path) -> None:
+    read = read_scenario(root, extra='wire_faults = [ { kind = "http_500", retry_after_s = 90, '
+                                     'retry_after_date = true, should_retry = false } ]')
+    assert read.wire_faults == (WireFault(call=1, kind="http_500", retry_after_s=90.0,
+                                          retry_after_date=True, should_retry=False),)
+
+
 def test_every_fault_kind_is_accepted(root: Path) -> None:
     faults = ", ".join(f'{{ call = {i}, kind = "{kind}" }}'
                        for i, kind in enumerate(FAULT_KINDS, 1))
@@ -273,10 +284,18 @@ KINDS_QUOTED = ", ".join(map(repr, FAULT_KINDS))
                  f"kind must be one of {KINDS_QUOTED}, got 'http_418'", id="kind-unknown"),
     pytest.param("{ call = 2 }", f"kind is required: one of {', '.join(FAULT_KINDS)}",
                  id="kind-missing"),
-    pytest.param('{ kind = "http_500", retry_after_s = 1 }',
-                 "retry_after_s belongs to http_429 only, not http_500", id="retry-after-500"),
     pytest.param('{ kind = "stall", retry_after_s = 1 }',
-                 "retry_after_s belongs to http_429 only, not stall", id="retry-after-stall"),
+                 "retry_after_s belongs to a status fault (http_408, http_429, http_500, "
+                 "http_503, http_529), not stall", id="retry-after-stall"),
+    pytest.param('{ kind = "bad_tool_args", should_retry = false }',
+                 "should_retry belongs to a status fault (http_408, http_429, http_500, "
+                 "http_503, http_529), not bad_tool_args", id="should-retry-not-status"),
+    pytest.param('{ kind = "http_503", retry_after_date = true }',
+                 "retry_after_date needs retry_after_s: the delay the date is that far ahead "
+                 "of the answer", id="date-without-delay"),
+    pytest.param('{ kind = "http_503", should_retry = "no" }',
+                 "should_retry must be true or false, got a string ('no')",
+                 id="should-retry-not-bool"),
     pytest.param('{ kind = "http_429", seconds = 1 }',
                  "seconds belongs to stall only, not http_429", id="seconds-429"),
     pytest.param('{ kind = "connection_reset", seconds = 1 }',
@@ -399,3 +418,12 @@ def test_alk_lanes_prints_the_warning_beside_the_listing(root: Path) -> None:
     assert listed.stderr.startswith(f"warning: {WHERE}: model.mode = 'proxy': the upstream "
                                     "answers every model call, so the `script` of scenario "
                                     "'nominal' is ignored;")
+
+
+def test_a_lane_may_name_the_one_family_its_model_serves(root: Path) -> None:
+    lane = load_lane(write(root, model_lane(model_table(mode="script", family="anthropic"))))
+    assert lane.model.family == "anthropic"
+    assert load_lane(write(root, model_lane(model_table(mode="script")))).model.family is None
+    with pytest.raises(LaneError, match=r"model\.family.*must be one of 'openai', 'anthropic', "
+                                        r"'gemini', got 'claude'"):
+        load_lane(write(root, model_lane(model_table(mode="script", family="claude"))))

@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Literal, Protocol
 
+from alk import untrusted_json
 from alk.gateway.wire.reply import Reply, Usage
-from alk.gateway.wire.request import API, Asked
+from alk.gateway.wire.request import API, MAX_REQUEST_VALUES, MODEL_CHARS, Asked, json_kind
 
 Family = Literal["openai", "anthropic", "gemini"]
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -102,3 +103,17 @@ _MODULES = {"chat": "chat", "responses": "responses", "messages": "anthropic", "
 def wire_format(api: str) -> WireFormat:
     """The module of a call's format (imported when first asked for)."""
     return importlib.import_module(f"alk.gateway.wire.{_MODULES[api]}")  # type: ignore
+
+
+def read_request(api: API, body: bytes, *, model: str = "", stream: bool = False
+                 ) -> Asked | str:
+    """The request as alk reads it, or the problem with it (for a 400). Never raises. `model`
+    and `stream`: what the path says, where the format puts them there (Gemini)."""
+    try:
+        request = untrusted_json.parse(body, max_values=MAX_REQUEST_VALUES)
+    except untrusted_json.Rejected as rejected:  # parse raises nothing else, on any bytes
+        return f"the request body is not JSON alk reads: {rejected}"
+    if not isinstance(request, dict):
+        return f"the request body must be a JSON object, not {json_kind(request)}"
+    return wire_format(api).read(request, size=len(body), model=model[:MODEL_CHARS],
+                                 stream=stream)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from alk import untrusted_json
-
 API = Literal["chat", "responses", "messages", "gemini"]
 
 # Bounds on what alk keeps of a request. OpenAI itself takes at most 128 tools whose names are
@@ -38,21 +36,6 @@ class Asked:
 
 
 # --- reading a request -------------------------------------------------------------------------
-
-
-def read_request(api: API, body: bytes, *, model: str = "", stream: bool = False
-                 ) -> Asked | str:
-    """The request as alk reads it, or the problem with it (for a 400). Never raises. `model`
-    and `stream`: what the path says, where the format puts them there (Gemini)."""
-    from alk.gateway.wire.formats import wire_format
-    try:
-        request = untrusted_json.parse(body, max_values=MAX_REQUEST_VALUES)
-    except untrusted_json.Rejected as rejected:  # parse raises nothing else, on any bytes
-        return f"the request body is not JSON alk reads: {rejected}"
-    if not isinstance(request, dict):
-        return f"the request body must be a JSON object, not {json_kind(request)}"
-    return wire_format(api).read(request, size=len(body), model=model[:MODEL_CHARS],
-                                 stream=stream)
 
 
 def body_model(request: dict) -> tuple[str, bool] | str:
