@@ -341,6 +341,21 @@ def test_nothing_hostile_makes_the_readers_raise(value, model, stream):
     gemini.normalized(value, lambda id: "N")
 
 
+@settings(max_examples=200, deadline=None)
+@given(text=st.none() | st.text(max_size=12),
+       calls=st.lists(st.tuples(st.text(min_size=1, max_size=5), st.text(max_size=12)),
+                      max_size=3),
+       finish=st.sampled_from([None, "refused", "max_tokens"]))
+def test_any_reply_makes_a_json_body_and_json_frames(text, calls, finish):
+    reply = Reply(text=text, tool_calls=tuple(ToolCall(*call) for call in calls))
+    built = gemini.body(reply, model="m", call=1, usage=USAGE, created=0, finish=finish)
+    assert json.loads(built)["candidates"][0]["finishReason"]
+    events = _events(gemini.frames(reply, model="m", call=1, usage=USAGE, created=0,
+                                   finish=finish))
+    assert events and "finishReason" in events[-1]["candidates"][0]
+    assert gemini.usage_of_events(events) == USAGE
+
+
 # --- reading an upstream's answer --------------------------------------------------------------
 
 

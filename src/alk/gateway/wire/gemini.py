@@ -146,8 +146,9 @@ def _ending(reply: Reply, finish: Finish | None) -> dict:
 
 
 def _call_parts(reply: Reply, call: int, finish: Finish | None) -> list[dict]:
-    """The calls sent: none when one of them is broken (the API drops the whole turn's calls)
-    or the reply is refused; under MAX_TOKENS the broken ones only, cut off by the limit."""
+    """The calls sent: none when the reply is refused or one of them is broken (the API then
+    sends none of the turn's calls); under MAX_TOKENS the broken ones are left out, as the
+    limit cut them off."""
     if finish == "refused" or (finish is None and _broken(reply) is not None):
         return []
     parts = []
