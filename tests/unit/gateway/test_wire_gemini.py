@@ -349,6 +349,9 @@ def test_nothing_hostile_makes_the_readers_raise(value, model, stream):
 def test_any_reply_makes_a_json_body_and_json_frames(text, calls, finish):
     reply = Reply(text=text, tool_calls=tuple(ToolCall(*call) for call in calls))
     built = gemini.body(reply, model="m", call=1, usage=USAGE, created=0, finish=finish)
+    if reply == Reply():  # the empty_choices fault: no candidate at all
+        assert json.loads(built)["candidates"] == []
+        return
     assert json.loads(built)["candidates"][0]["finishReason"]
     events = _events(gemini.frames(reply, model="m", call=1, usage=USAGE, created=0,
                                    finish=finish))
@@ -367,6 +370,13 @@ def test_the_reply_and_usage_of_a_body_and_of_a_stream_round_trip(reply):
     assert gemini.reply_of_events(events) == reply and gemini.usage_of_events(events) == USAGE
     assert gemini.usage_of_events(_events(gemini.frames(reply, model="m", call=2, usage=None,
                                                         created=0))) is None
+
+
+def test_an_empty_reply_has_no_candidate_and_the_client_reads_no_text():
+    body = gemini.body(Reply(), model="m", call=1, usage=USAGE, created=0)
+    assert json.loads(body)["candidates"] == []
+    assert [json.loads(frame[6:]) for frame in gemini.frames(
+        Reply(), model="m", call=1, usage=USAGE, created=0)][-1]["candidates"] == []
 
 
 def test_an_upstreams_thoughts_are_no_text_and_its_counts_are_bounded():

@@ -20,6 +20,7 @@ from alk.gateway.wire.reply import (
     call_id,
     compact_json,
     dump,
+    empty,
     pieces,
     response_id,
 )
@@ -166,8 +167,9 @@ def _candidate(parts: list[dict] | None, **ending: Any) -> dict:
     return {**candidate, **ending, "index": 0}
 
 
-def _response(candidate: dict, *, model: str, call: int, usage: Usage | None) -> dict:
-    response: dict[str, Any] = {"candidates": [candidate]}
+def _response(candidate: dict | None, *, model: str, call: int, usage: Usage | None) -> dict:
+    """The response of one candidate, or of none (an empty reply: the `empty_choices` fault)."""
+    response: dict[str, Any] = {"candidates": [candidate] if candidate is not None else []}
     if usage is not None:
         response["usageMetadata"] = usage_fields(usage)
     return {**response, "modelVersion": model, "responseId": response_id(call)}
@@ -176,6 +178,8 @@ def _response(candidate: dict, *, model: str, call: int, usage: Usage | None) ->
 def body(reply: Reply, *, model: str, call: int, usage: Usage | None, created: int,
          finish: Finish | None = None) -> bytes:
     """A GenerateContentResponse (`created` is not in Gemini's body)."""
+    if empty(reply):
+        return dump(_response(None, model=model, call=call, usage=usage))
     if finish == "refused":
         # A blocked candidate carries no content at all, only why it was blocked.
         parts = None
@@ -197,6 +201,8 @@ def frames(reply: Reply, *, model: str, call: int, usage: Usage | None, created:
     """The chunks of :streamGenerateContent?alt=sse: the text in pieces, the function calls
     whole in one chunk, the finishReason and usage on the last chunk. No [DONE]: the stream
     ends when the connection closes."""
+    if empty(reply):
+        return [_frame(_response(None, model=model, call=call, usage=usage))]
     texts = [piece for piece in pieces(reply.text) if piece] if reply.text is not None else []
     if finish == "refused":
         # The pieces that passed the filter, then the blocked chunk, which carries no content.
