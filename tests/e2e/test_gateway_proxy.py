@@ -25,7 +25,7 @@ from alk.gateway.wire.formats import read_request  # noqa: E402
 from helpers.upstream import LoopbackProvider  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER = ROOT / "tests" / "workers" / "openai_client.py"
+WORKER = ROOT / "tests" / "workers" / "provider_client.py"
 UPSTREAM_KEY = "sk-alk-upstream-" + "Q7x2Lm9Pz4Rt8Vw1Ks6Hd3"
 KEY_PATTERN = r"sk-alk-upstream-[A-Za-z0-9]{20}"
 TURNS = [Reply(tool_calls=(ToolCall("lookup_order", '{"order":"742"}'),)),

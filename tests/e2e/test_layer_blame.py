@@ -16,7 +16,7 @@ import pytest
 from alk.runner.isolation import Network, detect
 
 ROOT = Path(__file__).resolve().parents[2]
-OPENAI_CLIENT = ROOT / "tests" / "workers" / "openai_client.py"
+OPENAI_CLIENT = ROOT / "tests" / "workers" / "provider_client.py"
 
 needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
                                    reason="the gateway lane runs with network = \"none\"")

@@ -269,8 +269,8 @@ def gateway_lane(tmp_path: Path) -> Path:
     by a 429 with Retry-After and a streamed answer cut mid-message."""
     text = (ROOT / "tests" / "lanes" / "gateway.toml").read_text(encoding="utf-8")
     head = text[:text.index("[[scenarios]]")].replace(
-        '"workers/openai_client.py"', json.dumps(str(ROOT / "tests" / "workers" /
-                                                      "openai_client.py")))
+        '"workers/provider_client.py"', json.dumps(str(ROOT / "tests" / "workers" /
+                                                      "provider_client.py")))
     script = """script = [ { tool = "lookup_order", args = { order = "742" } },
            { tool = "write_report", args = { order = "742" } },
            { text = "Report for order 742 written" } ]

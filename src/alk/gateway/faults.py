@@ -88,8 +88,8 @@ async def inject(session: Answering, request: web.BaseRequest, fault: WireFault,
         return await session.reply(request, asked, reply, call, began, retry, turn=None,
                                    fault=kind)
     if kind == "no_usage":
-        session.turns += 1
         reply = _turn_reply(session)
+        session.turns += 1
         session.fault_pending = False  # answered in full: nothing to recover from
         return await session.reply(request, asked, reply, call, began, retry,
                                    turn=session.turns - 1, fault=kind, usage_sent=False)

@@ -1,7 +1,9 @@
-"""A worker that is nothing but the `openai` package's client, built from the environment alone
-(OPENAI_BASE_URL, OPENAI_API_KEY), driving a tool loop against alk's gateway. The scenario's
-input picks the endpoint (`api`: "chat" or "responses") and `stream`; `retries` sets the client's
-max_retries, `timeout_s` its timeout; `claim_turns` makes it report that many model turns of
+"""A worker that is nothing but a provider's own client, built from the environment alone, driving
+a tool loop against alk's gateway: the `openai` package (OPENAI_BASE_URL, OPENAI_API_KEY), the
+`anthropic` package (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY) or `google-genai`
+(GOOGLE_GEMINI_BASE_URL, GOOGLE_API_KEY). The scenario's input picks the endpoint (`api`:
+"chat", "responses", "messages" or "gemini") and `stream`; `retries` sets the client's
+retries, `timeout_s` its timeout; `claim_turns` makes it report that many model turns of
 its own (which alk's gateway never served); `scan` (a regular expression) makes it look for a
 match in everything it can read — its environment, the files under its workspace, /tmp and /proc
 it may open, and its own memory — and write what it found to lab-output/scan.json, with, as the
@@ -25,6 +27,7 @@ client = openai.OpenAI(max_retries=options.get("retries", 2),
                        timeout=options.get("timeout_s", 5.0))
 model = start.model.get("name", "alk-script")
 TOOLS = ["lookup_order", "write_report"]
+SCHEMA = {"type": "object", "properties": {"order": {"type": "string"}}}
 
 
 def run_tool(name, args):
@@ -109,6 +112,76 @@ def responses():
     return "too many turns"
 
 
+def messages():
+    """Anthropic's Messages API through the `anthropic` client: tool_use blocks answered with
+    tool_result blocks until the model ends its turn."""
+    import anthropic
+
+    claude = anthropic.Anthropic(max_retries=options.get("retries", 2),
+                                 timeout=options.get("timeout_s", 5.0))
+    tools = [{"name": n, "description": n, "input_schema": SCHEMA} for n in TOOLS]
+    conversation = [{"role": "user", "content": start.task}]
+    for _ in range(8):
+        asked = dict(model=model, max_tokens=1024, messages=conversation, tools=tools)
+        if options.get("stream"):
+            with claude.messages.stream(**asked) as stream:
+                answer = stream.get_final_message()
+        else:
+            answer = claude.messages.create(**asked)
+        calls = [block for block in answer.content if block.type == "tool_use"]
+        if not calls:
+            return "".join(block.text for block in answer.content if block.type == "text")
+        conversation.append({"role": "assistant",
+                             "content": [block.model_dump() for block in answer.content]})
+        conversation.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call.id,
+             "content": run_tool(call.name, call.input)} for call in calls]})
+    return "too many turns"
+
+
+def gemini():
+    """Gemini's generateContent through `google-genai`, its automatic function calling off:
+    function calls answered with function responses until the model answers in text."""
+    from google import genai
+    from google.genai import types
+
+    retries = options.get("retries", 2)
+    gemini_client = genai.Client(http_options=types.HttpOptions(
+        timeout=int(options.get("timeout_s", 5.0) * 1000),
+        retry_options=types.HttpRetryOptions(attempts=retries + 1) if retries else None))
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[
+            types.FunctionDeclaration(name=n, description=n, parameters_json_schema=SCHEMA)
+            for n in TOOLS])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    contents = [types.Content(role="user", parts=[types.Part(text=start.task)])]
+    for _ in range(8):
+        if options.get("stream"):
+            parts = [part for chunk in gemini_client.models.generate_content_stream(
+                model=model, contents=contents, config=config)
+                for candidate in chunk.candidates or [] if candidate.content
+                for part in candidate.content.parts or []]
+        else:
+            answer = gemini_client.models.generate_content(model=model, contents=contents,
+                                                           config=config)
+            candidate = (answer.candidates or [None])[0]
+            parts = list(candidate.content.parts or []) if candidate and candidate.content \
+                else []
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text or "" for part in parts)
+        contents.append(types.Content(role="model", parts=parts))
+        contents.append(types.Content(role="user", parts=[
+            types.Part(function_response=types.FunctionResponse(
+                id=call.id, name=call.name,
+                response=json.loads(run_tool(call.name, dict(call.args or {})))))
+            for call in calls]))
+    return "too many turns"
+
+
+ENDPOINTS = {"chat": chat, "responses": responses, "messages": messages, "gemini": gemini}
+
+
 def scan(pattern):
     import re
 
@@ -157,7 +230,7 @@ def scan(pattern):
 for index in range(options.get("claim_turns", 0)):
     worker.emit("model", "turn", {"index": index})
 try:
-    output = responses() if options.get("api") == "responses" else chat()
+    output = ENDPOINTS[options.get("api", "chat")]()
     if options.get("scan"):
         scan(options["scan"])  # after the calls: whatever they brought back is in memory
     worker.result(output=output, stop_reason="accepted", end_state={"phase": "stopped"})
