@@ -457,3 +457,12 @@ def test_readme_says_beside_make_test_that_it_may_install_chromium_with_apt() ->
     assert "As root, or as a user who may `sudo` without a password" in text
     assert "`apt-get install chromium`" in text
     assert "Any other user gets no install: the HTML report's browser test is skipped" in text
+
+
+def test_the_result_schema_names_every_wire_fault_the_gateway_injects() -> None:
+    """A fault kind the schema does not list makes every result that fired it invalid."""
+    from alk.gateway.script import FAULT_KINDS
+    result = json.loads((DOCS / "result.schema.json").read_text())
+    pattern = result["$defs"]["wire_fault"]["pattern"]
+    listed = pattern.removeprefix("^(").split(")@call")[0].split("|")
+    assert sorted(listed) == sorted(FAULT_KINDS)
