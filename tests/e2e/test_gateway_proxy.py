@@ -17,12 +17,12 @@ from alk.runner.isolation import Network, detect
 
 pytest.importorskip("openai")
 from aiohttp import web  # noqa: E402
-
-from alk.gateway.wire.bodies import error_body, response_body
-from alk.gateway.wire.reply import Reply, ToolCall, Usage, estimate_usage
-from alk.gateway.wire.formats import read_request  # noqa: E402
-
 from helpers.upstream import LoopbackProvider  # noqa: E402
+
+from alk.gateway.routes import family_of, route  # noqa: E402
+from alk.gateway.wire.bodies import error_body, response_body, stream_events  # noqa: E402
+from alk.gateway.wire.formats import read_request  # noqa: E402
+from alk.gateway.wire.reply import Reply, ToolCall, Usage, estimate_usage
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "workers" / "provider_client.py"
@@ -39,10 +39,18 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
 MODEL = "gpt-fake"
 
 
+# How each family's upstream takes alk's key, and where alk's own check asks for the model.
+KEY_HEADERS = {"openai": ("Authorization", f"Bearer {UPSTREAM_KEY}"),
+               "anthropic": ("x-api-key", UPSTREAM_KEY),
+               "gemini": ("x-goog-api-key", UPSTREAM_KEY)}
+CHECKS = (f"/v1/models/{MODEL}", f"/v1beta/models/{MODEL}")  # OpenAI's and Anthropic's; Gemini's
+
+
 class FakeUpstream(LoopbackProvider):
-    """A provider on loopback: answers chat completions from TURNS by the number of tool
-    results the request holds, and only to the real key; `GET /models/gpt-fake` (alk's own
-    check) while it is `up`, 503 to everything once it is not."""
+    """A provider on loopback that speaks every family: answers a call from TURNS by the number
+    of tool results the request holds, in the call's own format, and only to the real key sent
+    as that family sends it; `GET .../models/gpt-fake` (alk's own check) while it is `up`, 503
+    to everything once it is not."""
 
     def __init__(self) -> None:
         self.authorizations: list[str] = []
@@ -50,34 +58,49 @@ class FakeUpstream(LoopbackProvider):
         self.up = True
         self.down_after_first_check = False
         self.usage: Usage | None = None  # what it reports of every call; None: an estimate
-        self.answered = 0  # chat completions answered
+        self.answered = 0  # model calls answered
         super().__init__()
 
-    async def _answer(self, request: web.BaseRequest) -> web.Response:
-        self.authorizations.append(request.headers.get("Authorization", ""))
-        if request.headers.get("Authorization") != f"Bearer {UPSTREAM_KEY}":
-            return web.Response(status=401, body=error_body(401, "bad key"))
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
+        asked_for = route(request.method, request.path, request.query)
+        api = asked_for.api if asked_for is not None and asked_for.kind == "call" else "chat"
+        # A check (a GET) is the family's whose key header it carries; a call, its format's.
+        family = family_of(api) if request.method != "GET" else next(
+            (name for name, (header, _) in KEY_HEADERS.items()
+             if header in request.headers), "openai")
+        header, wanted = KEY_HEADERS[family]
+        self.authorizations.append(f"{header}: {request.headers.get(header, '')}")
+        if request.headers.get(header) != wanted:
+            return web.Response(status=401, body=error_body(401, "bad key", api))
         if not self.up:
-            return web.Response(status=503, body=error_body(503, "down"))
+            return web.Response(status=503, body=error_body(503, "down", api))
         if request.method == "GET":
             self.checks += 1
             self.up = not self.down_after_first_check
-            found = request.path == f"/v1/models/{MODEL}"
+            found = request.path in CHECKS
             return web.json_response({"id": MODEL, "object": "model"} if found else
                                      {"error": {"message": "no such model"}},
                                      status=200 if found else 404)
-        asked = read_request("chat", await request.read())
+        asked = read_request(api, await request.read(), model=asked_for.model,
+                             stream=asked_for.stream)
         assert not isinstance(asked, str), asked
         reply = TURNS[min(asked.tool_results, len(TURNS) - 1)]
         usage = self.usage or estimate_usage(asked, reply)
         self.answered += 1
-        return web.Response(body=response_body("chat", reply, model=asked.model,
-                                               call=asked.items, usage=usage,
-                                               created=1), content_type="application/json")
+        made = dict(model=asked.model, call=asked.items, usage=usage, created=1)
+        if asked.stream:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for frame in stream_events(api, reply, **made):
+                await response.write(frame)
+            await response.write_eof()
+            return response
+        return web.Response(body=response_body(api, reply, **made),
+                            content_type="application/json")
 
 
-
-def lane(tmp_path: Path, model: str, name: str) -> Path:
+def lane(tmp_path: Path, model: str, name: str, api: str = "chat", stream: bool = False
+         ) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(f"""name = "{name}"
 framework = "openai-client"
@@ -92,7 +115,7 @@ timeout_s = 30
 [[scenarios]]
 id = "report"
 task = "Prepare the report for order 742 (keys look like sk-alk-upstream-)"
-input = {{ scan = "{KEY_PATTERN}" }}
+input = {{ scan = "{KEY_PATTERN}", api = "{api}", stream = {str(stream).lower()} }}
 [scenarios.expect]
 stop_reason = "accepted"
 files = [ {{ path = "lab-output/effects.json", json_length = 1 }} ]
@@ -124,20 +147,29 @@ def upstream():
     fake.close()
 
 
+# Each family through its own client (streamed where the family's stream is its own framing:
+# Anthropic's events, Gemini's CRLF-ended chunks), to an upstream of its family.
+FAMILIES = [("chat", False, "openai", "/v1"), ("messages", True, "anthropic", ""),
+            ("gemini", True, "gemini", "")]
+
+
 @needs_offline
+@pytest.mark.parametrize("api, stream, family, base", FAMILIES, ids=[f[2] for f in FAMILIES])
 def test_the_proxy_keeps_the_key_from_the_worker_and_a_replay_reproduces_its_model_events(
-        tmp_path, upstream):
+        tmp_path, upstream, api, stream, family, base):
     cassette = tmp_path / "recorded.jsonl"
     proxy = lane(tmp_path, f"""mode = "proxy"
-upstream = "http://127.0.0.1:{upstream.port}/v1"
+family = "{family}"
+upstream = "http://127.0.0.1:{upstream.port}{base}"
 key_env = "ALK_TEST_UPSTREAM_KEY"
 name = "gpt-fake"
 record = "{cassette}"
-""", "proxied")
+""", "proxied", api, stream)
     document, recorded = run(tmp_path, proxy, "-n", "2")
     repeats = document["scenarios"][0]["repeats"]
     assert [r["outcome"] for r in repeats] == ["pass", "pass"], [r["detail"] for r in repeats]
-    assert set(upstream.authorizations) == {f"Bearer {UPSTREAM_KEY}"}
+    header, wanted = KEY_HEADERS[family]
+    assert set(upstream.authorizations) == {f"{header}: {wanted}"}
     # The worker scanned its environment, files and memory after its calls: no key, though
     # the scan found the gateway's per-repeat token in that memory (the scan works).
     workspaces = Path(document["paths"]["workspaces"])
@@ -148,14 +180,15 @@ record = "{cassette}"
     written = [*tmp_path.glob("transcripts/**/*.jsonl"), *tmp_path.glob("reports/**/*.json"),
                cassette]
     assert all(UPSTREAM_KEY not in path.read_text() for path in written)
-    assert [[c["tool_calls"] for c in calls] for calls in recorded] == [
-        [["lookup_order"], ["write_report"], []]] * 2
+    assert [[(c["api"], c["tool_calls"]) for c in calls] for calls in recorded] == [
+        [(api, ["lookup_order"]), (api, ["write_report"]), (api, [])]] * 2
+    assert {json.loads(line)["api"] for line in cassette.read_text().splitlines()} == {api}
 
     # The cassette, replayed with no upstream at all, gives the same model events.
     upstream.close()
     # The model's name as recorded: the worker asks for it, and replay matches it.
     replay = lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\nname = "{MODEL}"\n',
-                  "replayed")
+                  "replayed", api, stream)
     document, replayed = run(tmp_path, replay, "-n", "2")
     assert [r["outcome"] for r in document["scenarios"][0]["repeats"]] == ["pass", "pass"]
     assert replayed == recorded
