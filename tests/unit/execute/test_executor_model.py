@@ -60,13 +60,20 @@ def test_a_repeat_reaches_the_gateway_through_its_environment_and_start(make_lan
     assert sorted(probe.env) == sorted(repeat.env)
     assert probe.env["OPENAI_API_KEY"] == probe.gateway.key
     model = repeat.start["model"]
-    assert set(model) == {"base_url", "api_key", "mode", "name"}
+    assert set(model) == {"base_url", "api_key", "mode", "name", "base_urls"}
     assert (model["mode"], model["name"]) == ("script", "alk-script")
     assert model["api_key"].startswith("alk-") and len(model["api_key"]) > 20
     # No network namespace here: the gateway listens on alk's own loopback.
     assert model["base_url"] == f"http://127.0.0.1:{repeat.gateway.port}/v1"
     assert repeat.env["OPENAI_BASE_URL"] == repeat.env["OPENAI_API_BASE"] == model["base_url"]
     assert repeat.env["OPENAI_API_KEY"] == model["api_key"]
+    # Every family's client finds it too, with the same key, its base URL as it takes one.
+    root = f"http://127.0.0.1:{repeat.gateway.port}"
+    assert model["base_urls"] == {"openai": model["base_url"], "anthropic": root,
+                                  "gemini": root}
+    assert (repeat.env["ANTHROPIC_BASE_URL"], repeat.env["GOOGLE_GEMINI_BASE_URL"]) == (root, root)
+    assert {repeat.env[name] for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+                                          "GOOGLE_API_KEY")} == {model["api_key"]}
     assert repeat.gateway is not None and repeat.gateway_port is None
 
 
@@ -341,11 +348,12 @@ def test_the_run_budget_starts_no_repeat_once_the_tokens_reach_it(make_lane, tmp
     plan = build_plan(lane_of(make_lane, Scenario("a", "t"), Scenario("b", "t"), setup=setup),
                       "run-1", repeats=4, seed=5)
     # Each repeat is counted before the next is taken: with -j 1, the third (30 ≥ 25) is
-    # the last; with -j 2 the one already running beside it finishes too.
+    # the last; with -j 2 the one already running beside it may finish too (whether it had
+    # begun is the machine's timing), and no other.
     execution = execute(plan, tmp_path, Redactor(), jobs=jobs, environ={"PATH": "/bin"},
                         runner=ScriptedRunner(PASSING, *[spending(10)] * 8))
-    ran = 3 if jobs == 1 else 4
-    assert len(execution.repeats) == ran
+    ran = len(execution.repeats)
+    assert ran == 3 if jobs == 1 else ran in (3, 4)
     assert execution.interrupted
     assert execution.budget_spent == (
         f"stopped: token budget reached ({ran * 10} of max_tokens.run = 25 provider tokens) "
