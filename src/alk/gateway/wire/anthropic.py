@@ -12,8 +12,25 @@ from urllib.parse import quote
 
 from alk import untrusted_json
 from alk.cost import bounded
-from alk.gateway.wire.reply import Reply, ToolCall, Usage, compact_json, dump, message_id, pieces
-from alk.gateway.wire.request import MAX_TOOLS, MODEL_CHARS, TOOL_NAME_CHARS, Asked, json_kind
+from alk.gateway.wire.reply import (
+    Reply,
+    ToolCall,
+    Usage,
+    array,
+    compact_json,
+    dump,
+    message_id,
+    pieces,
+    unquoted_key,
+)
+from alk.gateway.wire.request import (
+    MAX_TOOLS,
+    TOOL_NAME_CHARS,
+    Asked,
+    body_model,
+    json_kind,
+    not_an_array,
+)
 
 API = "messages"
 FAMILY = "anthropic"
@@ -41,17 +58,12 @@ def tool_use_id(call: int, index: int) -> str:
 def read(request: dict, *, size: int, model: str = "", stream: bool = False) -> Asked | str:
     """The request as alk reads it, or the problem that makes it a 400. The model and `stream`
     are the body's: the path names neither, so the arguments are "" and False. Never raises."""
-    name = request.get("model")
-    if not isinstance(name, str):
-        return f"'model' must be a string, not {json_kind(name)}"
-    streamed = request.get("stream", False)
-    if streamed is None:
-        streamed = False
-    if not isinstance(streamed, bool):
-        return f"'stream' must be true or false, not {json_kind(streamed)}"
+    named = body_model(request)
+    if isinstance(named, str):
+        return named
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages:
-        return f"'messages' must be a non-empty array, not {json_kind(messages)}"
+        return not_an_array("messages", messages)
     # The system prompt is its own field, not a message, so it is no item.
     system = request.get("system")
     if system is not None and not isinstance(system, (str, list)):
@@ -60,7 +72,7 @@ def read(request: dict, *, size: int, model: str = "", stream: bool = False) -> 
                   if isinstance(message, dict) and message.get("role") == "user")
     answered = sum(1 for message in messages
                    if isinstance(message, dict) and message.get("role") == "assistant")
-    return Asked(api=API, model=name[:MODEL_CHARS], stream=streamed,
+    return Asked(api=API, model=named[0], stream=named[1],
                  tools=_tool_names(request.get("tools")), items=len(messages),
                  tool_results=results, chars=size, answered=answered)
 
@@ -217,7 +229,7 @@ def malformed_body(call: int) -> bytes:
     """A 200 body that is not JSON: a whole message, its braces balanced, one key unquoted."""
     whole = body(Reply(text="The answer is"), model="alk", call=call, usage=Usage(1, 1),
                  created=0)
-    return whole.replace(b'"content":', b"content:", 1)
+    return unquoted_key(whole, b'"content":')
 
 
 def malformed_stream(call: int) -> bytes:
@@ -228,11 +240,6 @@ def malformed_stream(call: int) -> bytes:
 
 
 # --- an upstream's answer, read back -----------------------------------------------------------
-
-
-def _list(holder: Any, key: str) -> list:
-    value = holder.get(key) if isinstance(holder, dict) else None
-    return value if isinstance(value, list) else []
 
 
 def _arguments(value: Any) -> str | None:
@@ -250,7 +257,7 @@ def reply_of_body(response: dict) -> Reply | None:
         return None
     texts: list[str] = []
     calls: list[ToolCall] = []
-    for block in _list(response, "content"):
+    for block in array(response, "content"):
         if not isinstance(block, dict):
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str):

@@ -32,10 +32,7 @@ _FINISH = {None: None, "refused": "content_filter", "max_tokens": "length"}
 
 error = shared.error
 upstream_headers = shared.upstream_headers
-
-
-def check_path(model: str) -> str:
-    return shared.check_path(model)
+check_path = shared.check_path
 
 
 def upstream_path(model: str, stream: bool) -> str:

@@ -22,7 +22,9 @@ from alk.gateway.wire.reply import (
     dump,
     empty,
     pieces,
+    reply_or_none,
     response_id,
+    unquoted_key,
 )
 from alk.gateway.wire.request import MAX_TOOLS, MODEL_CHARS, TOOL_NAME_CHARS, Asked, json_kind
 
@@ -260,7 +262,7 @@ def malformed_body(call: int) -> bytes:
     """A 200 body that is not JSON: a whole object, its braces balanced, one key unquoted."""
     whole = body(Reply(text="The answer is"), model="alk", call=call, usage=Usage(1, 1),
                  created=0)
-    return whole.replace(b'"candidates":', b"candidates:", 1)
+    return unquoted_key(whole, b'"candidates":')
 
 
 def malformed_stream(call: int) -> bytes:
@@ -294,18 +296,12 @@ def _said(response: Any, texts: list[str], calls: list[ToolCall]) -> None:
             calls.append(ToolCall(function["name"], arguments))
 
 
-def _reply(texts: list[str], calls: list[ToolCall]) -> Reply | None:
-    if not texts and not calls:
-        return None
-    return Reply(text="".join(texts) if texts else None, tool_calls=tuple(calls))
-
-
 def reply_of_body(response: dict) -> Reply | None:
     """The reply in a GenerateContentResponse, or None. Never raises."""
     texts: list[str] = []
     calls: list[ToolCall] = []
     _said(response, texts, calls)
-    return _reply(texts, calls)
+    return reply_or_none(texts, tuple(calls))
 
 
 def reply_of_events(events: list[dict]) -> Reply | None:
@@ -314,7 +310,7 @@ def reply_of_events(events: list[dict]) -> Reply | None:
     calls: list[ToolCall] = []
     for event in events if isinstance(events, list) else []:
         _said(event, texts, calls)
-    return _reply(texts, calls)
+    return reply_or_none(texts, tuple(calls))
 
 
 def usage_of_body(response: dict) -> Usage | None:
