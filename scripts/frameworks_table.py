@@ -75,9 +75,19 @@ SCHEMA = "alk.frameworks/1"
 # alk stamps an event when its loop writes it, a few milliseconds after the gateway saw it.
 STAMP_SLACK_S = 0.01
 
-# The columns' order; a lane not named here comes after them, by name.
-FRAMEWORKS = ("pydantic-ai", "langgraph", "openai-agents", "smolagents", "llamaindex",
-              "strands", "autogen")
+# The tables, each a group of lanes that ran the same scenarios through one kind of client, and
+# their columns' order; a lane not named here joins the first table when its lane serves the
+# OpenAI family (or every family), the second otherwise, after the named ones, by name.
+GROUPS = (
+    ("openai", "Through their OpenAI clients",
+     ("pydantic-ai", "langgraph", "openai-agents", "smolagents", "llamaindex", "strands",
+      "autogen")),
+    ("native", "Through their Anthropic and Gemini clients",
+     ("anthropic", "pydantic-ai-anthropic", "langgraph-anthropic", "google-genai",
+      "pydantic-ai-google", "adk")),
+    ("coding", "Coding agents", ("claude-agent-sdk", "claude-code", "codex", "gemini-cli")),
+)
+FRAMEWORKS = tuple(name for _, _, names in GROUPS for name in names)
 # Rows: what a robust run does in each scenario, the fixed text of the second column.
 AGENT_SCENARIOS = {
     "nominal": "two tool calls, then the answer",
@@ -348,6 +358,7 @@ def measure_run(result_path: Path) -> dict[str, Any]:
         "repeats": document["settings"]["repeats"],
         "run_s": seconds_between(document["started_at"], document["finished_at"]),
         "repeat_s": round(statistics.median(durations), 2) if durations else None,
+        "family": ((lane or {}).get("model") or {}).get("family", "openai"),
         "scenarios": {s["id"]: scenario_summary(s, base, lane) for s in document["scenarios"]},
     }
 
@@ -377,6 +388,27 @@ def update(data: dict[str, Any], runs: list[dict[str, Any]],
 
 def lane_order(name: str) -> tuple[int, str]:
     return (FRAMEWORKS.index(name) if name in FRAMEWORKS else len(FRAMEWORKS), name)
+
+
+def group_of(entry: dict[str, Any]) -> str:
+    for key, _, names in GROUPS:
+        if entry["lane"] in names:
+            return key
+    return "openai" if entry.get("family", "openai") == "openai" else "native"
+
+
+def add(data: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary with the whole runs of lanes it does not hold yet added, in their order."""
+    held = {entry["lane"] for entry in data["frameworks"]}
+    again = sorted(held & {run["lane"] for run in runs})
+    if again:
+        raise SystemExit(f"{', '.join(again)}: already in the summary; measure some of its "
+                         "scenarios again with --update, or all its lanes with measure")
+    names = [run["lane"] for run in runs]
+    if len(set(names)) < len(names):
+        raise SystemExit("more than one run of a lane: give one run a lane")
+    return {**data, "frameworks": sorted([*data["frameworks"], *runs],
+                                         key=lambda r: lane_order(r["lane"]))}
 
 
 def measure(paths: Iterable[Path]) -> dict[str, Any]:
@@ -544,8 +576,18 @@ def render(data: dict[str, Any]) -> str:
     frameworks = data["frameworks"]
     if not frameworks:
         return "No framework measured yet.\n"
-    agent, wire = rows_of(frameworks)
-    lines = table(frameworks, agent, "scenario") + [""] + table(frameworks, wire, "wire fault")
+    groups = [(title, [f for f in frameworks if group_of(f) == key])
+              for key, title, _ in GROUPS]
+    groups = [(title, members) for title, members in groups if members]
+    lines: list[str] = []
+    for title, members in groups:
+        agent, wire = rows_of(members)
+        if len(groups) > 1:
+            lines += [f"**{title}**", ""]
+        lines += table(members, agent, "scenario") + [""]
+        if wire:
+            lines += table(members, wire, "wire fault") + [""]
+    lines.pop()
     repeats = sorted({f["repeats"] for f in frameworks})
     versions = listing([f"{f['framework']} {f['version']}" for f in frameworks])
     costs = listing([f"{f['lane']} {seconds(f['repeat_s'])}" for f in frameworks
@@ -640,6 +682,9 @@ def main(argv: list[str] | None = None) -> int:
     measuring.add_argument("--update", action="store_true",
                            help="put the runs' scenarios in place of their lanes' in the "
                                 "summary (--out), keeping the rest")
+    measuring.add_argument("--add", action="store_true",
+                           help="add the whole runs of lanes the summary (--out) does not "
+                                "hold yet, keeping the rest")
     measuring.add_argument("--because", metavar="TEXT",
                            help="with --update: why they were measured again, when not for "
                                 "their verdict (the README's text says it)")
@@ -651,6 +696,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "because", None) is not None and not args.update:
         parser.error("--because goes with --update")
+    if args.command == "measure" and args.add and args.update:
+        parser.error("--add is for lanes not measured yet, --update for those that were")
+    if args.command == "measure" and args.add:
+        data = add(json.loads(args.out.read_text(encoding="utf-8")),
+                   [measure_run(path) for path in args.results])
+        args.out.write_text(dump(data), encoding="utf-8")
+        print(f"added {len(args.results)} run(s) to {args.out}")
+        return 0
     if args.command == "measure" and args.update:
         data = update(json.loads(args.out.read_text(encoding="utf-8")),
                       [measure_run(path) for path in args.results], args.because)

@@ -255,6 +255,33 @@ def test_update_adds_a_scenario_the_lane_had_not_run_and_says_why_it_ran_again(t
         table.main(["measure", "--because", "why", "--out", str(out), str(result_path)])
 
 
+def test_add_puts_new_lanes_in_their_table_and_refuses_one_already_measured(tmp_path):
+    """A lane measured for the first time joins the summary beside the runs kept; a lane that
+    serves another family than OpenAI's has a table of its own, and so do the coding agents."""
+    result_path = made_run(tmp_path)
+    data = table.measure([result_path])
+    run = table.measure_run(result_path)
+    assert run["family"] == "openai"  # the made lane names none: every family is served
+    native = {**run, "lane": "made-anthropic", "family": "anthropic"}
+    coding = {**run, "lane": "codex"}  # named in GROUPS: a coding agent, whatever its family
+    out = tmp_path / "frameworks.json"
+    out.write_text(table.dump(table.add(data, [native, coding])))
+    entries = json.loads(out.read_text())["frameworks"]
+    assert [(e["lane"], table.group_of(e)) for e in entries] == [
+        ("codex", "coding"), ("made", "openai"), ("made-anthropic", "native")]
+    text = table.render({"schema": table.SCHEMA, "frameworks": entries})
+    titles = [line for line in text.splitlines() if line.startswith("**")]
+    assert titles == ["**Through their OpenAI clients**",
+                      "**Through their Anthropic and Gemini clients**", "**Coding agents**"]
+    [header] = [line for line in text.splitlines()[text.splitlines().index(titles[1]):]
+                if line.startswith("| scenario")][:1]
+    assert header == "| scenario | a robust run | made-anthropic |"
+    with pytest.raises(SystemExit, match="made: already in the summary"):
+        table.add(data, [run])
+    # One table needs no title: the block reads as it did with one kind of client.
+    assert "**" not in table.render(data)
+
+
 def test_a_wait_shorter_than_retry_after_is_not_honoured(tmp_path):
     result_path = made_run(tmp_path)
     lane = result_path.parents[2] / "lanes" / "made.toml"
