@@ -7,11 +7,12 @@ BIN    := $(VENV)/bin
         mutation clean
 
 # Frameworks whose `openai` range excludes the others' (Strands and LlamaIndex want openai<3,
-# the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own: their
+# the Agents SDK and Pydantic AI openai>=3) run from a virtual environment of their own, as does
+# Google ADK (its pins would downgrade google-genai and OpenTelemetry in .venv): their
 # lanes' command names its interpreter. alk hands every worker its SDK, so only the framework
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
-FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
+FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs/adk/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
@@ -109,6 +110,11 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(PYTHON) -m venv .venvs/llamaindex
 	.venvs/llamaindex/bin/python -m pip install --quiet 'llama-index-core>=0.14.25,<0.15' \
 		'llama-index-llms-openai-like>=0.8.1,<0.9'
+	touch $@
+
+.venvs/adk/.installed:
+	$(PYTHON) -m venv .venvs/adk
+	.venvs/adk/bin/python -m pip install --quiet 'google-adk==2.13.0' 'google-genai==2.34.0'
 	touch $@
 
 $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
