@@ -15,8 +15,9 @@ import stat
 import subprocess
 import sys
 
-from alk import worker
 from coding_cli import agent_env, report, run_agent, seed_workspace
+
+from alk import worker
 
 worker.hello()
 
