@@ -16,8 +16,6 @@ from coding_cli import agent_env, report, run_agent, seed_workspace, text_of
 
 from alk import worker
 
-worker.hello()
-
 # Written into the agent's HOME before each run: files under protected/ are not the agent's
 # to change (Edit rules cover every built-in tool that edits files, Write included).
 SETTINGS = '{"permissions": {"deny": ["Edit(./protected/**)"]}}'
@@ -66,6 +64,7 @@ def parse(event):
 
 
 def main():
+    worker.hello()
     binary = claude_binary()
     worker.ready("claude-code", claude_version(binary), [os.path.dirname(binary)])
     start = worker.start()
