@@ -12,11 +12,14 @@ BIN    := $(VENV)/bin
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
 FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
+# Coding agents (lanes/claude-code.toml, lanes/claude-agent-sdk.toml, ...): each installed in a
+# folder of the project (the sandbox binds the project root only), at an exact version.
+CODING_AGENTS := .venvs/claude/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
-test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) browser
+test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) $(CODING_AGENTS) browser
 	$(BIN)/python -m pytest
 
 # The unit tier without its slow tests (marked `slow`: real processes, large budgets): a minute
@@ -109,6 +112,13 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(PYTHON) -m venv .venvs/llamaindex
 	.venvs/llamaindex/bin/python -m pip install --quiet 'llama-index-core>=0.14.25,<0.15' \
 		'llama-index-llms-openai-like>=0.8.1,<0.9'
+	touch $@
+
+# The Claude Agent SDK, which bundles the Claude Code binary (about 430 MB in all): the SDK's
+# lane and the Claude Code CLI's lane both run it from here.
+.venvs/claude/.installed:
+	$(PYTHON) -m venv .venvs/claude
+	.venvs/claude/bin/python -m pip install --quiet 'claude-agent-sdk==0.2.184'
 	touch $@
 
 $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
