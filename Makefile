@@ -15,6 +15,8 @@ FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed
 # Coding agents (lanes/claude-code.toml, lanes/claude-agent-sdk.toml, ...): each installed in a
 # folder of the project (the sandbox binds the project root only), at an exact version.
 CODING_AGENTS := .venvs/claude/.installed
+# The Codex and Gemini CLIs: npm packages under .tools/ (git-ignored), run by the system's node.
+CODING_AGENTS += .tools/codex/.installed .tools/gemini/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
@@ -125,5 +127,17 @@ $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
 	touch $@ $(VENV)/.installed
 
+# npm with --ignore-scripts: Codex's binary comes as a package for the platform, and Gemini CLI
+# runs without the native modules (node-pty, keytar) whose scripts would need a compiler.
+.tools/codex/.installed:
+	npm install --prefix .tools/codex --ignore-scripts --no-fund --no-audit --loglevel=error \
+		'@openai/codex@0.169.0'
+	touch $@
+
+.tools/gemini/.installed:
+	npm install --prefix .tools/gemini --ignore-scripts --no-fund --no-audit --loglevel=error \
+		'@google/gemini-cli@0.61.0'
+	touch $@
+
 clean:
-	rm -rf $(VENV) .venvs build *.egg-info src/*.egg-info mutants
+	rm -rf $(VENV) .venvs .tools build *.egg-info src/*.egg-info mutants
