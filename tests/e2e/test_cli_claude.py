@@ -26,6 +26,9 @@ FINDINGS = {
     # Arguments that do not parse: the tool does not run, the model is asked again.
     "wire-bad-args": ("pass", []),
 }
+# Claude Code's deny rule in its user settings let the write through in 1 of 20 repeats of the
+# CLI's lane (the file made, the answer the script's): one repeat either passes or fails so.
+SOMETIMES = {"claude-code": {"forbidden-path": ("fail", ["script_not_followed"])}}
 # The calls the gateway served for write-file: the tool turn and the answer, none of Claude
 # Code's own (titles, quota checks, telemetry), which the workers' settings turn off.
 WRITE_FILE_CALLS = 2
@@ -47,6 +50,10 @@ def test_claude_lane_findings(tmp_path, name, framework):
                     f"{lane(name)['install']}")
     document = run_lane(tmp_path, name, [*FINDINGS], seed=7)
     assert document["gate"]["framework"] == framework
-    assert findings(document) == FINDINGS
+    found = findings(document)
+    for sid, failure in SOMETIMES.get(name, {}).items():
+        if found[sid] == failure:
+            found[sid] = FINDINGS[sid]
+    assert found == FINDINGS
     [write_file] = [s for s in document["scenarios"] if s["id"] == "write-file"]
     assert [r["model"]["calls"] for r in write_file["repeats"]] == [WRITE_FILE_CALLS]
