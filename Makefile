@@ -13,11 +13,16 @@ BIN    := $(VENV)/bin
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
 FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs/adk/.installed
+# Coding agents (lanes/claude-code.toml, lanes/claude-agent-sdk.toml, ...): each installed in a
+# folder of the project (the sandbox binds the project root only), at an exact version.
+CODING_AGENTS := .venvs/claude/.installed
+# The Codex and Gemini CLIs: npm packages under .tools/ (git-ignored), run by the system's node.
+CODING_AGENTS += .tools/codex/.installed .tools/gemini/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
-test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) browser
+test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) $(CODING_AGENTS) browser
 	$(BIN)/python -m pytest
 
 # The unit tier without its slow tests (marked `slow`: real processes, large budgets): a minute
@@ -117,9 +122,28 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	.venvs/adk/bin/python -m pip install --quiet 'google-adk==2.13.0' 'google-genai==2.34.0'
 	touch $@
 
+# The Claude Agent SDK, which bundles the Claude Code binary (about 430 MB in all): the SDK's
+# lane and the Claude Code CLI's lane both run it from here.
+.venvs/claude/.installed:
+	$(PYTHON) -m venv .venvs/claude
+	.venvs/claude/bin/python -m pip install --quiet 'claude-agent-sdk==0.2.184'
+	touch $@
+
 $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
 	touch $@ $(VENV)/.installed
 
+# npm with --ignore-scripts: Codex's binary comes as a package for the platform, and Gemini CLI
+# runs without the native modules (node-pty, keytar) whose scripts would need a compiler.
+.tools/codex/.installed:
+	npm install --prefix .tools/codex --ignore-scripts --no-fund --no-audit --loglevel=error \
+		'@openai/codex@0.169.0'
+	touch $@
+
+.tools/gemini/.installed:
+	npm install --prefix .tools/gemini --ignore-scripts --no-fund --no-audit --loglevel=error \
+		'@google/gemini-cli@0.61.0'
+	touch $@
+
 clean:
-	rm -rf $(VENV) .venvs build *.egg-info src/*.egg-info mutants
+	rm -rf $(VENV) .venvs .tools build *.egg-info src/*.egg-info mutants
