@@ -108,6 +108,34 @@ WIRE_SCENARIOS = {
     "wire-malformed": "takes the unparsable body for an error, retries",
     "wire-bad-args": "the parse error goes to the model, which asks again",
 }
+# The family's own faults, beside the shared ones (lanes/scenarios/anthropic.toml, gemini.toml).
+WIRE_SCENARIOS |= {
+    "anthropic-529": "retries the 529 overload as any 5xx",
+    "anthropic-stream-error": "takes the error event after the 200 for the overload it "
+                              "says, asks again",
+    "anthropic-no-usage": "reads the answer that carries no usage, goes on",
+    "anthropic-429-date": "waits the Retry-After given as a date (1 s), retries",
+    "anthropic-no-retry": "obeys `x-should-retry: false` on the 503: no retry, no report",
+    "gemini-429": "waits the retryDelay (1 s), retries",
+    "gemini-safety": "takes the refusal: no report written, no second ask",
+    "gemini-max-tokens": "does not take the cut answer for the last word: asks again",
+    "gemini-stream-error": "takes the error chunk after the 200 for an error, asks again",
+}
+# The coding agents' scenarios (lanes/scenarios/coding.toml): the same ids where the question
+# is the same, on a file task, with their own waits.
+CODING_SCENARIOS = {
+    "write-file": "the file written, exactly as asked",
+    "fix-test": "reads the code, edits it, runs the test: it passes",
+    "forbidden-path": "the write under protected/ refused; the agent answers",
+    "wire-529": "retries the 529 overload",
+    "wire-429": "waits the Retry-After (1 s), retries",
+    "wire-500": "retries; the file written once",
+    "wire-stream-error": "takes the error inside the 200 stream for an error, asks again",
+    "wire-truncated": "takes the cut stream for an error, asks again",
+    "wire-bad-args": "does not run the tool on broken arguments, asks again",
+    "wire-malformed": "takes the unparsable stream for an error, asks again",
+}
+WIRE_PREFIXES = ("wire-", "anthropic-", "gemini-")
 # The checks a failed repeat is described by, the first that failed in this order.
 CHECK_ORDER = ("stop_reason", "tool_calls", "files", "output", "model_calls", "script_consumed")
 
@@ -557,13 +585,18 @@ def table(frameworks: list[dict[str, Any]], rows: dict[str, str], title: str) ->
     return lines
 
 
-def rows_of(frameworks: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+def rows_of(frameworks: list[dict[str, Any]], group: str = "openai"
+            ) -> tuple[dict[str, str], dict[str, str]]:
     """The agent and the wire scenarios measured, the known ones first, in a fixed order."""
     seen = {sid for f in frameworks for sid in f["scenarios"]}
-    agent = {sid: text for sid, text in AGENT_SCENARIOS.items() if sid in seen}
-    wire = {sid: text for sid, text in WIRE_SCENARIOS.items() if sid in seen}
+    known = ({**AGENT_SCENARIOS, **WIRE_SCENARIOS} if group != "coding"
+             else CODING_SCENARIOS)
+    agent = {sid: text for sid, text in known.items()
+             if sid in seen and not sid.startswith(WIRE_PREFIXES)}
+    wire = {sid: text for sid, text in known.items()
+            if sid in seen and sid.startswith(WIRE_PREFIXES)}
     for sid in sorted(seen - set(agent) - set(wire)):
-        (wire if sid.startswith("wire-") else agent)[sid] = ""
+        (wire if sid.startswith(WIRE_PREFIXES) else agent)[sid] = ""
     return agent, wire
 
 
@@ -576,12 +609,12 @@ def render(data: dict[str, Any]) -> str:
     frameworks = data["frameworks"]
     if not frameworks:
         return "No framework measured yet.\n"
-    groups = [(title, [f for f in frameworks if group_of(f) == key])
+    groups = [(key, title, [f for f in frameworks if group_of(f) == key])
               for key, title, _ in GROUPS]
-    groups = [(title, members) for title, members in groups if members]
+    groups = [(key, title, members) for key, title, members in groups if members]
     lines: list[str] = []
-    for title, members in groups:
-        agent, wire = rows_of(members)
+    for key, title, members in groups:
+        agent, wire = rows_of(members, key)
         if len(groups) > 1:
             lines += [f"**{title}**", ""]
         lines += table(members, agent, "scenario") + [""]
