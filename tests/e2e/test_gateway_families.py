@@ -62,10 +62,11 @@ FAULTS = [
     ("empty_choices", "", False), ("empty_choices", "", True),
     ("unknown_tool", "", False), ("bad_tool_args", "", True), ("truncated_stream", "", True),
 ]
-# What each client did (anthropic 2.15, google-genai 2.34, openai 3.57; 2 retries): the
-# repeat's outcome, "" for a pass. R: recovered (passed); U: fault_unrecovered (the client
-# raised, or the run ended on the broken answer); M: fault_mishandled (the client went on as
-# if the answer were whole, and the run failed); T: unrecovered through the lane's timeout.
+# What each client did (anthropic 2.15 and 2.16, google-genai 2.34 and 3.6, openai 3.57; 2
+# retries): the repeat's outcome, "" for a pass. R: recovered (passed); U: fault_unrecovered
+# (the client raised, or the run ended on the broken answer); M: fault_mishandled (the client
+# went on as if the answer were whole, and the run failed); T: unrecovered through the lane's
+# timeout.
 SEEN = {
     "messages": "RRUR" "UU" "RM" "UU" "UM" "UU" "R" "M" "U",
     "gemini": "URRR" "UU" "RR" "UU" "UU" "UU" "R" "U" "U",
