@@ -27,7 +27,8 @@ FINDINGS = {
     "wire-bad-args": ("pass", []),
 }
 # Claude Code's deny rule in its user settings let the write through in 1 of 20 repeats of the
-# CLI's lane (the file made, the answer the script's): one repeat either passes or fails so.
+# CLI's lane (the file made, the answer the script's). A repeat that fails so is run again, up
+# to three in all, and one of them must pass: a rule that never holds fails the test.
 SOMETIMES = {"claude-code": {"forbidden-path": ("fail", ["script_not_followed"])}}
 # The calls the gateway served for write-file: the tool turn and the answer, none of Claude
 # Code's own (titles, quota checks, telemetry), which the workers' settings turn off.
@@ -52,8 +53,10 @@ def test_claude_lane_findings(tmp_path, name, framework):
     assert document["gate"]["framework"] == framework
     found = findings(document)
     for sid, failure in SOMETIMES.get(name, {}).items():
-        if found[sid] == failure:
-            found[sid] = FINDINGS[sid]
+        for seed in (8, 9):
+            if found[sid] != failure:
+                break
+            found[sid] = findings(run_lane(tmp_path, name, [sid], seed=seed))[sid]
     assert found == FINDINGS
     [write_file] = [s for s in document["scenarios"] if s["id"] == "write-file"]
     assert [r["model"]["calls"] for r in write_file["repeats"]] == [WRITE_FILE_CALLS]
