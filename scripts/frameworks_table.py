@@ -14,6 +14,11 @@ process a repeat; a lane that runs from a venv of its own needs it installed fir
     .venv/bin/python scripts/frameworks_table.py measure reports/RUN_ID/result.json ...
     .venv/bin/python scripts/frameworks_table.py render --write
 
+The native-client lanes (anthropic, google-genai, pydantic-ai-anthropic, pydantic-ai-google,
+langgraph-anthropic, adk) and the coding agents (claude-agent-sdk, claude-code, codex,
+gemini-cli) are measured the same way; a lane the summary does not hold yet joins it with
+`measure --add reports/RUN_ID/result.json`, the others' runs kept.
+
 To measure again only some scenarios of a lane (those a change of alk's attribution could
 move, say), run them with the lane's first run's seed and the same repeats, and put them in
 place of the summary's (the lane's entry lists such runs under `remeasured`):
