@@ -33,17 +33,18 @@ PROVIDER = sys.argv[1] if len(sys.argv) > 1 else "openai"
 # The chat model's integration and client, for the paths alk attributes a crash to.
 CLIENTS = {"openai": ("langchain-openai", "openai"),
            "anthropic": ("langchain-anthropic", "anthropic")}
+# Imported before ready, as the framework is: not on the repeat's time.
+if PROVIDER == "anthropic":
+    from langchain_anthropic import ChatAnthropic
+else:
+    from langchain_openai import ChatOpenAI
 
 
 def chat_model(start):
     """The provider's ordinary LangChain chat model, at its family's endpoint of the gateway."""
     if PROVIDER == "anthropic":
-        from langchain_anthropic import ChatAnthropic
-
         name, base_url, api_key = family_endpoint(start, "anthropic")
         return ChatAnthropic(model=name, base_url=base_url, api_key=api_key)
-    from langchain_openai import ChatOpenAI
-
     name, base_url, api_key = model_endpoint(start)
     return ChatOpenAI(model=name, base_url=base_url, api_key=api_key)
 
