@@ -25,6 +25,39 @@ def model_endpoint(start):
             model.get("api_key") or os.environ.get("OPENAI_API_KEY"))
 
 
+# Each family's variables, read when the start message names no base URL for it.
+_FAMILY_ENV = {"openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+               "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+               "gemini": ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY")}
+# The tools as a model is told of them, for the workers that declare them to a provider's
+# client by hand: name -> description (each takes one string argument, `order`).
+TOOL_DOCS = {"lookup_order": "Look up an order.",
+             "write_report": "Write the order's report (the side effect).",
+             "delete_records": "Delete the order's records."}
+ORDER_SCHEMA = {"type": "object", "properties": {"order": {"type": "string"}},
+                "required": ["order"]}
+
+
+def family_endpoint(start, family):
+    """One family's endpoint of the model alk serves, as `(name, base_url, api_key)`: from
+    `start.model["base_urls"][family]` (Anthropic's and Gemini's are the root, with no /v1),
+    else from the variables that family's client reads."""
+    model, (url_env, key_env) = start.model, _FAMILY_ENV[family]
+    return (model.get("name") or "alk-script",
+            (model.get("base_urls") or {}).get(family) or os.environ.get(url_env),
+            model.get("api_key") or os.environ.get(key_env))
+
+
+def tool_outcome(name, args, faults):
+    """A tool call for a loop the worker writes itself: `(output, ok)`, where a tool that raised
+    gives its error's text and ok False, for the loop to hand back to the model as a failed
+    result (what Anthropic's and Google's guides do with a tool error)."""
+    try:
+        return run_tool(name, args, faults), True
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}", False
+
+
 def report_run(run):
     """Runs the framework (`run()` returns the final answer) and sends the result. Whatever
     the framework lets through ends the run with stop_reason `error:<ExceptionType>`: what it

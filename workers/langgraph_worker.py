@@ -1,32 +1,52 @@
 """alk worker for LangGraph: a StateGraph with a model node and the prebuilt ToolNode, checkpointed
 in SQLite in the workspace, so that a resumed run continues from its last checkpoint. The model
 node is langchain-openai's ordinary `ChatOpenAI`, bound to the tools and pointed at the model
-alk serves.
+alk serves; with `anthropic` on the command line, langchain-anthropic's `ChatAnthropic` (the
+anthropic client underneath) at the gateway's Anthropic endpoint instead.
 
 alk's gateway plays the scenario's `script` over the OpenAI API, answers a call past the script
 with a final text, injects the scenario's `wire_faults` (429, 500, 503, a reset, a stall, a
 truncated or malformed body, broken tool arguments) and records every call: the worker neither
-scripts nor reports the model. ChatOpenAI keeps its defaults (the openai package's retries and
-timeouts; the graph has no retry policy of its own), so what it does with a fault on the wire is
+scripts nor reports the model. The chat model keeps its defaults (the openai or anthropic
+package's retries and timeouts, two retries each; the graph has no retry policy of its own), so what it does with a fault on the wire is
 what an application built the ordinary way gets. Worker-side faults are the tools' only
 (`tool`: the n-th tool call raises). Whatever the graph raises ends the run with stop_reason
 `error:<ExceptionType>`: what the framework did with a fault is the finding.
 """
 
 import sqlite3
+import sys
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, model_endpoint, report_run, run_tool
+from lab_tools import Faults, family_endpoint, model_endpoint, report_run, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
+
+PROVIDER = sys.argv[1] if len(sys.argv) > 1 else "openai"
+# The chat model's integration and client, for the paths alk attributes a crash to.
+CLIENTS = {"openai": ("langchain-openai", "openai"),
+           "anthropic": ("langchain-anthropic", "anthropic")}
+# Imported before ready, as the framework is: not on the repeat's time.
+if PROVIDER == "anthropic":
+    from langchain_anthropic import ChatAnthropic
+else:
+    from langchain_openai import ChatOpenAI
+
+
+def chat_model(start):
+    """The provider's ordinary LangChain chat model, at its family's endpoint of the gateway."""
+    if PROVIDER == "anthropic":
+        name, base_url, api_key = family_endpoint(start, "anthropic")
+        return ChatAnthropic(model=name, base_url=base_url, api_key=api_key)
+    name, base_url, api_key = model_endpoint(start)
+    return ChatOpenAI(model=name, base_url=base_url, api_key=api_key)
 
 
 def build_graph(start, faults, checkpointer):
@@ -46,8 +66,7 @@ def build_graph(start, faults, checkpointer):
         return run_tool("delete_records", {"order": order}, faults)
 
     tools = [lookup_order, write_report, delete_records]
-    name, base_url, api_key = model_endpoint(start)
-    llm = ChatOpenAI(model=name, base_url=base_url, api_key=api_key).bind_tools(tools)
+    llm = chat_model(start).bind_tools(tools)
 
     def model(state: MessagesState):
         return {"messages": [llm.invoke(state["messages"])]}
@@ -65,7 +84,7 @@ def main():
     worker.ready("langgraph", version("langgraph"),
                  worker.package_paths("langgraph", "langgraph-prebuilt", "langgraph-checkpoint",
                                       "langgraph-checkpoint-sqlite", "langchain-core",
-                                      "langchain-openai", "openai"))
+                                      *CLIENTS[PROVIDER]))
     start = worker.start()
     connection = sqlite3.connect("checkpoints.sqlite", check_same_thread=False)
     graph = build_graph(start, Faults(start.faults), SqliteSaver(connection))

@@ -1,11 +1,15 @@
 """alk worker for Pydantic AI: the framework's own agent loop, tool dispatch and retries, with its
-ordinary OpenAI model (`OpenAIChatModel` through `OpenAIProvider`) pointed at the model alk serves.
+ordinary OpenAI model (`OpenAIChatModel` through `OpenAIProvider`) pointed at the model alk serves,
+or with the provider the command line names: `anthropic` (`AnthropicModel` through
+`AnthropicProvider`, the anthropic client underneath) or `google` (`GoogleModel` through
+`GoogleProvider`, google-genai underneath), each at that family's endpoint of the gateway.
 
 alk's gateway plays the scenario's `script` over the OpenAI Chat Completions API, answers a
 call past the script with a final text, injects the scenario's `wire_faults` (429, 500, 503,
 a reset, a stall, a truncated or malformed body, broken tool arguments) and records every call:
 the worker neither scripts nor reports the model. The provider's client keeps its defaults
-(the openai package's retries and timeouts), so what it does with a fault on the wire is what
+(the openai and anthropic packages' retries and timeouts; google-genai's, which retry nothing
+unless asked, and Pydantic AI asks nothing of them), so what it does with a fault on the wire is what
 an application built the ordinary way gets. Worker-side faults are the tools' only (`tool`: the
 n-th tool call raises). Whatever run_sync raises ends the run with stop_reason
 `error:<ExceptionType>`: what the framework did with a fault is the finding, and the lane's
@@ -17,22 +21,47 @@ state, so a resumed run starts over) and `delete_records`, which the policy belo
 whatever the model proposes.
 """
 
+import sys
 from importlib.metadata import version
 
 from alk import worker
-from lab_tools import Faults, model_endpoint, report_run, run_tool
+from lab_tools import Faults, family_endpoint, model_endpoint, report_run, run_tool
 
 worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
 from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+
+PROVIDER = sys.argv[1] if len(sys.argv) > 1 else "openai"
+# Each provider's client library, for the paths alk attributes a crash to.
+CLIENTS = {"openai": ("openai",), "anthropic": ("anthropic",), "google": ("google-genai",)}
+# The provider's modules are imported here, before ready: importing them after start would
+# spend the repeat's time on it (seconds on a busy machine), as no other lane does.
+if PROVIDER == "anthropic":
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+elif PROVIDER == "google":
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+else:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+
+def build_model(start):
+    """The provider's ordinary model class, pointed at its family's endpoint of the gateway."""
+    if PROVIDER == "anthropic":
+        name, base_url, api_key = family_endpoint(start, "anthropic")
+        return AnthropicModel(name, provider=AnthropicProvider(base_url=base_url,
+                                                               api_key=api_key))
+    if PROVIDER == "google":
+        name, base_url, api_key = family_endpoint(start, "gemini")
+        return GoogleModel(name, provider=GoogleProvider(base_url=base_url, api_key=api_key))
+    name, base_url, api_key = model_endpoint(start)
+    return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
 
 
 def build_agent(start, faults):
-    name, base_url, api_key = model_endpoint(start)
-    model = OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
-    agent = Agent(model, retries=2)
+    agent = Agent(build_model(start), retries=2)
 
     @agent.tool_plain
     def lookup_order(order: str) -> dict:
@@ -54,7 +83,7 @@ def build_agent(start, faults):
 
 def main():
     worker.ready("pydantic-ai", version("pydantic-ai-slim"),
-                 worker.package_paths("pydantic-ai-slim", "pydantic-graph", "openai"))
+                 worker.package_paths("pydantic-ai-slim", "pydantic-graph", *CLIENTS[PROVIDER]))
     start = worker.start()
     faults = Faults(start.faults)
     report_run(lambda: build_agent(start, faults).run_sync(start.task).output)

@@ -132,12 +132,19 @@ PYTHON_PLACEHOLDER = "{python}"
 @dataclass(frozen=True, slots=True)
 class SharedScenarios:
     """Where a lane that names a scenario file (`scenarios_from`) took its scenarios: every one
-    from that file but those the lane gives itself or leaves out (alk.lane.include)."""
+    from that file (or those files) but those the lane gives itself or leaves out
+    (alk.lane.include)."""
 
-    path: Path  # the scenario file
+    path: Path  # the scenario file (the first, when the lane names a list)
     replaced: tuple[str, ...] = ()  # the file's ids the lane gives in its own [[scenarios]]
     added: tuple[str, ...] = ()  # ids only the lane has
     skipped: tuple[str, ...] = ()  # the file's ids the lane leaves out (skip_scenarios)
+    more: tuple[Path, ...] = ()  # the list's other scenario files, in its order
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """Every scenario file the lane names, in order."""
+        return (self.path, *self.more)
 
     def own(self, scenario_id: str) -> bool:
         """The scenario is written in the lane file, not taken from the shared one."""

@@ -163,7 +163,8 @@ def recorded_lane(run_id: str, start: RunStart, doing: str) -> Lane:
     if lane.sha256 != start.lane_sha256:
         # Its sha256 covers the scenario file it names, which may be what changed.
         which = ("the lane file" if lane.shared is None else
-                 f"the lane file or its scenario file ({lane.shared.path})")
+                 "the lane file or its scenario file "
+                 f"({', '.join(str(p) for p in lane.shared.paths)})")
         raise ResumeError(f"{lane.path}: {which} changed since run {run_id} began (its "
                           f"sha256 differs); {doing} would mix two lanes in one result: "
                           "restore the file, or start a new run")

@@ -1,6 +1,7 @@
 """Scenarios a lane shares with others: `scenarios_from` names a scenario file (a TOML file of
-`[[scenarios]]` only, its path relative to the lane file's folder), whose scenarios the lane
-runs, less the ids `skip_scenarios` lists. A `[[scenarios]]` of the lane's own with the id of
+`[[scenarios]]` only, its path relative to the lane file's folder), or a list of them, whose
+scenarios the lane runs, file after file, less the ids `skip_scenarios` lists. An id is in one
+of the files only. A `[[scenarios]]` of the lane's own with the id of
 a shared one replaces it whole, in its place; one with a new id comes after the shared ones.
 One level only: a scenario file names no other. And `[model] answer_tool`, which makes each
 text turn of the scripts a call of the framework's final-answer tool, so that a framework that
@@ -44,9 +45,9 @@ class Included:
 
     scenarios: tuple[RawScenario, ...]
     shared: SharedScenarios | None = None
-    # The scenario file's bytes: the lane's sha256 covers them, so that a run resumed or
-    # compared after the shared file changed is told the lane changed.
-    shared_bytes: bytes = b""
+    # Each scenario file's bytes: the lane's sha256 covers them, so that a run resumed or
+    # compared after a shared file changed is told the lane changed.
+    shared_bytes: tuple[bytes, ...] = ()
 
 
 def refuse_scenario_file(data: Mapping[str, Any], where: str) -> None:
@@ -58,11 +59,11 @@ def refuse_scenario_file(data: Mapping[str, Any], where: str) -> None:
 
 def lane_digest(raw: bytes, included: Included) -> str:
     """The lane's sha256: of its file's bytes alone when it names no scenario file (so that
-    the digest of such a lane is what it always was), else of both files' bytes."""
+    the digest of such a lane is what it always was), else of every file's bytes in turn."""
     if included.shared is None:
         return hashlib.sha256(raw).hexdigest()
-    return hashlib.sha256(hashlib.sha256(raw).digest()
-                          + hashlib.sha256(included.shared_bytes).digest()).hexdigest()
+    return hashlib.sha256(b"".join(hashlib.sha256(data).digest()
+                                   for data in (raw, *included.shared_bytes))).hexdigest()
 
 
 def include_scenarios(top: Table, path: Path, where: str) -> Included:
@@ -76,17 +77,20 @@ def include_scenarios(top: Table, path: Path, where: str) -> Included:
             top.fail("scenarios", "must hold at least one [[scenarios]] table")
         return Included(tuple(RawScenario(t, where, i) for i, t in enumerate(own)))
 
-    name = top.text("scenarios_from", required=True)
-    shared_path = path.parent / name
-    shared_where = f"{_display(shared_path)} (scenarios_from of {where})"
-    shared_bytes, shared = _read_scenario_file(top, shared_path, path, shared_where)
-    _unique_ids(shared, shared_where)
+    names = _scenario_files(top)
+    paths = [path.parent / name for name in names]
+    files = [_read_scenario_file(top, name, shared_path, path,
+                                 f"{_display(shared_path)} (scenarios_from of {where})")
+             for name, shared_path in zip(names, paths)]
+    shared = [scenario for _, tables in files for scenario in tables]
+    _unique_across(shared)
     shared_ids = [sid for s in shared if (sid := _id_of(s)) is not None]
+    shown = ", ".join(_display(p) for p in paths)
     skipped = top.get("skip_scenarios", list, default=[])
     for index, sid in enumerate(skipped):
         label = f"skip_scenarios[{index}]"
         if not isinstance(sid, str) or sid not in shared_ids:
-            top.fail(label, f"must name a scenario of {_display(shared_path)}, got {sid!r}; "
+            top.fail(label, f"must name a scenario of {shown}, got {sid!r}; "
                             f"its scenarios: {', '.join(map(str, shared_ids))}")
         if skipped.index(sid) != index:
             top.fail(label, f"names '{sid}' twice")
@@ -101,19 +105,35 @@ def include_scenarios(top: Table, path: Path, where: str) -> Included:
     added = [s for s in own_raw if _id_of(s) not in shared_ids]
     merged = [replacing.get(_id_of(s), s) for s in shared if _id_of(s) not in skipped]
     if not merged and not added:
-        top.fail("skip_scenarios", f"leaves no scenario: {_display(shared_path)} has only "
+        top.fail("skip_scenarios", f"leaves no scenario: {shown} "
+                                   f"{'has' if len(paths) == 1 else 'have'} only "
                                    f"{', '.join(map(str, shared_ids))}")
     return Included(
         scenarios=tuple(merged + added),
         shared=SharedScenarios(
-            path=shared_path,
+            path=paths[0], more=tuple(paths[1:]),
             replaced=tuple(sid for sid in replacing if sid is not None),
             added=tuple(sid for s in added if (sid := _id_of(s)) is not None),
             skipped=tuple(skipped)),
-        shared_bytes=shared_bytes)
+        shared_bytes=tuple(data for data, _ in files))
 
 
-def _read_scenario_file(top: Table, shared_path: Path, lane_path: Path, where: str
+def _scenario_files(top: Table) -> list[str]:
+    """The names `scenarios_from` gives: one text, or a list of them, none twice."""
+    value = top.get("scenarios_from", (str, list), required=True)
+    names = [value] if isinstance(value, str) else value
+    if not names:
+        top.fail("scenarios_from", "must name at least one scenario file")
+    for index, name in enumerate(names):
+        label = "scenarios_from" if isinstance(value, str) else f"scenarios_from[{index}]"
+        if not isinstance(name, str) or not name.strip():
+            top.fail(label, f"must be a scenario file's path, got {name!r}")
+        if names.index(name) != index:
+            top.fail(label, f"names {name!r} twice")
+    return names
+
+
+def _read_scenario_file(top: Table, name: str, shared_path: Path, lane_path: Path, where: str
                         ) -> tuple[bytes, list[RawScenario]]:
     if shared_path.resolve() == lane_path.resolve():
         top.fail("scenarios_from", "names the lane file itself; name a file of [[scenarios]] "
@@ -126,7 +146,7 @@ def _read_scenario_file(top: Table, shared_path: Path, lane_path: Path, where: s
         raw = shared_path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
-        raise LaneError(f"{top.where}: scenarios_from names {top.data['scenarios_from']!r}, "
+        raise LaneError(f"{top.where}: scenarios_from names {name!r}, "
                         f"which cannot be read at {_display(shared_path)} ({exc.strerror}); the "
                         "path is relative to the lane file's folder") from None
     except UnicodeDecodeError:
@@ -152,6 +172,22 @@ def _id_of(scenario: RawScenario) -> str | None:
     checks it."""
     sid = scenario.table.get("id") if isinstance(scenario.table, dict) else None
     return sid if isinstance(sid, str) else None
+
+
+def _unique_across(scenarios: list[RawScenario]) -> None:
+    """Each file's duplicates, then an id that two files give: which of the two would run?"""
+    first: dict[str, RawScenario] = {}
+    for scenario in scenarios:
+        sid = _id_of(scenario)
+        if sid is None:
+            continue
+        if sid in first and first[sid].where != scenario.where:
+            raise LaneError(f"{scenario.where}: scenarios[{scenario.index}].id '{sid}' is also "
+                            f"scenarios[{first[sid].index}] of {first[sid].where.split(' (')[0]};"
+                            " a scenario id is in one scenario file only")
+        first.setdefault(sid, scenario)
+    for where in dict.fromkeys(s.where for s in scenarios):
+        _unique_ids([s for s in scenarios if s.where == where], where)
 
 
 def _unique_ids(scenarios: list[RawScenario], where: str) -> None:

@@ -47,7 +47,8 @@ def _lane_scenarios(lane: Lane) -> Text:
     shared = lane.shared
     text = Text(printable(str(lane.path)), style="dim")
     if shared is not None:
-        text.append(f", scenarios from {printable(str(shared.path))}", style="dim")
+        text.append(", scenarios from " + ", ".join(printable(str(p)) for p in shared.paths),
+                    style="dim")
     text.append(f"\n{plural(len(lane.scenarios), 'scenario')}: ", style="dim")
     for index, scenario in enumerate(lane.scenarios):
         text.append((", " if index else "") + printable(scenario.id))

@@ -27,7 +27,7 @@ _VERDICT_STYLE = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.FLAKY: "ye
 # it is cut with an ellipsis (never folded mid-word: "pydantic-a/i" misreads).
 CELL_CHARS = 17
 NAME_CHARS = 24
-GAP_CHARS = 2  # between two columns
+GAP_CHARS = 3  # between two columns: a space of padding each side, and the box's divider
 
 
 def lane_matrix(documents: Sequence[RunDocument]) -> RenderableType:

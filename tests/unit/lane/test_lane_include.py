@@ -99,6 +99,74 @@ def test_merged_tables_gives_the_scenarios_a_lane_runs(root: Path) -> None:
                                                                 ("b", "Its own b")]
 
 
+# --- a list of scenario files -----------------------------------------------------------------
+
+
+OTHER = "lanes/scenarios/other.toml"
+OTHER_FROM = "scenarios/other.toml"
+
+
+def two(root: Path) -> None:
+    three(root)
+    other = root / OTHER
+    other.write_text(scenario("x", "Task x") + scenario("y", "Task y"), encoding="utf-8")
+
+
+def test_a_list_runs_each_files_scenarios_in_turn(root: Path) -> None:
+    two(root)
+    own = scenario("y", "Its own y") + scenario("z", "Only the lane's")
+    lane = load_lane(write(root, lane_toml(own, scenarios_from=[FROM, OTHER_FROM],
+                                           skip_scenarios=["b"])))
+
+    assert [(s.id, s.task) for s in lane.scenarios] == [
+        ("a", "Task a"), ("c", "Task c"), ("x", "Task x"), ("y", "Its own y"),
+        ("z", "Only the lane's")]
+    assert lane.shared == SharedScenarios(root / SHARED, replaced=("y",), added=("z",),
+                                          skipped=("b",), more=(root / OTHER,))
+    assert lane.shared.paths == (root / SHARED, root / OTHER)
+
+
+def test_a_list_of_one_is_the_file_itself_and_the_digest_covers_every_file(root: Path) -> None:
+    two(root)
+    alone = load_lane(write(root, lane_toml(scenarios_from=FROM), name="alone"))
+    listed = load_lane(write(root, lane_toml(scenarios_from=[FROM]), name="listed"))
+    assert (listed.scenarios, listed.shared) == (alone.scenarios, alone.shared)
+
+    path = write(root, lane_toml(scenarios_from=[FROM, OTHER_FROM]))
+    first = load_lane(path).sha256
+    (root / OTHER).write_text((root / OTHER).read_text() + "# changed\n", encoding="utf-8")
+    assert load_lane(path).sha256 != first  # the second file is the lane's too
+
+
+@pytest.mark.parametrize(("value", "other", "message"), [
+    ([], None, f"{WHERE}: scenarios_from must name at least one scenario file"),
+    ([FROM, 3], None, f"{WHERE}: scenarios_from[1] must be a scenario file's path, got 3"),
+    ([FROM, FROM], None, f"{WHERE}: scenarios_from[1] names '{FROM}' twice"),
+    (3, None, f"{WHERE}: scenarios_from must be a string or a list, got a whole number (3)"),
+    ([FROM, OTHER_FROM], scenario("b", "Another b"),
+     f"{OTHER} (scenarios_from of {WHERE}): scenarios[0].id 'b' is also scenarios[1] of "
+     f"{SHARED}; a scenario id is in one scenario file only"),
+    ([FROM, "scenarios/none.toml"], None,
+     f"{WHERE}: scenarios_from names 'scenarios/none.toml', which cannot be read at "
+     "lanes/scenarios/none.toml (No such file or directory); the path is relative to the lane "
+     "file's folder"),
+])
+def test_a_wrong_list_is_refused_naming_the_entry(root: Path, value, other: str | None,
+                                                  message: str) -> None:
+    three(root)
+    if other is not None:
+        (root / OTHER).write_text(other, encoding="utf-8")
+    assert lane_error(root, lane_toml(scenarios_from=value)) == message
+
+
+def test_a_skip_of_no_files_scenario_names_every_file(root: Path) -> None:
+    two(root)
+    assert lane_error(root, lane_toml(scenarios_from=[FROM, OTHER_FROM],
+                                      skip_scenarios=["q"])) == (
+        f"{WHERE}: skip_scenarios[0] must name a scenario of {SHARED}, {OTHER}, got 'q'; its "
+        "scenarios: a, b, c, x, y")
+
+
 # --- answer_tool -----------------------------------------------------------------------------
 
 
@@ -230,6 +298,26 @@ def test_the_seven_framework_lanes_share_one_scenario_file() -> None:
             for lane in lanes] == [(name, (), (), ()) for name in FRAMEWORKS]
     shared = [s.id for s in load_lane(ROOT / "lanes" / "pydantic-ai.toml").scenarios]
     assert all([s.id for s in lane.scenarios] == shared for lane in lanes)
+
+
+# The lanes that speak a provider's own API: the shared file, then their family's.
+NATIVE = {"anthropic": "anthropic", "pydantic-ai-anthropic": "anthropic",
+          "langgraph-anthropic": "anthropic", "google-genai": "gemini",
+          "pydantic-ai-google": "gemini"}
+
+
+def test_the_native_lanes_run_the_shared_file_and_their_familys_whole() -> None:
+    scenarios = ROOT / "lanes" / "scenarios"
+    shared = [s.id for s in load_lane(ROOT / "lanes" / "pydantic-ai.toml").scenarios]
+    for name, family in NATIVE.items():
+        lane = load_lane(ROOT / "lanes" / f"{name}.toml")
+        assert lane.model.family == family, name
+        assert [p.resolve() for p in lane.shared.paths] == [scenarios / "frameworks.toml",
+                                                            scenarios / f"{family}.toml"]
+        assert (lane.shared.replaced, lane.shared.skipped, lane.shared.added) == ((), (), ())
+        own = [s.id for s in lane.scenarios][len(shared):]
+        assert [s.id for s in lane.scenarios][:len(shared)] == shared
+        assert own and all(sid.startswith(f"{family}-") for sid in own), (name, own)
 
 
 def test_smolagents_runs_the_shared_scripts_ending_with_its_final_answer() -> None:

@@ -25,7 +25,8 @@ BROKEN = OSError(28, "No space left on device")  # alk's own failure: a void rep
 TOO_OLD = dataclasses.replace(PASSING, ready=ready("0.1"))
 # Every lane of this repository: what `alk run --lane 'lanes/*.toml'` puts side by side.
 ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagents",
-             "llamaindex", "strands", "autogen")
+             "llamaindex", "strands", "autogen", "anthropic", "google-genai",
+             "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
