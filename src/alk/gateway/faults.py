@@ -54,8 +54,10 @@ def status_headers(fault: WireFault) -> dict[str, str]:
     headers = {}
     if fault.retry_after_s is not None:
         if fault.retry_after_date:
+            # Rounded up: a date holds whole seconds, and one cut down would ask a client that
+            # honours it for less than the declared wait (1 s would read as 0.5 s).
             headers["Retry-After"] = email.utils.formatdate(
-                time.time() + fault.retry_after_s, usegmt=True)
+                math.ceil(time.time() + fault.retry_after_s), usegmt=True)
         else:
             headers = {"Retry-After": str(math.ceil(fault.retry_after_s)),
                        "retry-after-ms": str(round(fault.retry_after_s * 1000))}
