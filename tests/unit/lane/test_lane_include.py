@@ -283,11 +283,11 @@ def test_a_scenario_file_given_as_a_lane_says_what_it_is(root: Path) -> None:
 
 
 ROOT = Path(__file__).resolve().parents[3]
-FRAMEWORKS = ("autogen", "langgraph", "llamaindex", "openai-agents", "pydantic-ai",
+FRAMEWORKS = ("adk", "autogen", "langgraph", "llamaindex", "openai-agents", "pydantic-ai",
               "smolagents", "strands")
 
 
-def test_the_seven_framework_lanes_share_one_scenario_file() -> None:
+def test_the_framework_lanes_share_one_scenario_file() -> None:
     lanes = [load_lane(ROOT / "lanes" / f"{name}.toml") for name in FRAMEWORKS]
     assert {lane.shared.path.resolve() for lane in lanes if lane.shared} == {
         ROOT / "lanes" / "scenarios" / "frameworks.toml"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
@@ -26,7 +27,8 @@ TOO_OLD = dataclasses.replace(PASSING, ready=ready("0.1"))
 # Every lane of this repository: what `alk run --lane 'lanes/*.toml'` puts side by side.
 ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagents",
              "llamaindex", "strands", "autogen", "anthropic", "google-genai",
-             "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic")
+             "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic", "adk",
+             "claude-agent-sdk", "claude-code", "codex", "gemini-cli")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
@@ -94,6 +96,8 @@ def test_three_lanes_fit_80_columns_whole(three):
 
 
 def test_every_lane_of_this_repository_shows_whole_at_80_columns(tmp_path, make_lane):
+    lanes = Path(__file__).resolve().parents[3] / "lanes"
+    assert sorted(ALL_LANES) == sorted(path.stem for path in lanes.glob("*.toml"))
     documents = [document(tmp_path, make_lane, name, nominal=[PASSING] * 10,
                           **{"crash-after-effect": [WRONG] * 10}) for name in ALL_LANES]
     lines = render(documents, crop=False)
