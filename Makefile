@@ -22,8 +22,10 @@ CODING_AGENTS += .tools/codex/.installed .tools/gemini/.installed
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
+# Two test processes (pytest-xdist): the suite is mostly real workers waiting out retries and
+# timeouts, so two at once take about half the time on two cores; the slowest are listed.
 test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) $(CODING_AGENTS) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --durations=15
 
 # The unit tier without its slow tests (marked `slow`: real processes, large budgets): a minute
 # or less, for the edit-test loop. `make test` stays the whole suite, and what CI runs.
