@@ -283,7 +283,7 @@ def test_a_scenario_file_given_as_a_lane_says_what_it_is(root: Path) -> None:
 
 
 ROOT = Path(__file__).resolve().parents[3]
-FRAMEWORKS = ("adk", "autogen", "langgraph", "llamaindex", "openai-agents", "pydantic-ai",
+FRAMEWORKS = ("autogen", "langgraph", "llamaindex", "openai-agents", "pydantic-ai",
               "smolagents", "strands")
 
 
