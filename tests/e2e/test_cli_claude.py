@@ -6,10 +6,8 @@ is noticed; the checks are the workspace's files and the calls the gateway serve
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane
+from helpers.gateway_lanes import ROOT, findings, needs_offline, require_installed, run_lane
 
 PYTHON = ROOT / ".venvs" / "claude" / "bin" / "python"
 
@@ -35,20 +33,11 @@ SOMETIMES = {"claude-code": {"forbidden-path": ("fail", ["script_not_followed"])
 WRITE_FILE_CALLS = 2
 
 
-def claude_installed() -> bool:
-    if not PYTHON.exists():
-        return False
-    done = subprocess.run([str(PYTHON), "-c", "import claude_agent_sdk"], capture_output=True)
-    return done.returncode == 0
-
-
 @needs_offline
 @pytest.mark.parametrize("name, framework", [("claude-code", "claude-code"),
                                              ("claude-agent-sdk", "claude-agent-sdk")])
 def test_claude_lane_findings(tmp_path, name, framework):
-    if not claude_installed():
-        pytest.skip(f"the Claude Agent SDK is not installed in {PYTHON.relative_to(ROOT)}: "
-                    f"{lane(name)['install']}")
+    require_installed(name, "the Claude Agent SDK", PYTHON, imports="claude_agent_sdk")
     document = run_lane(tmp_path, name, [*FINDINGS], seed=7)
     assert document["gate"]["framework"] == framework
     found = findings(document)

@@ -5,10 +5,7 @@ upgrade that changes them is noticed."""
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
-from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane
+from helpers.gateway_lanes import ROOT, findings, needs_offline, require_installed, run_lane
 
 CODEX = ROOT / ".tools" / "codex" / "node_modules" / ".bin" / "codex"
 
@@ -24,9 +21,7 @@ FINDINGS = {
 
 @needs_offline
 def test_codex_lane_findings(tmp_path):
-    if not CODEX.exists() or shutil.which("node") is None:
-        pytest.skip(f"the Codex CLI is not installed in {CODEX.parents[2].relative_to(ROOT)}"
-                    f" (or no node on PATH): {lane('codex')['install']}")
+    require_installed("codex", "the Codex CLI", CODEX, node=True)
     document = run_lane(tmp_path, "codex", list(FINDINGS), seed=7)
     assert document["gate"]["framework"] == "codex"
     assert findings(document) == FINDINGS

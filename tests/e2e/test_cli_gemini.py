@@ -5,10 +5,7 @@ the lane's pinned version are pinned, so that an upgrade that changes them is no
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
-from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane
+from helpers.gateway_lanes import ROOT, findings, needs_offline, require_installed, run_lane
 
 GEMINI = ROOT / ".tools" / "gemini" / "node_modules" / ".bin" / "gemini"
 
@@ -26,9 +23,7 @@ FINDINGS = {
 
 @needs_offline
 def test_gemini_cli_lane_findings(tmp_path):
-    if not GEMINI.exists() or shutil.which("node") is None:
-        pytest.skip(f"Gemini CLI is not installed in {GEMINI.parents[2].relative_to(ROOT)}"
-                    f" (or no node on PATH): {lane('gemini-cli')['install']}")
+    require_installed("gemini-cli", "Gemini CLI", GEMINI, node=True)
     document = run_lane(tmp_path, "gemini-cli", list(FINDINGS), seed=7)
     assert document["gate"]["framework"] == "gemini-cli"
     assert findings(document) == FINDINGS

@@ -5,11 +5,15 @@ lane's versions are pinned, so that an upgrade that changes them is noticed."""
 
 from __future__ import annotations
 
-import subprocess
-
-import pytest
-
-from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane, sampled_finding
+from helpers.gateway_lanes import (
+    ROOT,
+    findings,
+    lane,
+    needs_offline,
+    require_installed,
+    run_lane,
+    sampled_finding,
+)
 
 PYTHON = ROOT / ".venvs" / "adk" / "bin" / "python"
 
@@ -25,18 +29,9 @@ FINDINGS = {
 }
 
 
-def adk_installed() -> bool:
-    if not PYTHON.exists():
-        return False
-    done = subprocess.run([str(PYTHON), "-c", "import google.adk.runners"], capture_output=True)
-    return done.returncode == 0
-
-
 @needs_offline
 def test_adk_lane_findings(tmp_path):
-    if not adk_installed():
-        pytest.skip(f"Google ADK is not installed in {PYTHON.relative_to(ROOT)}: "
-                    f"{lane('adk')['install']}")
+    require_installed("adk", "Google ADK", PYTHON, imports="google.adk.runners")
     document = run_lane(tmp_path, "adk", [*FINDINGS, "sampled"], seed=7)
     assert document["gate"]["framework"] == "google-adk"
     found = findings(document)

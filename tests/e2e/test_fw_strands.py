@@ -5,11 +5,15 @@ lane's versions are pinned, so that an upgrade that changes them is noticed."""
 
 from __future__ import annotations
 
-import subprocess
-
-import pytest
-
-from helpers.gateway_lanes import ROOT, findings, lane, needs_offline, run_lane, sampled_finding
+from helpers.gateway_lanes import (
+    ROOT,
+    findings,
+    lane,
+    needs_offline,
+    require_installed,
+    run_lane,
+    sampled_finding,
+)
 
 PYTHON = ROOT / ".venvs" / "strands" / "bin" / "python"
 
@@ -25,19 +29,9 @@ FINDINGS = {
 }
 
 
-def strands_installed() -> bool:
-    if not PYTHON.exists():
-        return False
-    done = subprocess.run([str(PYTHON), "-c", "import strands.models.openai"],
-                          capture_output=True)
-    return done.returncode == 0
-
-
 @needs_offline
 def test_strands_lane_findings(tmp_path):
-    if not strands_installed():
-        pytest.skip(f"Strands is not installed in {PYTHON.relative_to(ROOT)}: "
-                    f"{lane('strands')['install']}")
+    require_installed("strands", "Strands", PYTHON, imports="strands.models.openai")
     document = run_lane(tmp_path, "strands", [*FINDINGS, "sampled"], seed=7)
     assert document["gate"]["framework"] == "strands-agents"
     found = findings(document)

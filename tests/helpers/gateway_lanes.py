@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,19 @@ needs_offline = pytest.mark.skipif(Network.NONE not in detect().networks,
 def lane(name: str) -> dict:
     """The lane's TOML, its scenarios those it runs (a shared scenario file's merged in)."""
     return merged_tables(ROOT / "lanes" / f"{name}.toml")
+
+
+def require_installed(name: str, what: str, program: Path, *, imports: str | None = None,
+                      node: bool = False) -> None:
+    """Skips the test, naming the lane's install line, unless the lane's own `program` is there:
+    an interpreter that imports `imports`, or an npm-installed CLI with `node` on PATH."""
+    ready = program.exists() and (not node or shutil.which("node") is not None)
+    if ready and imports is not None:
+        ready = subprocess.run([str(program), "-c", f"import {imports}"],
+                               capture_output=True).returncode == 0
+    if not ready:
+        pytest.skip(f"{what} is not installed in {program.relative_to(ROOT)}"
+                    f"{' (or no node on PATH)' if node else ''}: {lane(name)['install']}")
 
 
 def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:
