@@ -17,12 +17,9 @@ ALLOWED_TOOLS = {"lookup_order", "write_report"}  # the policy, outside the mode
 
 
 def model_endpoint(start):
-    """The model alk serves this attempt, as `(name, base_url, api_key)`: from `start.model`,
-    else from the environment an OpenAI client reads (OPENAI_BASE_URL, OPENAI_API_KEY)."""
-    model = start.model
-    return (model.get("name") or "alk-script",
-            model.get("base_url") or os.environ.get("OPENAI_BASE_URL"),
-            model.get("api_key") or os.environ.get("OPENAI_API_KEY"))
+    """The model alk serves this attempt at its OpenAI endpoint, as `(name, base_url,
+    api_key)`: `family_endpoint(start, "openai")`."""
+    return family_endpoint(start, "openai")
 
 
 # Each family's variables, read when the start message names no base URL for it.
@@ -43,8 +40,10 @@ def family_endpoint(start, family):
     `start.model["base_urls"][family]` (Anthropic's and Gemini's are the root, with no /v1),
     else from the variables that family's client reads."""
     model, (url_env, key_env) = start.model, _FAMILY_ENV[family]
-    return (model.get("name") or "alk-script",
-            (model.get("base_urls") or {}).get(family) or os.environ.get(url_env),
+    # `base_url` is the OpenAI one, as the start message gave it before it had `base_urls`.
+    given = (model.get("base_urls") or {}).get(family) or (
+        model.get("base_url") if family == "openai" else None)
+    return (model.get("name") or "alk-script", given or os.environ.get(url_env),
             model.get("api_key") or os.environ.get(key_env))
 
 
