@@ -9,10 +9,9 @@ its final text as the result; the lane's checks read the workspace's files.
 """
 
 import os
-import subprocess
 import sys
 
-from coding_cli import agent_env, report, run_agent, seed_workspace, text_of
+from coding_cli import agent_env, cli_version, report, run_agent, seed_workspace, text_of
 
 from alk import worker
 
@@ -32,12 +31,6 @@ def claude_binary():
     """The Claude Code binary the SDK ships (the package's _bundled/claude)."""
     import claude_agent_sdk
     return os.path.join(os.path.dirname(claude_agent_sdk.__file__), "_bundled", "claude")
-
-
-def claude_version(binary):
-    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60,
-                          env=agent_env(FIXED_ENV))
-    return done.stdout.split()[0] if done.returncode == 0 and done.stdout else "unknown"
 
 
 def parse(event):
@@ -66,7 +59,7 @@ def parse(event):
 def main():
     worker.hello()
     binary = claude_binary()
-    worker.ready("claude-code", claude_version(binary), [os.path.dirname(binary)])
+    worker.ready("claude-code", cli_version(binary, 0, FIXED_ENV), [os.path.dirname(binary)])
     start = worker.start()
     seed_workspace(start)
     env = agent_env(FIXED_ENV)

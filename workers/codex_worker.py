@@ -12,10 +12,9 @@ lane's checks read the workspace's files.
 
 import os
 import stat
-import subprocess
 import sys
 
-from coding_cli import agent_env, report, run_agent, seed_workspace
+from coding_cli import agent_env, cli_version, report, run_agent, seed_workspace
 
 from alk import worker
 
@@ -55,13 +54,6 @@ wire_api = "responses"
 PROTECTED = "protected"
 
 
-def codex_version():
-    done = subprocess.run([CODEX, "--version"], capture_output=True, text=True, timeout=60,
-                          env=agent_env())
-    words = done.stdout.split()
-    return words[-1] if done.returncode == 0 and words else "unknown"
-
-
 def protect():
     for folder, _, files in os.walk(PROTECTED, topdown=False):
         for name in files:
@@ -97,7 +89,7 @@ def parse(event):
 
 
 def main():
-    worker.ready("codex", codex_version(), [PACKAGE])
+    worker.ready("codex", cli_version(CODEX, -1), [PACKAGE])
     start = worker.start()
     seed_workspace(start)
     protect()

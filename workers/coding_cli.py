@@ -49,6 +49,15 @@ def agent_env(extra=None):
     return {**os.environ, "HOME": home, **(extra or {})}
 
 
+def cli_version(binary, word, env=None):
+    """The version a CLI prints for `--version`: its `word`-th word (-1: the last), or
+    "unknown" when it prints none."""
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60,
+                          env=agent_env(env))
+    words = done.stdout.split()
+    return words[word] if done.returncode == 0 and words else "unknown"
+
+
 class Session:
     """Reports the agent's events to alk as they come: each tool call and its result (the
     result named after its call's id), and keeps the answer and the agent's own end."""
