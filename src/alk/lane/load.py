@@ -46,7 +46,8 @@ NETWORKS = ("none", "host")
 FILESYSTEMS = ("sandbox", "workspace")
 
 # Names the harness sets itself or keeps for itself: a lane cannot pass them to a worker.
-HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PATH", "LANG", "LC_ALL", "TZ"})
+HARNESS_ENV_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "NODE_PATH", "PATH", "LANG",
+                               "LC_ALL", "TZ"})
 HARNESS_ENV_PREFIX = "ALK_"
 
 _LANE_FIELDS = {
