@@ -33,7 +33,7 @@ NAMES = tuple(f.name for f in fields(Limits))
 
 # name → (rlimit, prlimit option, bytes per unit)
 _RLIMITS = {
-    "memory_mb": (resource.RLIMIT_AS, "--as", 1024 * 1024),
+    "memory_mb": (resource.RLIMIT_DATA, "--data", 1024 * 1024),
     "cpu_s": (resource.RLIMIT_CPU, "--cpu", 1),
     "max_processes": (resource.RLIMIT_NPROC, "--nproc", 1),
     "max_open_files": (resource.RLIMIT_NOFILE, "--nofile", 1),

@@ -42,6 +42,18 @@ def require_installed(name: str, what: str, program: Path, *, imports: str | Non
                     f"{' (or no node on PATH)' if node else ''}: {lane(name)['install']}")
 
 
+NODE = ROOT / ".tools" / "node" / "bin" / "node"
+
+
+def require_node_lane(name: str, what: str, package: str) -> None:
+    """Skips the test, naming the lane's install line, unless the TypeScript lane's worker
+    folder has `package` installed (`npm ci`) and the Node it runs on is there."""
+    folder = ROOT / "workers" / "node" / name
+    if not (NODE.exists() and (folder / "node_modules" / package / "package.json").exists()):
+        pytest.skip(f"{what} is not installed in {folder.relative_to(ROOT)}/node_modules (or "
+                    f"no Node in {NODE.relative_to(ROOT)}): {lane(name)['install']}")
+
+
 def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:
     """The result document of one repeat of each of `scenarios` (a failing scenario is a
     finding, so exit 1 is as good as 0; a void one is not)."""
