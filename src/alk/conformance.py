@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Mapping
+from pathlib import Path, PurePath
+from typing import Any, Mapping, Sequence
 
 from alk.causes import CATALOGUE, Cause
 from alk.causes.advice import advice
@@ -23,25 +23,59 @@ from alk.result.document import RunDocument
 from alk.transcript.reader import iter_transcript
 from alk.transcript.writer import HARNESS
 
-_STDOUT_HINT = ("only protocol lines may go to stdout: call `worker.hello()` first, before "
-                "importing the framework, and the SDK sends print() and fd 1 to stderr from then "
-                "on")
-VIOLATION_HINTS = {
-    "not_json": _STDOUT_HINT,
-    "not_object": _STDOUT_HINT,
-    "invalid_utf8": _STDOUT_HINT,
-    "line_too_long": "keep each event under 1 MiB; put large data in workspace files",
-    "harness_channel": "the `harness` channel is alk's own; use agent, tool, model, user or "
-                       "framework",
-    "unknown_channel": "use one of the channels agent, tool, model, user, framework",
-    "bad_type": "every line needs a non-empty string `type`",
-    "bad_payload": "`payload` must be a JSON object",
-    "before_ready": "send framework_ready first: `worker.ready(framework, version, paths)`",
-    "before_start": "emit nothing between framework_ready and start: call `worker.start()` "
-                    "first",
-    "duplicate_ready": "send framework_ready exactly once",
-    "bad_tool_event": "tool events need `payload.name` (a string)",
-}
+
+@dataclass(frozen=True, slots=True)
+class Sdk:
+    """How a hint names the SDK's calls, in the language of the worker's SDK."""
+
+    hello: str
+    ready: str
+    start: str
+    package_paths: str
+    stdout: str
+
+
+PYTHON_SDK = Sdk("`worker.hello()`", "`worker.ready(framework, version, paths)`",
+                 "`worker.start()`", "`worker.package_paths(DIST)`", "print() and fd 1")
+NODE_SDK = Sdk("`alk.hello()`", "`alk.ready(framework, version, paths)`", "`alk.start()`",
+               "`alk.packagePaths(NAME)`", "console.log and process.stdout")
+# Programs and file endings that say a worker runs on Node (its SDK is alk-worker).
+_NODE_PROGRAMS = ("node", "nodejs")
+_NODE_FILES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
+
+
+def sdk_for(command: Sequence[str]) -> Sdk:
+    """The SDK a lane's worker speaks through, from its command: Node's when the program is
+    node or the worker's file is JavaScript or TypeScript, else Python's."""
+    program = PurePath(command[0]).name if command else ""
+    if program in _NODE_PROGRAMS or any(arg.endswith(_NODE_FILES) for arg in command[1:2]):
+        return NODE_SDK
+    return PYTHON_SDK
+
+
+def violation_hints(sdk: Sdk = PYTHON_SDK) -> dict[str, str]:
+    """What to change for each kind of protocol violation."""
+    stdout = (f"only protocol lines may go to stdout: call {sdk.hello} first, before "
+              f"importing the framework, and the SDK sends {sdk.stdout} to stderr from then on")
+    return {
+        "not_json": stdout,
+        "not_object": stdout,
+        "invalid_utf8": stdout,
+        "line_too_long": "keep each event under 1 MiB; put large data in workspace files",
+        "harness_channel": "the `harness` channel is alk's own; use agent, tool, model, user or "
+                           "framework",
+        "unknown_channel": "use one of the channels agent, tool, model, user, framework",
+        "bad_type": "every line needs a non-empty string `type`",
+        "bad_payload": "`payload` must be a JSON object",
+        "before_ready": f"send framework_ready first: {sdk.ready}",
+        "before_start": f"emit nothing between framework_ready and start: call {sdk.start} "
+                        "first",
+        "duplicate_ready": "send framework_ready exactly once",
+        "bad_tool_event": "tool events need `payload.name` (a string)",
+    }
+
+
+VIOLATION_HINTS = violation_hints()
 # A worker can break the protocol on every line: past this many in one transcript, the rest are
 # counted in one finding instead of listed.
 MAX_VIOLATION_FINDINGS = 10
@@ -68,20 +102,22 @@ class Finding:
         return self.level is not Level.FAIL
 
 
-def review(document: RunDocument, out_dir: Path) -> list[Finding]:
+def review(document: RunDocument, out_dir: Path, sdk: Sdk = PYTHON_SDK) -> list[Finding]:
     """The handshake first, then each protocol violation once (a worker that breaks the
     protocol the same way in the probe and in every scenario hears it once, with where), then
     the probe's other findings and each repeat's outcome: a problem of the worker's (FAIL), a
-    finding about the framework (FINDING), a failed expectation (WARN) or a pass."""
+    finding about the framework (FINDING), a failed expectation (WARN) or a pass. The hints
+    name `sdk`'s calls."""
     handshake = _handshake(document)
     sightings: dict[tuple[str, str, str], list[str]] = {}
     probe = _read_facts("probe", out_dir / probe_transcript(document.run_id), sightings)
-    later = _probe(probe)
+    later = _probe(probe, sdk)
     if handshake.ok:
         for scenario in document.scenarios:
             for repeat in scenario.repeats:
                 later += _repeat(scenario.id, repeat, out_dir, sightings)
-    violations = [_violation(kind, line, detail, where)
+    hints = violation_hints(sdk)
+    violations = [_violation(kind, line, detail, where, hints)
                   for (kind, line, detail), where in sightings.items()]
     return [handshake, *violations, *later]
 
@@ -95,16 +131,16 @@ def _handshake(document: RunDocument) -> Finding:
     return Finding(Level.FAIL, f"handshake: {cause}", gate.detail, advice(cause, gate.detail))
 
 
-def _probe(facts: _Facts) -> list[Finding]:
+def _probe(facts: _Facts, sdk: Sdk) -> list[Finding]:
     findings = list(facts.overflow)
     if facts.ready_paths is False:
         findings.append(Finding(Level.WARN, "framework_ready has no package_paths",
-                                hint="pass `worker.package_paths(DIST)`: with them alk tells a "
+                                hint=f"pass {sdk.package_paths}: with them alk tells a "
                                      "crash inside the framework (framework_exception) from one "
                                      "in the worker's own code (worker_exception)"))
     if facts.aborted and facts.killed:
         findings.append(Finding(Level.WARN, "the worker did not exit after abort",
-                                hint="exit when alk sends abort (`worker.start()` does)"))
+                                hint=f"exit when alk sends abort ({sdk.start} does)"))
     if facts.aborted and facts.exit_code not in (0, None):
         findings.append(Finding(Level.FAIL, f"the worker exited {facts.exit_code} after abort",
                                 hint="after abort, write nothing more and exit 0 (every run "
@@ -179,9 +215,10 @@ def _read_facts(label: str, path: Path,
     return facts
 
 
-def _violation(kind: str, line: str, detail: str, where: list[str]) -> Finding:
+def _violation(kind: str, line: str, detail: str, where: list[str],
+               hints: Mapping[str, str]) -> Finding:
     return Finding(Level.FAIL, f"stdout line {line}: {kind} ({_places(where)})", detail,
-                   VIOLATION_HINTS.get(kind, ""))
+                   hints.get(kind, ""))
 
 
 def _places(labels: list[str]) -> str:

@@ -9,8 +9,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from alk.causes import CATALOGUE, Cause
-from alk.conformance import MAX_VIOLATION_FINDINGS, Level, review
+from alk.conformance import (
+    MAX_VIOLATION_FINDINGS,
+    NODE_SDK,
+    PYTHON_SDK,
+    Level,
+    review,
+    sdk_for,
+)
 from alk.layout import probe_transcript, repeat_transcript
 from alk.plan import build_plan
 from alk.records import (
@@ -211,3 +220,15 @@ def test_a_crash_in_the_workers_own_code_is_a_problem_to_fix(tmp_path: Path) -> 
     findings = review(document(tmp_path, RESULT, CLEAN_EXIT, verdict=Attribution(
         Outcome.FRAMEWORK_RUNTIME, "worker_exception", "KeyError: 'x'")), tmp_path)
     assert by_title(findings)["scenario s: framework_runtime/worker_exception"] is Level.FAIL
+
+
+@pytest.mark.parametrize("command, sdk", [
+    (("/p/.tools/node/bin/node", "/p/workers/node/ai-sdk/worker.mjs"), NODE_SDK),
+    (("node", "worker.js"), NODE_SDK),
+    (("/usr/local/bin/tsx", "worker.ts"), NODE_SDK),
+    (("/p/.venv/bin/python", "/p/workers/langgraph_worker.py"), PYTHON_SDK),
+    (("/p/workers/codex_worker.py", "--model", "x.js"), PYTHON_SDK),
+    ((), PYTHON_SDK),
+])
+def test_the_hints_speak_the_sdk_the_lanes_program_uses(command, sdk):
+    assert sdk_for(command) is sdk

@@ -466,3 +466,14 @@ def test_the_result_schema_names_every_wire_fault_the_gateway_injects() -> None:
     pattern = result["$defs"]["wire_fault"]["pattern"]
     listed = pattern.removeprefix("^(").split(")@call")[0].split("|")
     assert sorted(listed) == sorted(FAULT_KINDS)
+
+
+def test_the_guides_typescript_worker_is_the_one_the_tests_run():
+    """docs/framework-authors.md shows workers/node/fetch_loop.ts (tests/e2e/test_node_worker.py
+    runs it through alk): the guide's copy is the file's, its header comment aside."""
+    guide = (DOCS / "framework-authors.md").read_text(encoding="utf-8")
+    [shown] = re.findall(r"```ts\n(.*?)```", guide, re.S)
+    lines = (REPO / "workers" / "node" / "fetch_loop.ts").read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    assert shown.strip("\n") == "\n".join(lines).strip("\n")

@@ -275,7 +275,8 @@ def check_worker(lane: Lane, options: RunOptions = RunOptions(repeats=1),
     run (one repeat of each scenario by default), each problem a finding that says whose it is
     and what to do."""
     result = run_lane(lane, options, setup)
-    return result, conformance.review(result.document, setup.out_dir)
+    return result, conformance.review(result.document, setup.out_dir,
+                                      conformance.sdk_for(lane.command))
 
 
 def write_reports(documents: Sequence[RunDocument], out_dir: Path = Path("."),
