@@ -87,6 +87,8 @@ GROUPS = (
     ("openai", "Through their OpenAI clients",
      ("pydantic-ai", "langgraph", "openai-agents", "smolagents", "llamaindex", "strands",
       "autogen")),
+    ("typescript", "TypeScript frameworks, through their OpenAI clients",
+     ("ai-sdk", "openai-agents-js", "mastra", "langgraph-js")),
     ("native", "Through their Anthropic and Gemini clients",
      ("anthropic", "pydantic-ai-anthropic", "langgraph-anthropic", "google-genai",
       "pydantic-ai-google", "adk")),
