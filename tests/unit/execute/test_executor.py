@@ -73,6 +73,20 @@ def test_a_filesystem_level_the_machine_cannot_give_voids_the_run(make_lane, tmp
     assert 'filesystem = "sandbox"' in execution.void.detail
 
 
+def test_the_sdks_are_handed_over_alone_and_read_only(tmp_path):
+    sdk = repeat._install_sdk(tmp_path)
+    assert sorted(p.name for p in sdk.iterdir()) == ["alk", "node"]
+    node = sdk / "node"
+    assert sorted(p.name for p in node.iterdir()) == ["alk-worker"]
+    source = Path(repeat.__file__).parents[1] / "worker-node"
+    for name in ("package.json", "index.js", "index.mjs", "index.d.ts"):
+        assert (node / "alk-worker" / name).read_bytes() == (source / name).read_bytes()
+    assert {oct(p.stat().st_mode & 0o777) for p in node.rglob("*") if p.is_file()} == {"0o444"}
+    assert {oct(p.stat().st_mode & 0o777) for p in node.rglob("*") if p.is_dir()} == {"0o555"}
+    for path in sdk.rglob("*"):
+        path.chmod(0o755)  # for tmp_path's removal
+
+
 def test_a_failed_probe_voids_the_run_without_repeats(plan, tmp_path):
     probe = Observation(spawned=True, ready=ready("0.1"), exit_code=0)
     runner = ScriptedRunner(probe)
@@ -86,8 +100,9 @@ def test_the_worker_sees_only_the_safe_base_and_declared_names(plan, tmp_path):
     environ = {"TOKEN": SECRET, "PATH": "/bin", "TZ": "UTC", "HARNESS_KEY": "no"}
     execution = run(plan, tmp_path, runner, environ=environ)
     env = runner.requests[1].env
-    assert set(env) == {"TOKEN", "PATH", "TZ", "HOME", "TMPDIR", "PYTHONPATH"}
+    assert set(env) == {"TOKEN", "PATH", "TZ", "HOME", "TMPDIR", "PYTHONPATH", "NODE_PATH"}
     assert env["HOME"] == env["TMPDIR"] == runner.requests[1].cwd
+    assert Path(env["NODE_PATH"]).parent == Path(env["PYTHONPATH"])
     assert [r.outcome for r in execution.repeats] == [Outcome.PASS] * 3
 
 
