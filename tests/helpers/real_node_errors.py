@@ -59,6 +59,16 @@ async function f() {
 }
 await Promise.all([f()]);
 ''',
+    "shared_cause.mjs": '''\
+function inner() { const e = new Error("deep"); e.code = "E_DEEP"; return e; }
+function mid() { return new Error("mid", { cause: inner() }); }
+function outer() {
+  const e = new Error("top", { cause: mid() });
+  e.name = "Agent failure";
+  throw e;
+}
+outer();
+''',
     "aggregate.mjs": '''\
 throw new AggregateError([new TypeError("one"), new Error("two")], "all failed");
 ''',

@@ -7,7 +7,9 @@ line), a blank line, the error's stack as util.inspect shows it (`TypeError: boo
 of any number of lines, frames `    at fn (file:///p/w.mjs:12:11)` innermost first), a block of
 its own properties after the last frame (`{ code: 'ERR_X', [cause]: ... }`, nested errors
 indented two more spaces, an AggregateError's `[errors]: [ ... ]`), and `Node.js v20.1.0` last.
-A thrown value that is not an Error is printed after the caret line as it is, with no frames.
+Frames an error shares with its cause are printed once, as `... 2 lines matching cause stack
+trace ...`. A thrown value that is not an Error is printed after the caret line as it is, with
+no frames.
 The `Node.js` line is required: without it the text is not Node's report of how it ended.
 """
 
@@ -33,6 +35,7 @@ _HEAD = re.compile(r"([^\W\d][\w$.]*(?: \[[^\]]*\])?)(?:: (.*))?")
 # The property that holds a nested error, two spaces in: `[cause]:`, or `cause:` set by hand.
 _CAUSE = re.compile(r"  (?:\[cause\]|cause): (.*)")
 _ERRORS = "  [errors]: ["
+_ELIDED = re.compile(r"    \.\.\. \d+ lines? matching cause stack trace \.\.\.")
 _HINT = "(Use `node --trace-uncaught"
 # What an unhandled rejection's message says before the part that is its own: the reason.
 _REJECTION = "The promise rejected with the reason "
@@ -124,10 +127,14 @@ def _error(lines: list[str], depth: int) -> tuple[Raised, ...] | None:
         head[-1] = head[-1][:-1]
     first = head[0] if head else ""
     named = _HEAD.fullmatch(first)
-    if named is None:
+    if named is not None:
+        kind, said = named[1], named[2] or ""
+    elif frames and ": " in first:
+        # A name set by hand (`e.name = "Agent failure"`): with frames below, still an error.
+        kind, said = first.split(": ", 1)
+    else:
         return None
-    kind = named[1]
-    message = "\n".join([named[2] or "", *head[1:]]).strip()
+    message = "\n".join([said, *head[1:]]).strip()
     if _REJECTION in message:
         message = message[message.index(_REJECTION):]
     raised = Raised(kind, message, tuple(reversed(frames)))
@@ -157,6 +164,9 @@ def _frames(lines: list[str]) -> tuple[list[tuple[str, str]], int]:
     frames: list[tuple[str, str]] = []
     count = 0
     for line in lines:
+        if _ELIDED.fullmatch(line):
+            count += 1  # the frames its cause shares, which Node prints once, in the cause
+            continue
         if not line.startswith("    at "):
             break
         count += 1

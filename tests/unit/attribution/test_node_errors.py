@@ -81,6 +81,19 @@ def test_the_cause_comes_first_in_the_chain_and_the_property_block_is_not_a_fram
 
 
 @needs_node
+def test_causes_that_share_frames_and_a_name_set_by_hand(programs: NodePrograms) -> None:
+    # Node prints the frames an error shares with its cause as `... 2 lines matching cause
+    # stack trace ...`, among the frames; a name with a space is no identifier.
+    found = node_errors.last(programs.run("shared_cause.mjs").stderr)
+    assert found is not None
+    assert [(r.kind, r.message) for r in found.chain] == [
+        ("Error", "deep"), ("Error", "mid"), ("Agent failure", "top")]
+    assert found.chain[-1].frames[-2:] == (programs.line("outer();", "shared_cause.mjs"),
+                                           programs.line("new Error(\"top\"", "shared_cause.mjs"))
+    assert found.chain[-1].frames[0][0].startswith("node:")  # the frame after the elision
+
+
+@needs_node
 def test_an_aggregate_error_is_named_by_the_first_error_it_holds(
         programs: NodePrograms) -> None:
     found = node_errors.last(programs.run("aggregate.mjs").stderr)
