@@ -14,7 +14,7 @@ import re
 import signal
 from typing import Any, Callable, Sequence
 
-from alk.attribution import layers, tracebacks
+from alk.attribution import layers, node_errors, tracebacks
 from alk.causes import Cause, outcome_of
 from alk.causes.advice import THEN, WIRE_FAULT, WORKER_FAULT
 from alk.limits import CAUSES, SIGNS
@@ -255,16 +255,29 @@ def _show(value: Any, redactor: Redactor) -> str:
     return redactor.cut(json.dumps(value, ensure_ascii=False, default=str), SHOW_CHARS)
 
 
-_LIBRARY = re.compile(r"/lib/python[\d.]*/|/site-packages/|/dist-packages/|^<frozen ")
+# Library code, which raised on behalf of its caller: Python's standard library and installed
+# packages, Node's own modules (`node:internal/...`, `node:fs`) and npm packages. A framework's
+# own folder is among these too, but `_site` matches the worker's package_paths first.
+_LIBRARY = re.compile(r"/lib/python[\d.]*/|/site-packages/|/dist-packages/|^<frozen |^node:"
+                      r"|/node_modules/")
 _MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
-# What CPython exits with when an exception ends it.
+# What CPython and Node both exit with when an uncaught exception (in Node, or an unhandled
+# rejection) ends them.
 UNCAUGHT_STATUS = 1
 
 
+def _raised(text: str) -> tracebacks.Traceback | None:
+    """The exception that ended the worker, from its stderr tail: Node's report first, whose
+    `Node.js vX.Y.Z` last line says Node ended there (a Python traceback earlier in the tail,
+    a child's, did not end it); else the last Python traceback."""
+    return node_errors.last(text) or tracebacks.last(text)
+
+
 def _crash(obs: Observation, not_ready: str, redactor: Redactor) -> Attribution:
-    """A nonzero exit: named by the Python exception that ended it, and blamed on whose code
-    raised it, when stderr ends with its traceback; else by the last line of stderr."""
-    found = tracebacks.last(obs.stderr_tail)
+    """A nonzero exit: named by the exception that ended it, and blamed on whose code raised
+    it, when stderr ends with its Python traceback or Node stack; else by the last line of
+    stderr."""
+    found = _raised(obs.stderr_tail)
     # Lines after a traceback are its exception's message when the process ended as an
     # uncaught exception ends it; with another status they came after a traceback that was
     # handled and logged, and the text alone cannot tell a message from later output.
@@ -283,7 +296,7 @@ def _crash(obs: Observation, not_ready: str, redactor: Redactor) -> Attribution:
 def _interrupted(obs: Observation, redactor: Redactor) -> str:
     """Where the SIGINT that alk sends at the timeout found a Python worker, from the
     KeyboardInterrupt's traceback; else the last line of stderr."""
-    found = tracebacks.last(obs.stderr_tail)
+    found = _raised(obs.stderr_tail)
     if found is None or found.chain[-1].name != "KeyboardInterrupt":
         return _stderr(obs, redactor)
     frames = found.chain[-1].frames

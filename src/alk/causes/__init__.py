@@ -192,7 +192,7 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "The worker exited with a nonzero status after the start message (it crashed).",
         "Read the stderr tail: the detail names the exception when stderr ends with a Python "
-        "traceback, else quotes its last line.",
+        "traceback or a Node stack, else quotes its last line.",
     ),
     Cause.IDENTITY_CHANGED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
@@ -203,16 +203,17 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.FRAMEWORK_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The worker crashed with a Python traceback whose nearest frame to the error, past "
-        "library code, is inside the framework (a `package_paths` folder of its "
+        "The worker crashed with a Python traceback or a Node stack whose nearest frame to the "
+        "error, past library code, is inside the framework (a `package_paths` folder of its "
         "framework_ready).",
         "A framework bug or misuse: the detail names the frame; the transcript has the "
         "whole traceback.",
     ),
     Cause.WORKER_EXCEPTION: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The worker crashed with a Python traceback whose nearest frame to the error, past "
-        "library code, is in the worker's own code, outside the framework's `package_paths`.",
+        "The worker crashed with a Python traceback or a Node stack whose nearest frame to the "
+        "error, past library code, is in the worker's own code, outside the framework's "
+        "`package_paths`.",
         "Fix the worker (the adapter), not the framework: the detail names the frame.",
     ),
     Cause.PROTOCOL_VIOLATION: CauseInfo(
