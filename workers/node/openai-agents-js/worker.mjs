@@ -7,13 +7,15 @@
 // script with a final text, injects the scenario's `wire_faults` (429, 500, 503, a reset, a
 // stall, a truncated or malformed body, broken tool arguments) and records every call: the
 // worker neither scripts nor reports the model. The client keeps the openai package's defaults
-// (maxRetries 2, its backoff that honours retry-after-ms and retry-after, its timeout), so what
-// the SDK does with a fault on the wire is what an application built the ordinary way gets.
+// (maxRetries 2, its backoff that honours retry-after-ms and retry-after, its timeout), and the
+// Runner's own model retries (modelSettings.retry) stay off, as they are by default: what the
+// SDK does with a fault on the wire is what an application built the ordinary way gets.
 // Worker-side faults are the tools' only (`tool`: the n-th tool call throws); the tools keep
-// the SDK's default error function, which hands the error to the model. Whatever run() throws
-// ends the run with stop_reason `error:<ErrorType>`: what the framework did with a fault is the
-// finding. No durable run state (the SDK's sessions keep history in memory or on OpenAI's
-// servers), so a resumed attempt starts over. Tracing is off: nothing may try the network.
+// the SDK's default error function, which answers the call with a generic error text (the
+// error's own message is not shown to the model). Whatever run() throws ends the run with
+// stop_reason `error:<ErrorType>`: what the framework did with a fault is the finding. No
+// durable run state (the SDK's sessions keep history in memory or on OpenAI's servers), so a
+// resumed attempt starts over. Tracing is off: nothing may try the network.
 import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
 
 alk.hello();
