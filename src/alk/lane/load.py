@@ -68,6 +68,9 @@ _MODE_FIELDS = {"script": (set(), {"answer_tool", "family"}),
 
 # The most files `worker_digest` reads: a worker's folder of a few modules, not a tree.
 WORKER_FILES = 200
+# The files of a worker's own code that its digest covers, beside the files its command names.
+NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
+SOURCE_SUFFIXES = (".py", *NODE_SUFFIXES)
 
 
 def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> Lane:
@@ -92,18 +95,20 @@ def load_lane(name_or_path: str | Path, lanes_dir: Path = Path(LANES_DIR)) -> La
 
 def worker_digest(command: Sequence[str]) -> str:
     """The sha256 of the worker's code as alk can see it: each file its command names (its
-    script, say) and the Python files beside it (the modules a worker imports from its own
-    folder, such as a shared tools module), in order. What `alk rerun` compares to tell a
-    reproduction from a check of a changed worker. An interpreter found on PATH and installed
-    packages are not among them: the preflight reports the framework's version, which is
-    what a run depends on. At most WORKER_FILES files are read."""
-    named = [Path(arg) for arg in command if os.path.isabs(arg) and os.path.isfile(arg)]
+    script, say) and the source files beside it (the modules a worker imports from its own
+    folder, such as a shared tools module), in order; for a Node worker in a package folder of
+    its own (a package.json beside it), the Node sources of the folder above too, which its
+    workers share (workers/node/lab_tools.mjs). What `alk rerun` compares to tell a
+    reproduction from a check of a changed worker. A program that is a compiled binary (an
+    interpreter, Node) and installed packages are not among them: the preflight reports the
+    framework's version, which is what a run depends on. At most WORKER_FILES files are read."""
+    named = [Path(arg) for arg in command
+             if os.path.isabs(arg) and os.path.isfile(arg) and not _compiled(arg)]
     files: dict[Path, None] = dict.fromkeys(named)
     for folder in dict.fromkeys(path.parent for path in named):
-        try:
-            files.update(dict.fromkeys(sorted(folder.glob("*.py"))))
-        except OSError:
-            continue
+        files.update(dict.fromkeys(_sources(folder, SOURCE_SUFFIXES)))
+        if (folder / "package.json").is_file():
+            files.update(dict.fromkeys(_sources(folder.parent, NODE_SUFFIXES)))
     digest = hashlib.sha256()
     for path in list(files)[:WORKER_FILES]:
         # Its name, not its folder: a checkout moved or cloned elsewhere is the same worker.
@@ -113,6 +118,24 @@ def worker_digest(command: Sequence[str]) -> str:
         except OSError:
             digest.update(b"unreadable")
     return digest.hexdigest()
+
+
+def _sources(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    try:
+        return sorted(path for path in folder.iterdir()
+                      if path.suffix in suffixes and path.is_file())
+    except OSError:
+        return []
+
+
+def _compiled(path: str) -> bool:
+    """Is the file an ELF binary? Node's is 100 MB: reading it at every load would cost more
+    than the rest of the lane, and it is no code of the worker's."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def lane_warnings(lane: Lane) -> list[str]:

@@ -96,6 +96,35 @@ def test_the_worker_digest_follows_the_files_its_command_names(tmp_path):
     assert worker_digest(("{python}", str(moved / "worker.py"))) == worker_digest(command)
 
 
+def test_a_node_workers_digest_covers_its_sources_and_the_shared_ones_not_node(tmp_path):
+    shared = tmp_path / "workers" / "node"
+    (shared / "lane").mkdir(parents=True)
+    (shared / "lab_tools.mjs").write_text("export const x = 1;\n")
+    (shared / "lane" / "package.json").write_text("{}")
+    (shared / "lane" / "package-lock.json").write_text("{}")
+    worker = shared / "lane" / "worker.mjs"
+    worker.write_text("import '../lab_tools.mjs';\n")
+    node = tmp_path / "node"
+    node.write_bytes(b"\x7fELF" + b"\0" * 64)
+    command = (str(node), str(worker))
+    first = worker_digest(command)
+    # The binary is no code of the worker's: another build of Node is the same worker.
+    node.write_bytes(b"\x7fELF" + b"\1" * 64)
+    assert worker_digest(command) == first
+    (shared / "lab_tools.mjs").write_text("export const x = 2;\n")
+    second = worker_digest(command)
+    assert second != first
+    (shared / "lane" / "helpers.ts").write_text("export {};\n")
+    assert worker_digest(command) != second
+    # Without a package of its own, the folder above is not the worker's.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "worker.mjs").write_text("x\n")
+    before = worker_digest((str(node), str(alone / "worker.mjs")))
+    (tmp_path / "other.mjs").write_text("y\n")
+    assert worker_digest((str(node), str(alone / "worker.mjs"))) == before
+
+
 ENVIRON = {"PATH": "/bin"}
 
 

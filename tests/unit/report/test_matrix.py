@@ -28,7 +28,8 @@ TOO_OLD = dataclasses.replace(PASSING, ready=ready("0.1"))
 ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagents",
              "llamaindex", "strands", "autogen", "anthropic", "google-genai",
              "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic", "adk",
-             "claude-agent-sdk", "claude-code", "codex", "gemini-cli")
+             "claude-agent-sdk", "claude-code", "codex", "gemini-cli", "ai-sdk",
+             "openai-agents-js")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
