@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from alk.cleanup import remove_tree
+from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import Containment, Filesystem, Network, detect
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from helpers.timing import assert_ended_in_time, repeat_events
 
 WORKER = Path(__file__).resolve().with_name("worker.py")
@@ -110,7 +110,7 @@ def test_alk_stays_up_bounded_honest_and_leaks_nothing(threat, tmp_path, process
     threat, _, level = threat.partition("@")
     if threat == "call_home" and not NO_NETWORK:
         pytest.skip(f"no network isolation here: {detect().network_reason}")
-    if threat == "fork_bomb" and pids_cgroup_parent() is None and os.getuid() == 0:
+    if threat == "fork_bomb" and cgroup_parent("pids") is None and os.getuid() == 0:
         pytest.skip("as root only a pids cgroup bounds processes, and none is writable here")
     if threat in ("suicide_after_result", "shrug_off_sigint") and not NAMESPACE:
         pytest.skip("the worker is PID 1 only in a PID namespace, which this machine lacks")

@@ -140,7 +140,7 @@ def main():
         import resource
 
         names = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE,
-                 "as": resource.RLIMIT_AS}
+                 "data": resource.RLIMIT_DATA}
         worker.emit("agent", "rlimits", {k: list(resource.getrlimit(v)) for k, v in names.items()})
         finish()
     elif ACT == "await_kill":
