@@ -9,9 +9,10 @@ Limits and where they fall short:
 - `memory_mb` is RLIMIT_DATA: since Linux 4.7 it counts a process's private writable memory
   (heap, anonymous mmap) but not reserved, inaccessible ranges, so runtimes that reserve far
   more address space than they use (Node's WebAssembly, Go, the JVM) run under it, as they do
-  not under RLIMIT_AS. It bounds each process alone, and not the tmpfs it writes; where alk may
-  make a memory cgroup (`runner.cgroup`), that also bounds the worker's whole tree, its /tmp
-  and /dev/shm included, and a kill on it is counted and attributed.
+  not under RLIMIT_AS. It bounds each process alone, and neither the tmpfs it writes nor shared
+  mappings (MAP_SHARED, anonymous too); where alk may make a memory cgroup (`runner.cgroup`),
+  that bounds all of the worker's tree, its /tmp and /dev/shm included, and a kill on it is
+  counted and attributed.
 - `max_processes` (RLIMIT_NPROC) counts every process of alk's user, and does nothing for root;
   it is off unless set, and then also bounds the worker's whole tree through a pids cgroup
   where alk may make one (`runner.cgroup`).

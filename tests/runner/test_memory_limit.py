@@ -87,19 +87,24 @@ def test_address_space_only_reserved_is_not_counted(tmp_path):
 
 @pytest.mark.skipif(NO_MEMORY_CGROUP, reason="no writable memory cgroup here (v2 with the "
                     "memory controller delegated, or v1's /sys/fs/cgroup/memory)")
-def test_the_memory_cgroup_bounds_the_workers_children_together(tmp_path, monkeypatch):
+@pytest.mark.parametrize("act, arg", [
+    ("children_eat", "150"),  # four children, each under RLIMIT_DATA, not all four
+    ("eat_shared", "512"),  # shared anonymous memory, which RLIMIT_DATA does not count
+])
+def test_the_memory_cgroup_bounds_what_rlimit_data_does_not(tmp_path, monkeypatch, act, arg):
     limits = Limits(memory_mb=256)
-    obs = run_act(tmp_path, "children_eat", "150", limits=limits)
+    obs = run_act(tmp_path, act, arg, limits=limits)
     verdict = attribute(obs)
-    # Each child stays under RLIMIT_DATA; the four together do not, and the kernel's kill of
-    # one is the limit's, though the worker itself only saw a child die by SIGKILL.
+    # The kernel's kill is the limit's, though the worker only saw a SIGKILL (its own or a
+    # child's).
     assert obs.limits_hit == ("memory_mb",), obs.stderr_tail
     assert (verdict.outcome.value, verdict.cause) == ("framework_runtime", "memory_limit"), \
         verdict.detail
+    assert "memory cgroup" in verdict.detail
     assert left_behind() == []
-    # Without the cgroup nothing bounds them together: the same worker passes.
+    # Without the cgroup nothing else bounds it: the same worker passes.
     monkeypatch.setenv(cgroup.NO_MEMORY_CGROUP_ENV, "1")
-    again = run_act(tmp_path / "again", "children_eat", "150", limits=limits)
+    again = run_act(tmp_path / "again", act, arg, limits=limits)
     assert attribute(again).cause == Cause.PASSED, again.stderr_tail
 
 
@@ -130,3 +135,16 @@ def test_a_repeats_memory_cgroup_is_made_under_alks_own_where_it_may(tmp_path):
     finally:
         made.remove()
     assert not path.exists()
+
+
+def test_doctor_says_which_memory_bound_holds(monkeypatch):
+    from alk.runner import doctor
+
+    value, why = next(row[1:] for row in doctor.doctor() if row[0] == "memory_mb")
+    if cgroup.memory_parent() is not None:
+        assert value.startswith("memory cgroup v") and "RLIMIT_DATA" in value
+        assert "whole tree" in why
+    monkeypatch.setattr(doctor, "memory_parent", lambda: None)
+    value, why = next(row[1:] for row in doctor.doctor() if row[0] == "memory_mb")
+    assert value == "RLIMIT_DATA per process only"
+    assert "no writable memory cgroup" in why and "not counted together" in why

@@ -156,6 +156,14 @@ def main():
         if any(codes):
             raise RuntimeError(f"a child failed: {codes}")
         finish()
+    elif ACT == "eat_shared":
+        # ARG MiB mapped shared and anonymous: shmem, which RLIMIT_DATA does not count.
+        import mmap
+
+        block = mmap.mmap(-1, int(ARG) * 1024 * 1024, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        finish()
     elif ACT == "fill_tmpfs":
         # ARG MiB into each of /tmp and /dev/shm (memory, not disk), then ARG MiB of heap.
         for folder in ("/tmp", "/dev/shm"):
