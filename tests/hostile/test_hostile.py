@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from alk.cleanup import remove_tree
+from alk.runner.cgroup import memory_parent
 from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import Containment, Filesystem, Network, detect
 from helpers.timing import assert_ended_in_time, repeat_events
@@ -34,6 +35,7 @@ HARNESS_RSS_LIMIT_MB = 150
 NAMESPACE = detect().containment is Containment.PID_NAMESPACE
 NO_NETWORK = Network.NONE in detect().networks
 SANDBOX = Filesystem.SANDBOX in detect().filesystems
+MEMORY_CGROUP = memory_parent() is not None
 
 PASS = ("pass", "passed")
 VIOLATION = ("framework_runtime", "protocol_violation")
@@ -69,8 +71,11 @@ THREATS = {
     "json_bomb_file": (("agent", "wrong_files"), 20,
                        'files = [ { path = "lab-output/effects.json", json_length = 1 } ]',
                        "742 done"),
-    # 1.5 GiB asked of /tmp and /dev/shm, which are memory: sized from memory_mb.
-    "tmpfs_hog": (PASS if SANDBOX else ("agent", "wrong_output"), 20, "", "bounded"),
+    # 1.5 GiB asked of /tmp and /dev/shm, which are memory: sized from memory_mb, half each.
+    # Where the repeat has a memory cgroup, what they hold is charged to it beside the worker's
+    # own memory: both full are past the limit.
+    "tmpfs_hog": ((("framework_runtime", "memory_limit") if MEMORY_CGROUP else PASS) if SANDBOX
+                  else ("agent", "wrong_output"), 20, "", "bounded"),
     # 1e999 and NaN: a violation, and nothing non-finite is ever written back.
     "non_finite": (VIOLATION, 20, "", "done"),
     # Bidi overrides, zero-width characters and terminal controls in every field it has.
