@@ -6,11 +6,16 @@ Linux, in the child before exec elsewhere) and inherited by everything it starts
 are always off: a crashing worker would otherwise leave a `core` file as large as its memory.
 
 Limits and where they fall short:
-- `memory_mb` (RLIMIT_AS) bounds address space, not resident memory: runtimes that reserve
-  large virtual ranges (V8, some JITs) need it raised or lifted (0).
+- `memory_mb` is RLIMIT_DATA: since Linux 4.7 it counts a process's private writable memory
+  (heap, anonymous mmap) but not reserved, inaccessible ranges, so runtimes that reserve far
+  more address space than they use (Node's WebAssembly, Go, the JVM) run under it, as they do
+  not under RLIMIT_AS. It bounds each process alone, and neither the tmpfs it writes nor shared
+  mappings (MAP_SHARED, anonymous too); where alk may make a memory cgroup (`runner.cgroup`),
+  that bounds all of the worker's tree, its /tmp and /dev/shm included, and a kill on it is
+  counted and attributed.
 - `max_processes` (RLIMIT_NPROC) counts every process of alk's user, and does nothing for root;
   it is off unless set, and then also bounds the worker's whole tree through a pids cgroup
-  where alk may make one (`runner.pids_cgroup`).
+  where alk may make one (`runner.cgroup`).
 - `disk_mb` is no rlimit (RLIMIT_FSIZE bounds one file, not the total) but alk's own measure
   of the workspace, taken as the worker runs (`runner.disk`); the disk's free space bounds a
   repeat too, with room kept for what alk still has to write.
@@ -42,7 +47,7 @@ _RLIMITS = {
 # Limits alk enforces itself, as the worker runs: no rlimit.
 MEASURED = ("disk_mb",)
 
-# The cause a limit's breach is attributed to, and what a Python worker prints when it hits one.
+# The cause a limit's breach is attributed to, and what a worker prints when it hits one.
 CAUSES = {
     "memory_mb": Cause.MEMORY_LIMIT,
     "cpu_s": Cause.CPU_LIMIT,
@@ -53,9 +58,12 @@ CAUSES = {
 }
 SIGNS = {
     # Only the errors a failed allocation gives; "out of memory" alone is also a GPU's.
-    # The dynamic loader's when a shared library (libpython, an extension) cannot be mapped.
+    # The dynamic loader's when a shared library (libpython, an extension) cannot be mapped;
+    # Node's (V8's heap, a Buffer), Go's runtime and the JVM's when an allocation fails.
     "memory_mb": ("MemoryError", "Cannot allocate memory", "std::bad_alloc",
-                  "failed to map segment from shared object"),
+                  "failed to map segment from shared object", "JavaScript heap out of memory",
+                  "Array buffer allocation failed", "runtime: out of memory",
+                  "java.lang.OutOfMemoryError", "insufficient memory for the Java Runtime"),
     "max_processes": ("Resource temporarily unavailable",),
     "max_open_files": ("Too many open files",),
     "max_file_mb": ("File too large",),

@@ -20,8 +20,8 @@ from alk.causes import Cause
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
 from alk.runner import driver
+from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Filesystem, Network, detect
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.process import LocalRunner
 from alk.runner.protocol import hello_message
 from alk.runner.request import RunRequest
@@ -325,7 +325,7 @@ def test_a_breached_limit_is_attributed_to_it(tmp_path, act, arg, limits, cause)
     assert spawn["payload"]["limits"] == limits.applied()
 
 
-@pytest.mark.skipif(pids_cgroup_parent() is None, reason="no writable pids cgroup here")
+@pytest.mark.skipif(cgroup_parent("pids") is None, reason="no writable pids cgroup here")
 def test_max_processes_bounds_the_whole_tree_even_for_root(tmp_path, process_watch):
     with process_watch(tmp_path / "ws") as watch:
         obs, _ = run_act(tmp_path, "fork_bomb", "300", limits=Limits(max_processes=32),
@@ -342,7 +342,7 @@ def test_limits_are_inherited_and_core_dumps_are_off(tmp_path):
     obs, events = run_act(tmp_path, "rlimits", limits=limits)
     seen = next(e for e in events if e["type"] == "rlimits")["payload"]
     assert seen["core"] == [0, 0] and seen["nofile"] == [77, 77]
-    assert seen["as"] == [2048 * 1024 * 1024] * 2
+    assert seen["data"] == [2048 * 1024 * 1024] * 2
     assert attribute(obs).cause == Cause.PASSED
 
 

@@ -136,11 +136,49 @@ def main():
         for i in range(0, len(block), 4096):
             block[i] = 1
         finish(str(len(block)))
+    elif ACT == "eat_in_chunks":
+        # ARG MiB in 16 MiB pieces, each page touched: resident, not only reserved.
+        held = []
+        for _ in range(int(ARG) // 16):
+            piece = bytearray(16 * 1024 * 1024)
+            for i in range(0, len(piece), 4096):
+                piece[i] = 1
+            held.append(piece)
+        finish(str(len(held)))
+    elif ACT == "children_eat":
+        # Four children hold ARG MiB each at once: each under its own limit, not all together.
+        code = (f"import sys, time; b = bytearray({int(ARG)} << 20); "
+                "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; "
+                "sys.stdout.write('x'); sys.stdout.flush(); time.sleep(1)")
+        kids = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+                for _ in range(4)]
+        codes = [kid.wait() for kid in kids]
+        if any(codes):
+            raise RuntimeError(f"a child failed: {codes}")
+        finish()
+    elif ACT == "eat_shared":
+        # ARG MiB mapped shared and anonymous: shmem, which RLIMIT_DATA does not count.
+        import mmap
+
+        block = mmap.mmap(-1, int(ARG) * 1024 * 1024, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        finish()
+    elif ACT == "fill_tmpfs":
+        # ARG MiB into each of /tmp and /dev/shm (memory, not disk), then ARG MiB of heap.
+        for folder in ("/tmp", "/dev/shm"):
+            with open(f"{folder}/fill", "wb") as out:
+                for _ in range(int(ARG)):
+                    out.write(b"x" * (1024 * 1024))
+        block = bytearray(int(ARG) * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        finish()
     elif ACT == "rlimits":
         import resource
 
         names = {"core": resource.RLIMIT_CORE, "nofile": resource.RLIMIT_NOFILE,
-                 "as": resource.RLIMIT_AS}
+                 "data": resource.RLIMIT_DATA}
         worker.emit("agent", "rlimits", {k: list(resource.getrlimit(v)) for k, v in names.items()})
         finish()
     elif ACT == "await_kill":

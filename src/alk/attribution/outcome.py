@@ -151,7 +151,8 @@ def _after_start(obs: Observation, checks: Sequence[Check],
     breached = _limit_breached(obs)
     if breached is not None:
         return _make(CAUSES[breached], f"limit {breached} = {obs.limits[breached]}: "
-                                       f"{_status(obs)}{_stderr(obs, redactor)}")
+                                       f"{_status(obs)}{_by_cgroup(obs, breached)}"
+                                       f"{_stderr(obs, redactor)}")
     if obs.signal is not None:
         return _make(Cause.KILLED_BY_SIGNAL, f"killed by {_signal_name(obs.signal)}"
                                              f"{not_ready}{_stderr(obs, redactor)}")
@@ -226,6 +227,13 @@ def _limit_breached(obs: Observation) -> str | None:
         if name in obs.limits and any(sign in tail for sign in signs):
             return name
     return None
+
+
+def _by_cgroup(obs: Observation, breached: str) -> str:
+    """Why a SIGKILL, or a child's, is the memory limit's: the kernel's count of its kills."""
+    if breached == "memory_mb" and "memory_mb" in obs.limits_hit:
+        return " (the kernel killed a process of its tree on the repeat's memory cgroup)"
+    return ""
 
 
 def _not_fired(obs: Observation) -> str:

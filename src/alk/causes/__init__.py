@@ -237,8 +237,8 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.MEMORY_LIMIT: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "The worker crashed on the lane's `memory_mb` limit (address space): MemoryError or a "
-        "failed allocation.",
+        "The worker crashed on the lane's `memory_mb` limit: MemoryError or a failed allocation, "
+        "or the kernel killed a process of its tree on the repeat's memory cgroup.",
         "Raise `[limits] memory_mb` if the framework needs it, or find what grows.",
     ),
     Cause.CPU_LIMIT: CauseInfo(

@@ -136,7 +136,7 @@ def _worker_lane(run: DaskRun) -> Iterator[_WorkerLane | None]:
 
 def _open_worker_lane(run: DaskRun) -> _WorkerLane:
     global _RUNNER
-    from alk.runner.pids_cgroup import counts_the_user
+    from alk.runner.cgroup import counts_the_user
     from alk.runner.process import LocalRunner
 
     where = f"on Dask worker {import_distributed().get_worker().address}"

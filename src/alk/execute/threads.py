@@ -21,7 +21,7 @@ from alk.execute.handover import FINISHED, hand_over
 from alk.execute.repeat import LaneContext, open_lane
 from alk.records import Observation, Plan, Preflight, RepeatResult, RepeatSpec
 from alk.redaction import Redactor
-from alk.runner.pids_cgroup import counts_the_user
+from alk.runner.cgroup import counts_the_user
 from alk.runner.request import Runner
 from alk.runner.stop import Stop
 

@@ -1,6 +1,6 @@
 """What this machine gives a worker, for `alk doctor`: the containment, the isolation of its
-network and file system, its user, the syscall filter, its /tmp, how `max_processes` holds, its
-environment, and how it reaches alk's model gateway, each with why.
+network and file system, its user, the syscall filter, its /tmp, how `memory_mb` and
+`max_processes` hold, its environment, and how it reaches alk's model gateway, each with why.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import os
 import platform
 
 from alk import installed_version
+from alk.runner.cgroup import memory_parent, unified
+from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import Filesystem, Network, detect
-from alk.runner.pids_cgroup import parent as pids_cgroup_parent
 from alk.runner.sandbox import worker_uid
 from alk.runner.seccomp import BLOCKED as seccomp_blocked
 from alk.runner.seccomp import program as seccomp_program
@@ -51,10 +52,12 @@ def doctor() -> list[tuple[str, str, str]]:
          if sandbox and filters else (seccomp_unavailable() or "no sandbox here")
          + "; a key a worker adds to a kernel keyring outlives its repeat"),
         ("/tmp, /dev/shm", "private, sized" if sandbox else "the host's",
-         "each half of memory_mb: their memory counts in the worker's" if sandbox
-         else "no sandbox here"),
-        ("max_processes", "pids cgroup" if pids_cgroup_parent() else "RLIMIT_NPROC only",
-         "bounds the worker's whole tree" if pids_cgroup_parent() else
+         "each half of memory_mb" + (": what they hold counts in the worker's memory cgroup"
+                                     if memory_parent() is not None else "")
+         if sandbox else "no sandbox here"),
+        _memory_row(),
+        ("max_processes", "pids cgroup" if cgroup_parent("pids") else "RLIMIT_NPROC only",
+         "bounds the worker's whole tree" if cgroup_parent("pids") else
          "no writable pids cgroup: the limit counts the user's processes, and not root's"),
         ("environment", "scrubbed", "PATH, LANG, LC_ALL, TZ and the lane's required_env only"),
         ("model gateway", "reachable offline" if Network.NONE in isolation.networks and
@@ -64,3 +67,14 @@ def doctor() -> list[tuple[str, str, str]]:
          if Network.NONE in isolation.networks and isolation.unshare else
          "no network namespace here: the gateway listens on alk's own loopback"),
     ]
+
+
+def _memory_row() -> tuple[str, str, str]:
+    if memory_parent() is not None:
+        return ("memory_mb", f"memory cgroup v{2 if unified() else 1} + RLIMIT_DATA",
+                "the cgroup bounds the worker's whole tree, its /tmp and /dev/shm counted, and "
+                "its kills are counted; RLIMIT_DATA bounds each process's own heap and "
+                "mappings, not the address space it only reserves")
+    return ("memory_mb", "RLIMIT_DATA per process only",
+            "no writable memory cgroup: each process's heap and mappings are bounded alone; "
+            "a worker's children and its /tmp and /dev/shm are not counted together")

@@ -81,7 +81,7 @@ class LocalRunner:
                                          "limits": request.limits.applied()})
             loop = Loop(spawned, driver, transcript, stderr, request.line_limit_bytes)
             end = loop.run()
-            limits_hit = ("max_processes",) if spawned.limit_hit() else ()
+            limits_hit = spawned.limits_hit()
             reported = spawned.init_status(end.status)
             if request.gateway is not None:
                 # The worker is gone: what the gateway still held (a stalled call) is ended,

@@ -3,7 +3,8 @@
 The worker's argv is put behind, in order: `prlimit` (its limits, inherited by everything after),
 the isolation (bwrap for the sandbox, or setpriv and unshare for a PID namespace), and, in a
 PID namespace, alk's init (`runner/init.py`), so that the worker is never PID 1 and its real
-exit status reaches alk on a pipe of the init's. Only this module starts workers.
+exit status reaches alk on a pipe of the init's. Before exec the child joins the repeat's
+cgroups (`runner/cgroup.py`), so that they bound all of that. Only this module starts workers.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any, Callable
 
 from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
+from alk.runner.cgroup import RepeatCgroup
+from alk.runner.cgroup import for_limits as cgroup_for
 from alk.runner.isolation import Containment, Filesystem, Isolation, Network
-from alk.runner.pids_cgroup import PidsCgroup
-from alk.runner.pids_cgroup import for_limits as pids_cgroup_for
 from alk.runner.procfs import (
     STATUS_READ_BYTES,
     TMPFS_FOLDERS,
@@ -68,7 +69,7 @@ class Spawned:
     the worker itself sits below it."""
 
     def __init__(self, proc: subprocess.Popen, depth: int, status_fd: int | None,
-                 cgroup: PidsCgroup | None, sandboxed: bool) -> None:
+                 cgroup: RepeatCgroup | None, sandboxed: bool) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.depth = depth  # forks between alk's child and the worker (wrappers, the init)
@@ -208,8 +209,9 @@ class Spawned:
             return None, value
         return None
 
-    def limit_hit(self) -> bool:
-        return bool(self._cgroup and self._cgroup.hit_limit())
+    def limits_hit(self) -> tuple[str, ...]:
+        """The limits the kernel enforced on the worker's tree through its cgroups."""
+        return self._cgroup.limits_hit() if self._cgroup else ()
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -248,7 +250,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
     if (limit_prefix or namespaced) and not on_path(request.argv[0],
                                                     request.env.get("PATH", os.defpath)):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-    cgroup = pids_cgroup_for(request.limits)
+    cgroup = cgroup_for(request.limits)
     read_fd = write_fd = seccomp_fd = None
     channel: tuple[socket.socket, socket.socket] | None = None
     try:

@@ -138,10 +138,10 @@ def test_a_lanes_max_parallel_caps_jobs(tmp_path, make_lane):
 ])
 def test_parallelism(make_lane, monkeypatch, jobs, max_parallel, items, max_processes, cgroup,
                      expected):
-    from alk.runner import pids_cgroup
+    from alk.runner import cgroup as cgroups
 
-    monkeypatch.setattr(pids_cgroup, "parent",
-                        lambda: Path("/sys/fs/cgroup/pids") if cgroup else None)
+    monkeypatch.setattr(cgroups, "parent",
+                        lambda controller: Path("/sys/fs/cgroup/pids") if cgroup else None)
     lane = make_lane(tuple(f"s{i}" for i in range(items)), max_parallel=max_parallel)
     plan = build_plan(lane, "r", repeats=1, seed=1,
                       limits={"max_processes": max_processes} if max_processes else None)
