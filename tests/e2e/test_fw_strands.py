@@ -7,12 +7,9 @@ from __future__ import annotations
 
 from helpers.gateway_lanes import (
     ROOT,
-    findings,
-    lane,
     needs_offline,
+    pinned_findings,
     require_installed,
-    run_lane,
-    sampled_finding,
 )
 
 PYTHON = ROOT / ".venvs" / "strands" / "bin" / "python"
@@ -32,8 +29,6 @@ FINDINGS = {
 @needs_offline
 def test_strands_lane_findings(tmp_path):
     require_installed("strands", "Strands", PYTHON, imports="strands.models.openai")
-    document = run_lane(tmp_path, "strands", [*FINDINGS, "sampled"], seed=7)
-    assert document["gate"]["framework"] == "strands-agents"
-    found = findings(document)
-    assert found.pop("sampled") == sampled_finding(document, lane("strands"))
+    framework, found = pinned_findings(tmp_path, "strands", list(FINDINGS))
+    assert framework == "strands-agents"
     assert found == FINDINGS

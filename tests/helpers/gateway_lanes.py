@@ -85,3 +85,13 @@ def sampled_finding(document: dict, lane_table: dict, sid: str = "sampled"
     [index] = [i for i, turn in enumerate(script) if "choices" in turn]
     drawn = sampled_turn(script, index, repeat["seed"])
     return ("pass", []) if "tool" in drawn else ("fail", ["wrong_tool_calls"])
+
+
+def pinned_findings(tmp_path: Path, name: str, scenarios: list[str], seed: int = 7
+                    ) -> tuple[str, dict[str, tuple[str, list[str]]]]:
+    """One repeat of each of `scenarios` and of `sampled`: the framework the gate saw, and each
+    scenario's finding, `sampled` checked here against the turn its seed drew."""
+    document = run_lane(tmp_path, name, [*scenarios, "sampled"], seed=seed)
+    found = findings(document)
+    assert found.pop("sampled") == sampled_finding(document, lane(name))
+    return document["gate"]["framework"], found

@@ -6,7 +6,6 @@ raises and stays linear."""
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -203,13 +202,17 @@ def test_a_report_without_its_excerpt_is_read_from_its_last_paragraph() -> None:
     assert (found.chain[-1].kind, found.chain[-1].frames) == ("TypeError", (("/p/x.js", "3"),))
 
 
-def test_a_hundred_thousand_frames_are_read_in_linear_time() -> None:
+def test_a_hundred_thousand_frames_are_read_whole_and_frames_alone_name_nothing() -> None:
+    # What it reads of them, not how fast: a test on a shared machine times nothing.
     frames = "".join(f"    at f{i} (/p/x.js:{i}:1)\n" for i in range(100_000))
-    for text in (f"/p/x.js:1\nx\n^\n\nError: deep\n{frames}\nNode.js v24.0.0\n",
-                 f"{frames}Node.js v24.0.0\n", "    at \n" * 100_000 + "Node.js v24.0.0"):
-        began = time.monotonic()
-        node_errors.last(text)
-        assert time.monotonic() - began < 5
+    found = node_errors.last(f"/p/x.js:1\nx\n^\n\nError: deep\n{frames}\nNode.js v24.0.0\n")
+    assert found is not None and found.chain[-1].kind == "Error"
+    # Outermost first, as Python's; the excerpt's place is added as the deepest.
+    kept = found.chain[-1].frames
+    assert (kept[0], kept[-2], kept[-1], len(kept)) == (
+        ("/p/x.js", "99999"), ("/p/x.js", "0"), ("/p/x.js", "1"), 100_001)
+    assert node_errors.last(f"{frames}Node.js v24.0.0\n") is None
+    assert node_errors.last("    at \n" * 100_000 + "Node.js v24.0.0") is None
 
 
 def test_causes_nested_past_the_depth_stop_there() -> None:
