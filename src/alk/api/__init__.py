@@ -12,6 +12,17 @@ engine, repeats at once, the environment, the report files, the callbacks). This
 the names below, and nothing else is promised to stay where it is.
 """
 
+import os
+
+# The harness's linear algebra runs on one thread, set before numpy loads (every harness path
+# imports this package first). alk forks workers from repeat threads (with a preexec step, so
+# by fork, not vfork) while the main thread aggregates; OpenBLAS's fork handler waits for its
+# thread pool, and a fork during a multi-threaded BLAS call deadlocks both threads for good (a
+# run was seen stuck in blas_thread_shutdown_). The statistics' matrices are small. Workers
+# never see this: their environment is the lane's.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
 from alk.api.read import (
     RunEntry,
     list_runs,
