@@ -166,10 +166,13 @@ NODE_VERSION := 24.22.3
 	mkdir -p .tools/node/bin && ln -sfn "../node_modules/node-$$platform/bin/node" .tools/node/bin/node && \
 	.tools/node/bin/node --version >/dev/null && touch $@
 
-# npm itself is the machine's; with Node 24 first on PATH, what an install runs uses it.
+# npm itself is the machine's; with Node 24 first on PATH, what an install runs uses it. A native
+# module (better-sqlite3, for LangGraph.js's checkpointer) finds no prebuilt binary offline and
+# is compiled against the headers that come with Node 24's package (nodedir), not downloaded ones.
 workers/node/%/.installed: workers/node/%/package-lock.json workers/node/%/package.json .tools/node/.installed
 	@command -v npm >/dev/null 2>&1 || { echo "no npm here: the $* lane's test will skip"; exit 0; }; \
-	cd workers/node/$* && PATH="$(CURDIR)/.tools/node/bin:$$PATH" \
+	nodedir=$$(cd .tools/node/node_modules/node-*/ && pwd) && \
+	cd workers/node/$* && PATH="$(CURDIR)/.tools/node/bin:$$PATH" npm_config_nodedir="$$nodedir" \
 		npm ci --no-fund --no-audit --loglevel=error && touch .installed
 
 clean:

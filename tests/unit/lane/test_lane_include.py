@@ -284,7 +284,8 @@ def test_a_scenario_file_given_as_a_lane_says_what_it_is(root: Path) -> None:
 
 ROOT = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ("autogen", "langgraph", "llamaindex", "openai-agents", "pydantic-ai",
-              "smolagents", "strands", "ai-sdk", "openai-agents-js")
+              "smolagents", "strands", "ai-sdk", "openai-agents-js", "mastra",
+              "langgraph-js")
 
 
 def test_the_framework_lanes_share_one_scenario_file() -> None:

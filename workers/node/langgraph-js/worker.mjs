@@ -1,0 +1,64 @@
+// alk worker for LangGraph.js: a StateGraph with a model node and the prebuilt ToolNode,
+// checkpointed in SQLite in the workspace (@langchain/langgraph-checkpoint-sqlite), so that a
+// resumed run continues from its last checkpoint, as the Python LangGraph lane does. The model
+// node is @langchain/openai's ordinary ChatOpenAI (Chat Completions, unstreamed, through the
+// openai package's client), bound to the tools and pointed at the model alk serves.
+//
+// alk's gateway plays the scenario's `script` over the OpenAI API, answers a call past the
+// script with a final text, injects the scenario's `wire_faults` (429, 500, 503, a reset, a
+// stall, a truncated or malformed body, broken tool arguments) and records every call: the
+// worker neither scripts nor reports the model. The chat model keeps its defaults (LangChain's
+// async caller retries a failed call up to 6 times with exponential backoff; the openai client
+// underneath is given no retries of its own; the graph has no retry policy), so what it does
+// with a fault on the wire is what an application built the ordinary way gets. Worker-side
+// faults are the tools' only (`tool`: the n-th tool call throws); ToolNode answers a tool's
+// error to the model as the call's output. Whatever the graph throws ends the run with
+// stop_reason `error:<ErrorType>`: what the framework did with a fault is the finding.
+// LangSmith tracing stays off (it runs only when LANGSMITH_TRACING is set): nothing may try the
+// network.
+import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
+
+alk.hello();
+// Imported after hello(): a framework that prints on import cannot break the protocol.
+const { MessagesAnnotation, START, StateGraph } = await import("@langchain/langgraph");
+const { ToolNode, toolsCondition } = await import("@langchain/langgraph/prebuilt");
+const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+const { HumanMessage } = await import("@langchain/core/messages");
+const { tool } = await import("@langchain/core/tools");
+const { ChatOpenAI } = await import("@langchain/openai");
+const { z } = await import("zod");
+
+function buildGraph(start, faults, checkpointer) {
+  const schema = z.object({ order: z.string() });
+  const tools = Object.entries(TOOL_DOCS).map(([name, description]) => tool(
+    async (args) => JSON.stringify(runTool(name, args, faults)), { name, description, schema }));
+  const { name, baseURL, apiKey } = modelEndpoint(start);
+  const llm = new ChatOpenAI({ model: name, apiKey, configuration: { baseURL } }).bindTools(tools);
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode("model", async (state) => ({ messages: [await llm.invoke(state.messages)] }))
+    .addNode("tools", new ToolNode(tools))
+    .addEdge(START, "model")
+    .addConditionalEdges("model", toolsCondition)
+    .addEdge("tools", "model");
+  return graph.compile({ checkpointer });
+}
+
+async function main() {
+  alk.ready("@langchain/langgraph", alk.packageVersion("@langchain/langgraph"),
+            alk.packagePaths("@langchain/langgraph", "@langchain/langgraph-checkpoint",
+                             "@langchain/langgraph-checkpoint-sqlite", "@langchain/core",
+                             "@langchain/openai", "openai"));
+  const start = alk.start();
+  const graph = buildGraph(start, new Faults(start.faults),
+                           SqliteSaver.fromConnString("checkpoints.sqlite"));
+  const config = { configurable: { thread_id: "repeat" }, recursionLimit: 25 };
+  await reportRun(async () => {
+    // On resume, continue from the last checkpoint; otherwise start the task.
+    const pending = start.resume && (await graph.getState(config)).next.length > 0;
+    const state = await graph.invoke(pending ? null : { messages: [new HumanMessage(start.task)] },
+                                     config);
+    return state.messages.at(-1).content;
+  });
+}
+
+await main();
