@@ -152,6 +152,21 @@ class CountingRunner(ScriptedRunner):
         return PASSING
 
 
+class PacedRunner(CountingRunner):
+    """Starts a repeat only once the repeat before it was handed over (`handed`, which the
+    test's on_repeat releases): on a slow machine a scripted repeat, which takes no time, would
+    otherwise run the plan to its end before the first on_repeat hears of one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed = threading.Semaphore(1)
+
+    def answer(self, request):
+        if request.start is not None:
+            assert self.handed.acquire(timeout=60), "the repeat before was never handed over"
+        return super().answer(request)
+
+
 class Killed(BaseException):
     """Stands for `kill -9` of alk: it escapes everything, so the run's journal is closed (the
     kernel drops a killed process's lock the same way) with no `end` record in it, and its
@@ -165,17 +180,20 @@ def test_a_runs_state_and_counts_come_from_its_journal_and_lock(root, monkeypatc
     write_lane(root)  # 3 scenarios × 3 repeats
     lane = api.load_lane(root / "lanes" / "demo.toml")
     seen: list[api.RunEntry] = []
+    paced = PacedRunner()
 
     def listed(result) -> None:
         [entry] = api.list_runs(root)
         seen.append(entry)
+        paced.handed.release()
         if len(seen) >= 4:
             raise Killed  # (a repeat that finished as it stopped is handed over, and journaled)
 
     with pytest.raises(Killed):
         api.run_lane(lane, api.RunOptions(seed=11),
-                     api.RunSetup(out_dir=root, runner=CountingRunner(), environ=ENVIRON,
+                     api.RunSetup(out_dir=root, runner=paced, environ=ENVIRON,
                                   on_repeat=listed))
+    assert len(seen) in (4, 5)  # the kill left repeats to resume
     # While it ran, its alk held it: running, with the repeats its journal holds by then,
     # though result.json's checkpoint (at its start) holds none.
     assert [(e.status, e.ran, e.planned, e.passed, e.resume) for e in seen] == [
