@@ -213,7 +213,7 @@ def main():
         os.close(fd)
         finish()
     elif THREAT == "fault_flood":
-        for index in range(700):
+        for index in range(250):
             worker.fault(f"{index}-" + "p" * 1_000_000, occurrence=1)  # under the line limit
         finish()
     elif THREAT == "tool_name_flood":
