@@ -128,5 +128,5 @@ def test_each_familys_faults_reach_its_clients_real_http_stack(tmp_path):
 @needs_offline
 def test_a_retry_after_beyond_the_clients_cap(tmp_path):
     faults = [("http_429", "retry_after_s = 120", False)]
-    document = run(tmp_path, _fault_lane(tmp_path, faults, 20), "-n", "1", "-j", "3")
+    document = run(tmp_path, _fault_lane(tmp_path, faults, 12), "-n", "1", "-j", "3")
     assert _letters(tmp_path, document, faults) == BEYOND_CAP
