@@ -19,7 +19,7 @@ from alk.attribution.outcome import attribute
 from alk.causes import Cause
 from alk.records import Limits, Preflight
 from alk.redaction import Redactor
-from alk.runner import driver
+from alk.runner import driver, protocol
 from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import PROCESS_GROUP_ONLY, Containment, Filesystem, Network, detect
 from alk.runner.process import LocalRunner
@@ -420,6 +420,23 @@ def test_no_part_of_a_secret_survives_the_cuts_alk_makes(tmp_path, text):
     pieces = {secret[i:i + 6] for i in range(len(secret) - 5)}
     for text in (reported, (tmp_path / "t.jsonl").read_text()):
         assert not [p for p in pieces if p in text]
+
+
+def test_violations_past_the_recorded_bound_are_counted_not_quoted(tmp_path):
+    """Each of the first MAX_VIOLATIONS_RECORDED is an event quoting its line; the rest are
+    counted, once said so, and never quoted (the last line holds a secret)."""
+    bound, secret = protocol.MAX_VIOLATIONS_RECORDED, "k9-Zq4Lm2-Xw7Rt5-Vb3Nc8"
+    obs, events = run_act(tmp_path, "bad_lines", str(bound + 250), env={"LEAKED": secret},
+                          secrets=[secret])
+    recorded = [e for e in events if e["type"] == "violation"]
+    assert len(recorded) == bound
+    assert all("'not json'" in e["payload"]["detail"] for e in recorded)
+    [unrecorded] = [e for e in events if e["type"] == "violations_unrecorded"]
+    assert unrecorded["payload"]["line"] == bound + 2  # the line after the hello's ready
+    exit_event = next(e for e in events if e["type"] == "exit")
+    assert exit_event["payload"]["violations"] == obs.violation_count == bound + 250
+    assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
+    assert secret[:8] not in (tmp_path / "t.jsonl").read_text()
 
 
 def test_output_after_the_worker_exited_is_not_evidence(tmp_path):

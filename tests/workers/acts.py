@@ -80,6 +80,13 @@ def main():
         out.flush()
         out.write("\n")
         finish()
+    elif ACT == "bad_lines":
+        # ARG lines that are not JSON, the secret on the last, then a result.
+        out = worker._worker()._writer
+        count = int(ARG)
+        out.write("not json\n" * (count - 1) + "not json " + os.environ["LEAKED"] + "\n")
+        out.flush()
+        finish()
     elif ACT == "stderr_lines":
         line = ("e" * 1023 + "\n") * 1024
         for _ in range(int(ARG)):

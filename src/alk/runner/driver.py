@@ -15,6 +15,7 @@ from typing import Any, Mapping, Union
 
 from alk.records import Preflight
 from alk.runner.protocol import (
+    MAX_VIOLATIONS_RECORDED,
     Phase,
     ProtocolState,
     WorkerEvent,
@@ -112,10 +113,18 @@ class Driver:
             # moments, but no part of what the attempt did (no counts, no path, no result).
             text = self.request.redactor.excerpt(raw, AFTER_KILL_CHARS)
             return [Record("stdout", "after_kill", {"text": text})]
-        outcome = self.state.accept(decode_line(raw, cut, self.request.redactor))
+        recorded = self.state.violation_count < MAX_VIOLATIONS_RECORDED
+        outcome = self.state.accept(decode_line(raw, cut, self.request.redactor, recorded))
         if not isinstance(outcome, WorkerEvent):
-            return [_harness("violation", {"kind": outcome.kind, "line": outcome.line,
-                                           "detail": outcome.detail})]
+            if recorded:
+                return [_harness("violation", {"kind": outcome.kind, "line": outcome.line,
+                                               "detail": outcome.detail})]
+            if self.state.violation_count == MAX_VIOLATIONS_RECORDED + 1:
+                return [_harness("violations_unrecorded", {
+                    "after": MAX_VIOLATIONS_RECORDED, "line": outcome.line,
+                    "detail": "later violations are counted (the exit event's violations), "
+                              "not recorded"})]
+            return []
         if outcome.type == "framework_ready" and self.state.phase is Phase.READY \
                 and self.preflight is None:
             return self._on_ready(outcome, now)

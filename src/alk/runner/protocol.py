@@ -22,6 +22,10 @@ from alk.worker import CHANNELS, PROTOCOL_VERSION
 HARNESS_CHANNEL = "harness"
 # Bounds on what a worker can make the harness remember, whatever it sends.
 MAX_VIOLATIONS_KEPT = 20
+# Violations an attempt's transcript records one by one, each with a redacted quote of its
+# line; past them they are counted (the exit event's `violations`) and never quoted: 32 MiB of
+# binary noise is 130,000 "lines", whose quoting alone kept alk from reading the pipe at speed.
+MAX_VIOLATIONS_RECORDED = 1_000
 MAX_TOOL_NAMES = 1_000
 MAX_FAULTS = 1_000
 # A longer name (a tool's, an event type's, a fault point's) is a violation for a type, and is
@@ -79,10 +83,13 @@ class WorkerEvent:
 _NO_SECRETS = Redactor()
 
 
-def decode_line(raw: bytes, cut: bool = False,
-                redactor: Redactor = _NO_SECRETS) -> WorkerEvent | tuple[str, str]:
+def decode_line(raw: bytes, cut: bool = False, redactor: Redactor = _NO_SECRETS,
+                quote: bool = True) -> WorkerEvent | tuple[str, str]:
     """One stdout line → an event, or `(violation kind, detail)`. Details quote the line, with
-    the lane's secrets redacted before the quote is cut (no prefix of a secret survives)."""
+    the lane's secrets redacted before the quote is cut (no prefix of a secret survives);
+    without `quote` (a violation that will not be recorded), they name the kind alone."""
+    if not quote:
+        redactor = _UNQUOTED
     if cut:
         return "line_too_long", f"line longer than the limit, cut: {_excerpt(raw, redactor)}"
     try:
@@ -289,6 +296,24 @@ def _name(value: Any, redactor: Redactor) -> str:
     return redactor.cut(repr(value), MAX_NAME_CHARS)
 
 
+class _Unquoted(Redactor):
+    """Stands in for the redactor where no quote is wanted: every quote is left out."""
+
+    def excerpt(self, raw: bytes, limit: int) -> str:
+        return "(not quoted)"
+
+    def bounded(self, name: str, limit: int) -> str:
+        return "(not quoted)"
+
+    def cut(self, text: str, limit: int, **_: bool) -> str:
+        return "(not quoted)"
+
+
+_UNQUOTED = _Unquoted()
+
+
 def _excerpt(raw: bytes, redactor: Redactor) -> str:
+    if redactor is _UNQUOTED:
+        return "(not quoted)"
     kept = redactor.excerpt(raw, EXCERPT_CHARS)
     return repr(kept[:-1]) + "…" if kept.endswith("…") else repr(kept)
