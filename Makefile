@@ -13,6 +13,10 @@ BIN    := $(VENV)/bin
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
 FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs/adk/.installed
+# A real OTLP receiver for the test of `alk export` (tests/e2e/test_otlp_export.py): Arize
+# Phoenix, a trace viewer that takes OTLP/HTTP and gives the spans back through its REST API,
+# at an exact version, in a virtual environment of its own (about 850 MB: it is test-only).
+FRAMEWORK_VENVS += .venvs/phoenix/.installed
 # Coding agents (lanes/claude-code.toml, lanes/claude-agent-sdk.toml, ...): each installed in a
 # folder of the project (the sandbox binds the project root only), at an exact version.
 CODING_AGENTS := .venvs/claude/.installed
@@ -128,6 +132,11 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 .venvs/adk/.installed:
 	$(PYTHON) -m venv .venvs/adk
 	.venvs/adk/bin/python -m pip install --quiet 'google-adk==2.13.0' 'google-genai==2.34.0'
+	touch $@
+
+.venvs/phoenix/.installed:
+	$(PYTHON) -m venv .venvs/phoenix
+	.venvs/phoenix/bin/python -m pip install --quiet 'arize-phoenix==20.26.1'
 	touch $@
 
 # The Claude Agent SDK, which bundles the Claude Code binary (about 430 MB in all): the SDK's

@@ -51,7 +51,8 @@ API = ["RunResult", "RunsResult", "RunOptions", "RunSetup", "Adaptive", "PassRul
        "run_lanes", "resume_run", "resume", "rerun", "RerunResult", "check_worker", "read_run",
        "read_runs", "runs_json", "list_runs", "RunEntry", "write_reports", "compare_runs",
        "regression_gate", "write_compare_page", "repeat_entry", "read_repeat_events",
-       "read_repeat_page", "transcript_intact", "doctor", "compare_until_decided", "extend_run"]
+       "read_repeat_page", "transcript_intact", "doctor", "compare_until_decided", "extend_run",
+       "export_otlp", "ExportTally"]
 
 
 # -- the walk ------------------------------------------------------------------------------------

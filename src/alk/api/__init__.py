@@ -23,6 +23,7 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_name] = "1"
 
+from alk.api.export import ExportTally, export_otlp
 from alk.api.read import (
     RunEntry,
     list_runs,
@@ -61,4 +62,4 @@ __all__ = ["RunResult", "RunsResult", "RunOptions", "RunSetup", "Adaptive", "Pas
            "read_run", "read_runs", "runs_json", "list_runs", "RunEntry", "write_reports",
            "compare_runs", "regression_gate", "write_compare_page", "repeat_entry",
            "read_repeat_events", "read_repeat_page", "transcript_intact", "doctor",
-           "compare_until_decided", "extend_run"]
+           "compare_until_decided", "extend_run", "export_otlp", "ExportTally"]

@@ -15,7 +15,7 @@ from alk.cli import info, read, run
 from alk.cli.app import app
 
 # In the order `alk --help` lists them.
-COMMANDS = (run.run, read.report, read.compare, run.rerun, read.runs, read.show, info.lanes,
+COMMANDS = (run.run, read.report, read.compare, run.rerun, read.runs, read.show, read.export, info.lanes,
             info.causes, info.doctor, run.check_worker)
 for _command in COMMANDS:
     app.command(**_command.registration)(_command)

@@ -1,6 +1,6 @@
 """The commands that read saved runs: `alk report` (a run shown, and its report files written
-again), `alk compare` (two runs, and the regression gate), `alk runs` (the past runs) and
-`alk show` (a page of one repeat's transcript).
+again), `alk compare` (two runs, and the regression gate), `alk runs` (the past runs), `alk show`
+(a page of one repeat's transcript) and `alk export` (a run as OpenTelemetry traces).
 """
 
 from __future__ import annotations
@@ -144,6 +144,42 @@ def compare(
             fail(why, code)
         if code is not ExitCode.PASS:
             raise typer.Exit(code)
+
+
+@command(short_help="Export a saved run as OpenTelemetry traces (OTLP).")
+def export(
+    run_id: Optional[str] = typer.Argument(None, help="Run id, or 'latest' (the default)."),
+    otlp_file: Optional[Path] = typer.Option(None, "--otlp", help="Write the traces to this "
+                                             "file as OTLP/JSON, one export request a line."),
+    otlp_endpoint: Optional[str] = typer.Option(None, "--otlp-endpoint", help="Send them "
+                                                "over OTLP/HTTP (protobuf) to this collector, "
+                                                "e.g. http://localhost:4318."),
+    out: Path = OutOpt,
+) -> None:
+    """Export every repeat of a saved run as one OpenTelemetry trace: the repeat, its attempts,
+    each model call and tool call, with the GenAI semantic conventions' names, for Jaeger,
+    Phoenix, Langfuse, Grafana and other OTLP viewers (docs/reports.md)."""
+    from alk import api
+
+    documents = api.read_runs(run_id, out)
+    tally = api.export_otlp(documents, out, file=otlp_file, endpoint=otlp_endpoint)
+    shown = console()
+    where = " and ".join(str(place) for place in (otlp_file, otlp_endpoint) if place)
+    shown.print(f"exported    {tally.traces} traces, {tally.spans} spans to {where}",
+                markup=False, highlight=False)
+    problems = []
+    if tally.dropped:
+        problems.append(f"{tally.dropped} spans and span events were past a trace's bounds "
+                        "and left out (each trace's root span counts its own)")
+    if tally.changed:
+        problems.append(f"{len(tally.changed)} transcripts no longer hash to their recorded "
+                        f"sha256 (first: {tally.changed[0]}); their traces say "
+                        "alk.transcript.intact = false")
+    if tally.unreadable:
+        problems.append(f"{len(tally.unreadable)} transcripts are missing or hold a line alk "
+                        f"could not have written (first: {tally.unreadable[0]}); their traces "
+                        "hold what could be read")
+    warn(problems)
 
 
 @command(short_help="List past runs, newest first.")

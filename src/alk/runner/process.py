@@ -78,7 +78,10 @@ class LocalRunner:
                                          "containment": containment,
                                          "network": request.network.value,
                                          "filesystem": request.filesystem.value,
-                                         "limits": request.limits.applied()})
+                                         "limits": request.limits.applied(),
+                                         # The wall clock at this event: what places the
+                                         # repeat in time in an export (`t` is relative).
+                                         "unix_time": round(time.time(), 6)})
             loop = Loop(spawned, driver, transcript, stderr, request.line_limit_bytes)
             end = loop.run()
             limits_hit = spawned.limits_hit()
