@@ -102,6 +102,7 @@ class Driver:
         self._next_phase: Phase | None = None
         # Signals due: (when, signal), in time order.
         self._escalation: list[tuple[float, int]] = []
+        self._sent_due: float | None = None  # when the last tick's signal was due to go
 
     def opening(self) -> list[Action]:
         hello = self.request.hello
@@ -152,9 +153,26 @@ class Driver:
                                                 "phase": self.state.phase.value}))
             self._escalation = [(now, signal.SIGINT), (now + INT_GRACE_S, signal.SIGTERM),
                                 (now + INT_GRACE_S + TERM_GRACE_S, signal.SIGKILL)]
-        while self._escalation and now >= self._escalation[0][0]:
-            actions.append(self._signal(self._escalation.pop(0)[1], now))
+        if self._escalation and now >= self._escalation[0][0]:
+            # One signal a tick: the graces after it count from now, not from when it was due,
+            # so that a loop that woke late (a loaded machine) never shortens the time a worker
+            # is given between one signal and the next.
+            due, number = self._escalation.pop(0)
+            self._delay(now - due)
+            self._sent_due = now
+            actions.append(self._signal(number, now))
         return actions
+
+    def signal_sent(self, at: float) -> None:
+        """The escalation's signal of the last tick went at `at`: the graces after it count
+        from then."""
+        if self._sent_due is not None:
+            self._delay(at - self._sent_due)
+            self._sent_due = None
+
+    def _delay(self, late: float) -> None:
+        if late > 0:
+            self._escalation = [(due + late, number) for due, number in self._escalation]
 
     def wake_at(self, now: float) -> float:
         """When `tick` has something to do next."""

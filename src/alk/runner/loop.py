@@ -155,6 +155,7 @@ class Loop:
                 self._flush_stdin()
             elif isinstance(action, Signal):
                 group = self.spawned.signal(action.number, action.group)
+                self.driver.signal_sent(time.monotonic())
                 if group is not None:
                     self.transcript.harness("kill", {"signal": signal.Signals(action.number).name,
                                                      "group": group})

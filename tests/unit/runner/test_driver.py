@@ -114,6 +114,22 @@ def test_the_timeout_escalates_int_term_kill_then_gives_up():
     assert isinstance(give_up, GiveUp) and "did not end" in give_up.reason
 
 
+def test_each_grace_counts_from_when_its_signal_went_not_when_it_was_due():
+    """A loop that wakes late (a loaded machine) sends late; the next signal still waits its
+    whole grace after the one that went, and two never go in one tick."""
+    int_grace, term_grace = driver_module.INT_GRACE_S, driver_module.TERM_GRACE_S
+    d = make(timeout_s=1.0)
+    late = 101.0 + int_grace + term_grace + 5  # every signal of the escalation is overdue
+    assert [a for a in d.tick(late) if isinstance(a, Signal)] == [Signal(signal.SIGINT,
+                                                                          group=False)]
+    d.signal_sent(late + 0.5)  # and it went later still
+    assert d.tick(late + 0.5 + int_grace - 0.01) == []
+    assert d.tick(late + 0.5 + int_grace) == [Signal(signal.SIGTERM, group=False)]
+    d.signal_sent(late + 0.5 + int_grace)
+    assert d.tick(late + 0.5 + int_grace + term_grace - 0.01) == []
+    assert d.tick(late + 0.5 + int_grace + term_grace) == [Signal(signal.SIGKILL, group=True)]
+
+
 def test_kill_at_fires_once_at_its_occurrence_and_later_lines_are_only_evidence():
     d = make(kill_at=KillAt("tool", "result", "write", occurrence=2))
     ready(d)
