@@ -436,7 +436,8 @@ def test_violations_past_the_recorded_bound_are_counted_not_quoted(tmp_path):
     exit_event = next(e for e in events if e["type"] == "exit")
     assert exit_event["payload"]["violations"] == obs.violation_count == bound + 250
     assert attribute(obs).cause == Cause.PROTOCOL_VIOLATION
-    assert secret[:8] not in (tmp_path / "t.jsonl").read_text()
+    # The last line held the secret: unquoted, not even its mask was written.
+    assert "[REDACTED]" not in (tmp_path / "t.jsonl").read_text()
 
 
 def test_output_after_the_worker_exited_is_not_evidence(tmp_path):

@@ -26,14 +26,17 @@ class ExportTally:
     traces: int = 0
     spans: int = 0
     dropped: int = 0  # spans and span events past a trace's bounds
+    rejected: int = 0  # spans the collector said it did not take
     changed: list[str] = field(default_factory=list)  # transcripts that no longer hash right
     unreadable: list[str] = field(default_factory=list)  # missing, or cut by a bad line
 
 
 def export_otlp(documents: Sequence[RunDocument], out_dir: Path = Path("."), *,
-                file: Path | None = None, endpoint: str | None = None) -> ExportTally:
+                file: Path | None = None, endpoint: str | None = None,
+                headers: dict[str, str] | None = None) -> ExportTally:
     """Every repeat of the runs as a trace: to `file` as OTLP/JSON lines, and/or to the
-    collector at `endpoint` over OTLP/HTTP. The file is written whole or not at all."""
+    collector at `endpoint` over OTLP/HTTP, with `headers`. The file is written whole or not
+    at all."""
     from alk.report import otlp
 
     if file is None and endpoint is None:
@@ -45,8 +48,9 @@ def export_otlp(documents: Sequence[RunDocument], out_dir: Path = Path("."), *,
         otlp.write_file(file, _requests(documents, out_dir, tally))
     if url is not None:
         sending = ExportTally()
-        otlp.post(url, _requests(documents, out_dir, sending))
+        rejected = otlp.post(url, _requests(documents, out_dir, sending), headers)
         tally = sending if file is None else tally
+        tally.rejected = rejected
     return tally
 
 

@@ -154,6 +154,8 @@ def export(
     otlp_endpoint: Optional[str] = typer.Option(None, "--otlp-endpoint", help="Send them "
                                                 "over OTLP/HTTP (protobuf) to this collector, "
                                                 "e.g. http://localhost:4318."),
+    otlp_header: List[str] = typer.Option([], "--otlp-header", help="A header for the "
+                                          "collector, NAME=VALUE (repeatable): a vendor's key."),
     out: Path = OutOpt,
 ) -> None:
     """Export every repeat of a saved run as one OpenTelemetry trace: the repeat, its attempts,
@@ -161,13 +163,23 @@ def export(
     Phoenix, Langfuse, Grafana and other OTLP viewers (docs/reports.md)."""
     from alk import api
 
+    headers = {}
+    for given in otlp_header:
+        name, equals, value = given.partition("=")
+        if not equals or not name.strip():
+            fail(f"--otlp-header {given!r}: expected NAME=VALUE, such as "
+                 "'Authorization=Bearer KEY'")
+        headers[name.strip()] = value
     documents = api.read_runs(run_id, out)
-    tally = api.export_otlp(documents, out, file=otlp_file, endpoint=otlp_endpoint)
+    tally = api.export_otlp(documents, out, file=otlp_file, endpoint=otlp_endpoint,
+                            headers=headers)
     shown = console()
     where = " and ".join(str(place) for place in (otlp_file, otlp_endpoint) if place)
     shown.print(f"exported    {tally.traces} traces, {tally.spans} spans to {where}",
                 markup=False, highlight=False)
     problems = []
+    if tally.rejected:
+        problems.append(f"the collector said it rejected {tally.rejected} of the spans")
     if tally.dropped:
         problems.append(f"{tally.dropped} spans and span events were past a trace's bounds "
                         "and left out (each trace's root span counts its own)")

@@ -102,6 +102,7 @@ class Driver:
         self._next_phase: Phase | None = None
         # Signals due: (when, signal), in time order.
         self._escalation: list[tuple[float, int]] = []
+        self._said_unrecorded = False  # the violations past the recorded ones were said
         self._sent_due: float | None = None  # when the last tick's signal was due to go
 
     def opening(self) -> list[Action]:
@@ -120,7 +121,8 @@ class Driver:
             if recorded:
                 return [_harness("violation", {"kind": outcome.kind, "line": outcome.line,
                                                "detail": outcome.detail})]
-            if self.state.violation_count == MAX_VIOLATIONS_RECORDED + 1:
+            if not self._said_unrecorded:
+                self._said_unrecorded = True
                 return [_harness("violations_unrecorded", {
                     "after": MAX_VIOLATIONS_RECORDED, "line": outcome.line,
                     "detail": "later violations are counted (the exit event's violations), "

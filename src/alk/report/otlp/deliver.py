@@ -16,14 +16,19 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from google.protobuf.json_format import MessageToDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from alk.errors import UsageError
 from alk.files import write_atomically
 
-# What one POST carries at most: a collector refuses a large body (the Collector's default
-# limit is 20 MiB), and a batch of repeats keeps one request far below it.
+# What one request carries at most, in traces and in bytes: a collector refuses a large body
+# (the Collector's default limit is 20 MiB); a trace is at most 4 MiB (`spans.MAX_TRACE_BYTES`).
 TRACES_PER_REQUEST = 50
+REQUEST_BYTES = 8 * 1024 * 1024
 POST_TIMEOUT_S = 30
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
@@ -57,36 +62,52 @@ def endpoint_url(base: str) -> str:
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
-def post(url: str, requests: Iterable[ExportTraceServiceRequest]) -> int:
-    """Sends each request as OTLP/HTTP protobuf; returns how many were sent. A refusal or an
-    unreachable collector is an error that names the URL and what it answered."""
-    sent = 0
+def post(url: str, requests: Iterable[ExportTraceServiceRequest],
+         headers: dict[str, str] | None = None) -> int:
+    """Sends each request as OTLP/HTTP protobuf, with `headers` (a collector's or a vendor's
+    key); returns how many spans the collector said it rejected (OTLP's partial success). A
+    refusal or an unreachable collector is an error that names the URL and what it answered."""
+    sent = rejected = 0
     for request in requests:
         body = request.SerializeToString()
         asked = urllib.request.Request(url, data=body, method="POST", headers={
-            "Content-Type": "application/x-protobuf"})
+            **(headers or {}), "Content-Type": "application/x-protobuf"})
         try:
             with urllib.request.urlopen(asked, timeout=POST_TIMEOUT_S) as answer:
-                answer.read(64 * 1024)
+                rejected += _rejected(answer.read(64 * 1024))
         except urllib.error.HTTPError as exc:
             said = exc.read(300).decode("utf-8", "replace")
-            raise UsageError(f"--otlp-endpoint {url}: the collector answered {exc.code} "
+            hint = (" (does it want a key? pass it with --otlp-header 'NAME=VALUE')"
+                    if exc.code in (401, 403) else "")
+            raise UsageError(f"--otlp-endpoint {url}: the collector answered {exc.code}{hint} "
                              f"after {sent} of the batches were sent: {said}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise UsageError(f"--otlp-endpoint {url}: cannot send ({reason}) after {sent} "
                              "batches; is a collector listening there?") from None
         sent += 1
-    return sent
+    return rejected
 
 
-def batches(items: Iterable[Any], size: int = TRACES_PER_REQUEST) -> Iterator[list[Any]]:
+def _rejected(answer: bytes) -> int:
+    try:
+        return ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans
+    except DecodeError:
+        return 0  # a collector that answers in JSON, or nothing: no partial success said
+
+
+def batches(traces: Iterable[Any], size: int = TRACES_PER_REQUEST,
+            most_bytes: int = REQUEST_BYTES) -> Iterator[list[Any]]:
+    """Traces (each with `spans`) in groups of at most `size`, and of about `most_bytes`."""
     batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
+    held = 0
+    for trace in traces:
+        weight = sum(span.ByteSize() for span in trace.spans)
+        if batch and (len(batch) == size or held + weight > most_bytes):
             yield batch
-            batch = []
+            batch, held = [], 0
+        batch.append(trace)
+        held += weight
     if batch:
         yield batch
 

@@ -12,8 +12,10 @@ start line's gateway key, for one, never is).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
@@ -22,6 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from alk.records import Outcome, RepeatResult
+from alk.redaction import Redactor
 
 SEMCONV_VERSION = "1.41.0"
 SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
@@ -30,6 +33,13 @@ SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
 MAX_SPANS = 1_000
 MAX_EVENTS = 128
 MAX_TEXT_BYTES = 4_096
+# A trace's spans in bytes, about: past it, spans are left out as past MAX_SPANS (a collector
+# refuses a large request; the Collector's default limit is 20 MiB).
+MAX_TRACE_BYTES = 4 * 1024 * 1024
+# Times from a transcript that may have been changed: past this many seconds (the year 2096;
+# a uint64 of nanoseconds holds twice it, an anchor and an offset) a value is taken as none,
+# rather than a number protobuf cannot hold.
+MAX_SECONDS = 4e9
 
 # A model call's wire format, as the gateway names it, and its provider and operation names.
 _PROVIDERS = {"chat": ("openai", "chat"), "responses": ("openai", "chat"),
@@ -41,7 +51,10 @@ _STRUCTURAL = frozenset({"spawn", "hello", "start", "exit", "attribution"})
 @dataclass
 class _Attempt:
     span: Span
-    open_tools: list[tuple[str, Span]] = field(default_factory=list)
+    # Tool calls not yet answered: the worker's by name (first in, first out), alk's own by
+    # their call number.
+    open_tools: dict[Any, collections.deque[Span]] = field(
+        default_factory=lambda: collections.defaultdict(collections.deque))
 
 
 @dataclass
@@ -76,7 +89,18 @@ def repeat_trace(run_id: str, lane: str, entry: RepeatResult, events: Iterable[d
         t = _number(event.get("t"))
         last_t = max(last_t, t)
         kind, channel = event.get("type"), event.get("channel")
+        # What alk wrote as its own (source harness) is told from what the worker said: a
+        # worker's line on the model channel is no model call the gateway served.
+        by_harness = event.get("source") == "harness"
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+        if kind == "start" and channel == "harness" and by_harness:
+            model = payload.get("model") if isinstance(payload.get("model"), dict) else {}
+            if isinstance(model.get("api_key"), str):  # the attempt's key, never exported
+                builder.redactor = Redactor([*builder.keys, model["api_key"]])
+                builder.keys.append(model["api_key"])
+            continue
+        if channel == "harness" and not by_harness:
+            continue
         if kind == "spawn" and channel == "harness":
             if anchor is None:
                 anchor = _number(payload.get("unix_time"), None)
@@ -89,10 +113,10 @@ def repeat_trace(run_id: str, lane: str, entry: RepeatResult, events: Iterable[d
                                        "process.pid": payload.get("pid")})
             continue
         parent = attempt.span if attempt is not None else root
-        if channel == "model" and kind == "call":
+        if channel == "model" and kind == "call" and by_harness:
             builder.model_call(parent, payload, t)
         elif channel == "tool" and attempt is not None:
-            builder.tool_event(attempt, kind, payload, t)
+            builder.tool_event(attempt, kind, payload, t, by_harness)
         elif channel == "harness" and kind == "exit" and attempt is not None:
             _attributes(attempt.span, {"process.exit.code": payload.get("exit_code"),
                                        "alk.signal": payload.get("signal"),
@@ -107,10 +131,12 @@ def repeat_trace(run_id: str, lane: str, entry: RepeatResult, events: Iterable[d
     if attempt is not None:
         _end_attempt(builder, attempt, last_t)
     root.start_time_unix_nano = 0
-    root.end_time_unix_nano = _ns(max(last_t, entry.duration_s))
+    root.end_time_unix_nano = _ns(max(last_t, _number(entry.duration_s)))
     _attributes(root, {"alk.time_anchor": "spawn" if anchor is not None else "run_start"})
     offset = anchor if anchor is not None else _iso_seconds(run_started)
     for span in builder.spans:
+        if builder.keys:  # the attempts' keys, wherever a worker echoed them
+            _redacted(span, builder.redactor)
         span.start_time_unix_nano += _ns(offset)
         span.end_time_unix_nano = max(span.end_time_unix_nano + _ns(offset),
                                       span.start_time_unix_nano)
@@ -131,10 +157,15 @@ class _Builder:
         self.spans: list[Span] = []
         self.attempts = 0
         self.dropped_spans = self.dropped_events = 0
+        self.redactor, self.keys = Redactor(), []  # the attempts' gateway keys
         self._scratch = Span()  # what a span past the bound is built into, then dropped
+        self._bytes = 0  # of the spans before the last
 
     def span(self, name: str, parent: Span | None, kind: int) -> Span:
-        if parent is not None and len(self.spans) > MAX_SPANS:
+        if self.spans:
+            self._bytes += self.spans[-1].ByteSize()
+        if parent is not None and (len(self.spans) >= MAX_SPANS
+                                   or self._bytes > MAX_TRACE_BYTES):
             self.dropped_spans += 1
             self._scratch.Clear()
             return self._scratch
@@ -172,25 +203,33 @@ class _Builder:
             self.event(span, "alk.fault", t, {"fault": fault})
 
     def tool_event(self, attempt: _Attempt, kind: Any, payload: dict[str, Any],
-                   t: float) -> None:
+                   t: float, by_harness: bool) -> None:
         name = str(payload.get("name"))
+        key = ("harness", payload.get("call")) if by_harness else ("worker", name)
         if kind == "call":
             span = self.span(f"execute_tool {name}", attempt.span, Span.SPAN_KIND_INTERNAL)
-            span.start_time_unix_nano = span.end_time_unix_nano = _ns(t)
-            # Reported by the worker: alk did not serve this tool, and says so.
-            _attributes(span, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                               "gen_ai.tool.call.arguments": _json(payload.get("args")),
-                               "alk.reported_by": "worker"})
-            attempt.open_tools.append((name, span))
-        elif kind == "result":
-            opened = next((i for i, (n, _) in enumerate(attempt.open_tools) if n == name), None)
-            if opened is None:
+            if span is self._scratch:
                 return
-            _, span = attempt.open_tools.pop(opened)
+            span.start_time_unix_nano = span.end_time_unix_nano = _ns(t)
+            # alk's own record of a tool it served, or the worker's word for one it ran.
+            args = payload.get("args")
+            _attributes(span, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                               "gen_ai.tool.call.arguments": args if isinstance(args, str)
+                               else _json(args), "alk.fault": payload.get("fault"),
+                               **({"alk.observed_by": "harness"} if by_harness else
+                                  {"alk.reported_by": "worker"})})
+            attempt.open_tools[key].append(span)
+        elif kind == "result":
+            waiting = attempt.open_tools.get(key)
+            if not waiting:
+                return
+            span = waiting.popleft()
             span.end_time_unix_nano = _ns(t)
             ok = payload.get("ok") is True
+            output = payload.get("result") if by_harness else payload.get(
+                "output" if ok else "error")
             _attributes(span, {"gen_ai.tool.call.result":
-                               _json(payload.get("output" if ok else "error"))})
+                               output if isinstance(output, str) else _json(output)})
             if not ok:
                 _attributes(span, {"error.type": "tool_error"})
                 span.status.code = Status.STATUS_CODE_ERROR
@@ -210,10 +249,19 @@ class _Builder:
 
 def _end_attempt(builder: _Builder, attempt: _Attempt, t: float) -> None:
     attempt.span.end_time_unix_nano = _ns(t)
-    for name, span in attempt.open_tools:  # calls the worker never reported a result for
-        span.end_time_unix_nano = _ns(t)
-        _attributes(span, {"alk.unanswered": True})
+    for waiting in attempt.open_tools.values():  # calls that were never answered
+        for span in waiting:
+            span.end_time_unix_nano = _ns(t)
+            _attributes(span, {"alk.unanswered": True})
     attempt.open_tools.clear()
+
+
+def _redacted(span: Span, redactor: Redactor) -> None:
+    span.name = redactor.redact(span.name)
+    for attributes in (span.attributes, *(item.attributes for item in span.events)):
+        for item in attributes:
+            if item.value.WhichOneof("value") == "string_value":
+                item.value.string_value = redactor.redact(item.value.string_value)
 
 
 def _judged(root: Span, entry: RepeatResult) -> None:
@@ -222,8 +270,9 @@ def _judged(root: Span, entry: RepeatResult) -> None:
     if entry.outcome is Outcome.PASS:
         root.status.code = Status.STATUS_CODE_OK
         return
-    _attributes(root, {"alk.layer": entry.outcome.value, "error.type": entry.cause})
-    if entry.outcome is not Outcome.LANE_INFRA:
+    _attributes(root, {"alk.layer": entry.outcome.value})
+    if entry.outcome is not Outcome.LANE_INFRA:  # a void repeat is no error: never scored
+        _attributes(root, {"error.type": entry.cause})
         root.status.code = Status.STATUS_CODE_ERROR
         root.status.message = _text(f"{entry.outcome.value}: {entry.cause}")
 
@@ -265,7 +314,8 @@ def _text(text: str) -> str:
 
 
 def _number(value: Any, default: float | None = 0.0) -> Any:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 <= value <= MAX_SECONDS):
         return float(value)
     return default
 
