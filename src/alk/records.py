@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from alk.served_model import ModelSeen, ModelSetup, WireFault
+from alk.served_tools import ServedTool, ToolFault
 
 
 class Outcome(StrEnum):
@@ -115,6 +116,7 @@ class Scenario:
     script: tuple[Mapping[str, Any], ...] = ()  # the scripted model's turns
     faults: tuple[Fault, ...] = ()
     wire_faults: tuple[WireFault, ...] = ()  # injected by the gateway
+    tool_faults: tuple[ToolFault, ...] = ()  # injected by alk's tools (`[[tools]]`)
     kill_at: KillAt | None = None
     max_attempts: int = 1
     baseline: str | None = None  # the unfaulted twin fault robustness pairs it with
@@ -172,6 +174,7 @@ class Lane:
     filesystem: str | None = None  # "sandbox" or "workspace"; None: likewise
     install: str = ""  # the command that installs the framework, quoted when it is missing
     model: ModelSetup | None = None  # alk serves the model (None: the worker brings its own)
+    tools: tuple[ServedTool, ...] = ()  # alk serves these over MCP (`alk.gateway.tools`)
     # At most this many repeats at once, whatever --jobs says (a framework sharing a port, a cache).
     max_parallel: int | None = None
     # Of the lane file's bytes as loaded, and its scenario file's ("" for a lane built in code).

@@ -53,6 +53,9 @@ class Start:
         # When alk serves the model (the lane's [model]): base_url, api_key, mode and name, the
         # same as OPENAI_BASE_URL and OPENAI_API_KEY in the environment; empty otherwise.
         self.model: Dict[str, Any] = dict(message.get("model") or {})
+        # When alk serves the lane's tools over MCP (its [[tools]]): the endpoint's url, the
+        # headers to send (the attempt's key) and the tools' names; empty otherwise.
+        self.tools: Dict[str, Any] = dict(message.get("tools") or {})
         # After alk killed a previous attempt (a scenario's kill_at): resume, do not redo.
         self.attempt: int = message.get("attempt", 1)
         self.resume: bool = bool(message.get("resume", False))

@@ -24,13 +24,30 @@ stop_reason = "accepted"
 files = [ { path = "lab-output/effects.json", json_length = 1 } ]"""
 
 
+# The lab's two tools as alk serves them over MCP (docs/tools.md).
+TOOLS = """
+[[tools]]
+name = "lookup_order"
+description = "Look up an order."
+input_schema = { type = "object", properties = { order = { type = "string" } } }
+result = { order = "{order}", status = "open" }
+
+[[tools]]
+name = "write_report"
+description = "Write the order's report (the side effect)."
+input_schema = { type = "object", properties = { order = { type = "string" } } }
+effect = "lab-output/effects.json"
+"""
+
+
 def lane_file(tmp_path: Path, scenarios: str, network: str = "none",
-              filesystem: str = "sandbox") -> Path:
+              filesystem: str = "sandbox", worker: Path = WORKER,
+              framework: str = "openai-client") -> Path:
     path = tmp_path / "gateway.toml"
     path.write_text(f"""name = "gateway"
-framework = "openai-client"
+framework = "{framework}"
 version = ">=1"
-command = ["{{python}}", "{WORKER}"]
+command = ["{{python}}", "{worker}"]
 network = "{network}"
 filesystem = "{filesystem}"
 timeout_s = 20

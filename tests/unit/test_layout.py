@@ -22,7 +22,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-BOTTOM = ("", "records", "served_model", "cost", "errors", "causes", "estimate", "layout",
+BOTTOM = ("", "records", "served_model", "served_tools", "cost", "errors", "causes", "estimate", "layout",
           "limits", "redaction", "untrusted_json", "files", "cleanup", "worker", "_help")
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("__main__",),

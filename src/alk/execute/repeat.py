@@ -293,13 +293,16 @@ class LaneContext:
         from alk.gateway.server import NAMESPACE_PORT, base_url
         from alk.gateway.session import Session  # aiohttp, with the gateway alone
 
-        session = Session(self.gateway, scenario, seed, attempt, repeat, served, spent)
+        session = Session(self.gateway, scenario, seed, attempt, repeat, served, spent,
+                          tools=self.plan.lane.tools, workspace=Path(request.cwd))
         offline = self.network is Network.NONE
         port = NAMESPACE_PORT if offline else session.listen_on_host()
         url = base_url(port)
         start = request.start
         if start is not None:
             start = {**start, "model": session.start_fields(url)}
+            if session.tools is not None:  # alk serves the lane's tools over MCP
+                start["tools"] = session.tools.start_fields(url, session.key)
         return dataclasses.replace(request, env={**request.env, **session.environment(url)},
                                    start=start, gateway=session,
                                    gateway_port=port if offline else None), session

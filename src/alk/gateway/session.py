@@ -22,6 +22,7 @@ import secrets
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -34,12 +35,15 @@ from alk.gateway.proxy import forward
 from alk.gateway.replay import replayed
 from alk.gateway.script import EXHAUSTED_TEXT, is_mistake, sampled_turn
 from alk.gateway.server import Gateway
+from alk.gateway.tools import PATH as TOOLS_PATH
+from alk.gateway.tools import ToolServer
 from alk.gateway.wire.bodies import error_body, models_body, response_body, stream_events
 from alk.gateway.wire.formats import read_request
 from alk.gateway.wire.reply import Reply, Usage, dump, estimate_usage, reply_from_turn
 from alk.gateway.wire.request import Asked
 from alk.records import Scenario
 from alk.served_model import ModelSeen, WireFault
+from alk.served_tools import ServedTool
 
 # A request body larger than this is refused (413): a worker cannot make alk hold more.
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -66,12 +70,14 @@ class Session:
     runs on the gateway's thread; the runner's loop reads `events` and `wake_fd` on its own."""
 
     def __init__(self, gateway: Gateway, scenario: Scenario | None, seed: int, attempt: int,
-                 repeat: int = 0, served_before: int = 0, spent_before: int = 0) -> None:
+                 repeat: int = 0, served_before: int = 0, spent_before: int = 0,
+                 tools: tuple[ServedTool, ...] = (), workspace: Path | None = None) -> None:
         """`scenario` is None for the preflight probe, which is never started: its session
         answers as every session does before its start, and nothing else. `served_before`:
         the script's turns this repeat's earlier attempts were served (where a resumed one
         may go on from, and no further); `spent_before`: the provider tokens they used (the
-        repeat's budget counts them too)."""
+        repeat's budget counts them too); `tools`: the lane's, served at /mcp, their effects
+        made in `workspace`."""
         self.gateway, self.seed = gateway, seed
         self.spent_before = spent_before
         self.scenario = scenario if scenario is not None else _PROBE
@@ -81,7 +87,8 @@ class Session:
         self.faults: dict[int, WireFault] = {f.call: f for f in self.scenario.wire_faults}
         self._started = threading.Event()
         self.early_calls = 0
-        self._events: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
+        # What the transcript records, in the order it happened: (channel, type, payload).
+        self._events: collections.deque[tuple[str, str, dict[str, Any]]] = collections.deque()
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
@@ -109,6 +116,9 @@ class Session:
         self.steps: list[str] = []
         self.mistakes: list[int] = []  # turns served that the lane marks as the model's mistake
         self._last: tuple[str, bool] | None = None  # (the last call's body digest, it failed)
+        self.tools = ToolServer(tools, self.scenario.tool_faults, workspace, gateway.redactor,
+                                lambda type, payload: self.note(type, payload, "tool")
+                                ) if tools else None
 
     # -- alk's side ------------------------------------------------------------------------------
 
@@ -119,8 +129,9 @@ class Session:
 
     def environment(self, base_url: str) -> dict[str, str]:
         """The worker's variables: each family's unmodified client finds the gateway through
-        them (`routes.environment`)."""
-        return routes.environment(base_url, self.key)
+        them (`routes.environment`), and an MCP client the tools through ALK_MCP_URL."""
+        tools = self.tools.environment(base_url) if self.tools is not None else {}
+        return {**routes.environment(base_url, self.key), **tools}
 
     def start_fields(self, base_url: str) -> dict[str, Any]:
         """What the start message carries of the model (`base_url`: OpenAI's, as before)."""
@@ -141,8 +152,9 @@ class Session:
         listener.setblocking(False)
         self.gateway.call(self._start(listener))
 
-    def events(self) -> list[tuple[str, dict[str, Any]]]:
-        """What was recorded since the last look (the runner writes it to the transcript)."""
+    def events(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """What was recorded since the last look, as (channel, type, payload): the runner
+        writes it to the transcript."""
         try:
             while os.read(self._wake_read, 4096):
                 pass
@@ -194,15 +206,22 @@ class Session:
 
     async def _start(self, listener: socket.socket) -> None:
         # Its connections, heads and bodies bounded, the session's and the run's together.
-        self._web = bounds.server(self._handle, self.gateway.pool, self._events.append,
+        self._web = bounds.server(self._handle, self.gateway.pool, self._bounds_event,
                                   logger=_SILENT, access_log=None)
         self._server = await asyncio.get_running_loop().create_server(self._web, sock=listener)
+        if self.tools is not None:
+            await self.tools.start()
+
+    def _bounds_event(self, event: tuple[str, dict[str, Any]]) -> None:
+        self._events.append(("model", *event))
 
     async def _stop(self) -> None:
         if self._server is not None:
             self._server.close()
         for task in list(self._handlers):
             task.cancel()
+        if self.tools is not None:
+            await self.tools.stop()
         if self._web is not None:
             await self._web.shutdown(CLOSE_GRACE_S)
 
@@ -220,6 +239,9 @@ class Session:
                 self._handlers.discard(task)
 
     async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
+        if request.path == TOOLS_PATH and self.tools is not None:
+            body = await _read_bounded(request) if self._started.is_set() else b""
+            return await self.tools.answer(request, body, self.key, self._started.is_set())
         asked_for = routes.route(request.method, request.path, request.query)
         api = asked_for.api if asked_for is not None else "chat"
         if not routes.holds_key(request.headers, request.query, self.key):
@@ -377,9 +399,10 @@ class Session:
             payload["mistake"] = True  # the lane marks this turn as the model's mistake
         self.note("call", payload)
 
-    def note(self, type: str, payload: dict[str, Any]) -> None:
-        """An event of the gateway's for the transcript (channel `model`)."""
-        self._events.append((type, payload))
+    def note(self, type: str, payload: dict[str, Any], channel: str = "model") -> None:
+        """An event of the gateway's for the transcript (channel `model`, or `tool` for a
+        tool alk serves)."""
+        self._events.append((channel, type, payload))
         self._wake()
 
     def _wake(self) -> None:

@@ -35,6 +35,7 @@ from alk.lane.include import (
 )
 from alk.lane.scenario import check_baselines, parse_scenario
 from alk.lane.table import ENV_NAME, NAME, Table, choice
+from alk.lane.tools import parse_tools
 from alk.layout import LANES_DIR
 from alk.limits import NAMES as LIMIT_NAMES
 from alk.limits import with_overrides
@@ -53,7 +54,7 @@ HARNESS_ENV_PREFIX = "ALK_"
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
-    "model", "max_parallel", *INCLUDE_FIELDS,
+    "model", "tools", "max_parallel", *INCLUDE_FIELDS,
 }
 _MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool",
                  "max_tokens", "family"}
@@ -230,7 +231,9 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Inc
     included = include_scenarios(top, path, where)
     answer = answer_tool(Table(data["model"], where, "model", _MODEL_FIELDS)) if model else None
     raws = [with_answer_tool(raw, answer) for raw in included.scenarios]
-    scenarios = tuple(parse_scenario(raw.table, raw.where, raw.index, model) for raw in raws)
+    tools = parse_tools(top, model)
+    scenarios = tuple(parse_scenario(raw.table, raw.where, raw.index, model, tools)
+                      for raw in raws)
     seen: set[str] = set()
     for raw, scenario in zip(raws, scenarios):
         if scenario.id in seen:
@@ -261,6 +264,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Inc
         filesystem=choice(top, "filesystem", FILESYSTEMS),
         install=top.text("install", default=""),
         model=model,
+        tools=tools,
         max_parallel=max_parallel,
         shared=included.shared,
     ), included

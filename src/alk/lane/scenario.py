@@ -13,12 +13,14 @@ import regex
 from alk.errors import LaneError
 from alk.gateway.script import FAULT_KINDS, FAULT_STATUS, turn_problem
 from alk.lane.table import NAME, Table, choice, ordinal, require_json
+from alk.lane.tools import parse_tool_faults
 from alk.records import Expectations, Fault, FileExpectation, KillAt, Scenario
 from alk.served_model import ModelSetup, WireFault
+from alk.served_tools import ServedTool
 
 WORKER_CHANNELS = ("agent", "tool", "model", "user", "framework")
 _SCENARIO_FIELDS = {"id", "task", "input", "expect", "script", "faults", "kill_at",
-                    "max_attempts", "wire_faults", "baseline"}
+                    "max_attempts", "wire_faults", "tool_faults", "baseline"}
 _WIRE_FAULT_FIELDS = {"call", "kind", "retry_after_s", "seconds", "retry_after_date",
                       "should_retry"}
 _FAULT_FIELDS = {"point", "occurrence", "error", "retryable"}
@@ -30,7 +32,8 @@ _EXPECT_FIELDS = {
 _FILE_FIELDS = {"path", "exists", "json_length", "json_subset"}
 
 
-def parse_scenario(raw: Any, where: str, index: int, model: ModelSetup | None) -> Scenario:
+def parse_scenario(raw: Any, where: str, index: int, model: ModelSetup | None,
+                   tools: tuple[ServedTool, ...] = ()) -> Scenario:
     table = Table(raw, where, f"scenarios[{index}]", _SCENARIO_FIELDS)
     scenario_id = table.text("id", required=True)
     if not NAME.match(scenario_id):
@@ -87,13 +90,15 @@ def parse_scenario(raw: Any, where: str, index: int, model: ModelSetup | None) -
         kill_at=kill_at,
         max_attempts=max_attempts,
         wire_faults=wire_faults,
+        tool_faults=parse_tool_faults(table, tools),
         baseline=table.text("baseline"),
     )
 
 
 def _injured(scenario: Scenario) -> bool:
-    """alk injures it: worker faults, wire faults or a kill."""
-    return bool(scenario.faults or scenario.wire_faults or scenario.kill_at)
+    """alk injures it: worker faults, wire faults, tool faults or a kill."""
+    return bool(scenario.faults or scenario.wire_faults or scenario.tool_faults
+                or scenario.kill_at)
 
 
 def check_baselines(scenarios: Sequence[Scenario], where: str,

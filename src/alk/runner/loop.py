@@ -173,9 +173,9 @@ class Loop:
         worker's line about a model answer comes after the gateway recorded that answer."""
         gateway = self.driver.request.gateway
         if gateway is not None:
-            for type, payload in gateway.events():
-                self.transcript.observed("model", type, payload)
-                if type == "violation":
+            for channel, type, payload in gateway.events():
+                self.transcript.observed(channel, type, payload)
+                if channel == "model" and type == "violation":
                     self.carry_out(self.driver.gateway_violation(payload))
 
     def _read(self, fd: int) -> bool:

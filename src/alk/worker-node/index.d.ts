@@ -36,6 +36,15 @@ export interface ServedModel {
   [key: string]: unknown;
 }
 
+/** The tools alk serves this attempt over MCP, when the lane has [[tools]]. */
+export interface ServedTools {
+  url?: string;
+  /** What to send with each request: the attempt's key, as Authorization. */
+  headers?: Record<string, string>;
+  names?: string[];
+  [key: string]: unknown;
+}
+
 export interface HelloMessage {
   type: "hello";
   protocol: number;
@@ -57,6 +66,7 @@ export declare class Start {
   readonly script: ScriptTurn[];
   readonly faults: Fault[];
   readonly model: ServedModel;
+  readonly tools: ServedTools;
   /** After alk killed a previous attempt (a scenario's kill_at): resume, do not redo. */
   readonly attempt: number;
   readonly resume: boolean;

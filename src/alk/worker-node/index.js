@@ -61,6 +61,9 @@ class Start {
     // When alk serves the model (the lane's [model]): name, api_key, mode, base_url (OpenAI's)
     // and base_urls per family; the same as OPENAI_BASE_URL and the others in the environment.
     this.model = { ...(message.model || {}) };
+    // When alk serves the lane's tools over MCP (its [[tools]]): url, headers (the attempt's
+    // key) and names; the url is ALK_MCP_URL in the environment too.
+    this.tools = { ...(message.tools || {}) };
     // After alk killed a previous attempt (a scenario's kill_at): resume, do not redo.
     this.attempt = message.attempt || 1;
     this.resume = Boolean(message.resume);

@@ -115,8 +115,8 @@ def message(answer: dict) -> dict:
 
 def calls(client: Client) -> list[dict]:
     events = client.session.events()
-    assert {kind for kind, _ in events} <= {"call"}
-    return [payload for _, payload in events]
+    assert {(channel, kind) for channel, kind, _ in events} <= {("model", "call")}
+    return [payload for _, _, payload in events]
 
 
 # --- who may call, and what -----------------------------------------------------------------
@@ -138,8 +138,8 @@ def test_before_start_every_session_answers_alike_and_serves_nothing_of_its_scen
         assert answers[0][0] == 503 and b"start message" in answers[0][1]
         assert answers[1:] == answers[:1] * 2
         for session in sessions:
-            assert session.events() == [("before_start", {"api": "chat", "status": 503,
-                                                           "count": 1})]
+            assert session.events() == [("model", "before_start",
+                                         {"api": "chat", "status": 503, "count": 1})]
         assert [(s.close().calls, s.turns, s.fired) for s in sessions] == [(0, 0, [])] * 3
     finally:
         for session in sessions:
@@ -152,7 +152,7 @@ def test_before_start_every_session_answers_alike_and_serves_nothing_of_its_scen
         status, _, answer = client.chat()
         assert status == 200 and message(answer)["tool_calls"][0]["function"]["name"] == \
             "lookup_order"
-        assert [payload["call"] for kind, payload in easy.events() if kind == "call"] == [1]
+        assert [payload["call"] for _, kind, payload in easy.events() if kind == "call"] == [1]
     finally:
         easy.release()
 
@@ -454,7 +454,7 @@ def test_a_resumed_attempt_is_credited_only_the_turns_its_repeat_was_served(
         status, _, answer = client.send("POST", CHAT, json.dumps(
             {"model": "m", "messages": history}).encode())
         assert status == 200
-        kinds = [kind for kind, _ in session.events()]
+        kinds = [kind for _, kind, _ in session.events()]
         assert ("violation" in kinds) is violation
         assert session.close().turns == turn + 1  # the turn it was answered with, served
     finally:

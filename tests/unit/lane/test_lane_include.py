@@ -209,7 +209,7 @@ def test_a_wrong_answer_tool_is_refused(root: Path, model: str, message: str) ->
                "file's folder"),
     (scenario("a") + 'framework = "x"\n', {},
      f"{SHARED_WHERE}: scenarios[0] unknown field 'framework'; allowed: baseline, expect, "
-     "faults, id, input, kill_at, max_attempts, script, task, wire_faults"),
+     "faults, id, input, kill_at, max_attempts, script, task, tool_faults, wire_faults"),
     ('framework = "x"\n' + scenario("a"), {},
      f"{SHARED_WHERE}: framework: a scenario file holds only [[scenarios]]; lane fields "
      "belong in each lane that names it"),

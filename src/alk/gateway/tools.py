@@ -1,0 +1,240 @@
+"""The tools alk serves a worker over MCP: a lane's `[[tools]]`, run by alk itself, outside the
+worker, at `/mcp` of the attempt's gateway listener (the one its model calls reach, inside its
+network namespace with `network = "none"`), behind the attempt's key.
+
+MCP itself is the official SDK's (`mcp`): its low-level `Server` answers `initialize`,
+`tools/list` and `tools/call`, and its streamable HTTP transport (stateless, JSON responses)
+reads and writes the messages. The SDK speaks ASGI; `ToolServer.handle` hands it the request
+aiohttp already read, bounded, and sends back what it answers. Every call is alk's own record
+(channel `tool`, source harness: a `call` event when it arrives, a `result` when it is
+answered), and the scenario's `tool_faults` are injected here, at a tool's Nth call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from aiohttp import web
+
+from alk.gateway import routes
+from alk.gateway.effects import EffectRefused, append_effect
+from alk.gateway.http import json_response
+from alk.redaction import Redactor
+from alk.served_tools import ServedTool, ToolFault, ToolsSeen
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+PATH = "/mcp"
+MAX_RECORDED_CALLS = 1_000
+MAX_TEXT_CHARS = 2_000  # of arguments and results, in the transcript
+MALFORMED = b'{"jsonrpc":"2.0","id":%s,"result":{"content":"alk: a malformed result"}}'
+
+
+class ToolServer:
+    """One attempt's tools: what they do, the scenario's faults, and what was called."""
+
+    def __init__(self, tools: tuple[ServedTool, ...], faults: tuple[ToolFault, ...],
+                 workspace: Path | None, redactor: Redactor,
+                 note: Callable[[str, dict[str, Any]], None]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.faults = {(fault.tool, fault.call): fault for fault in faults}
+        self.workspace, self.redactor, self._note = workspace, redactor, note
+        self.count = 0
+        self.names: list[str] = []
+        self.fired: list[str] = []
+        self._per_tool: dict[str, int] = {}
+        self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._running: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    def environment(self, base_url: str) -> dict[str, str]:
+        """The worker's variable naming the endpoint (its key is the model's)."""
+        return {"ALK_MCP_URL": url(base_url)}
+
+    def start_fields(self, base_url: str, key: str) -> dict[str, Any]:
+        """What the start message carries of the tools: where, with which header, which."""
+        return {"url": url(base_url), "headers": {"Authorization": f"Bearer {key}"},
+                "names": list(self.tools)}
+
+    async def answer(self, request: web.BaseRequest, body: bytes | None, key: str,
+                     started: bool) -> web.StreamResponse:
+        """The attempt's MCP endpoint: its key, nothing before start, a bounded body (None:
+        past the session's bound, unread)."""
+        if not routes.holds_key(request.headers, request.query, key):
+            return _refused(401, "alk's tool gateway: send this attempt's key as "
+                                 "Authorization: Bearer")
+        if not started:
+            return _refused(503, "alk serves the tools once alk has sent this repeat's start "
+                                 "message; call them from the agent's run, not before")
+        if body is None:
+            return _refused(413, "alk's tool gateway: the request body is over its bound")
+        return await self.handle(request, body)
+
+    def seen(self) -> ToolsSeen:
+        return ToolsSeen(calls=tuple(self.names), count=self.count,
+                         faults_fired=tuple(self.fired))
+
+    async def start(self) -> None:
+        """The SDK's session manager, run on the gateway's loop until `stop`."""
+        import mcp_types as types
+        from mcp.server.lowlevel.server import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        async def list_tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=[types.Tool.model_validate(tool.described())
+                                                for tool in self.tools.values()])
+
+        async def call_tool(ctx: Any, params: Any) -> Any:
+            text, ok = await self.call(params.name, params.arguments or {},
+                                       str(getattr(ctx, "request_id", "")))
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                        is_error=not ok)
+
+        server = Server("alk-tools", on_list_tools=list_tools, on_call_tool=call_tool)
+        self._manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True)
+        started = asyncio.Event()
+
+        async def run() -> None:
+            async with self._manager.run():  # type: ignore[union-attr]
+                started.set()
+                await self._stop.wait()
+
+        self._running = asyncio.create_task(run())
+        await started.wait()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._running is not None:
+            self._running.cancel()
+            try:
+                await self._running
+            except BaseException:  # noqa: BLE001 - a cancelled call ends here
+                pass
+
+    async def call(self, name: str, args: dict[str, Any], request_id: str) -> tuple[str, bool]:
+        """One tools/call: recorded, its fault injected, then done by alk."""
+        self.count += 1
+        number = self._per_tool[name] = self._per_tool.get(name, 0) + 1
+        recorded = self.count <= MAX_RECORDED_CALLS
+        if recorded:
+            self.names.append(self.redactor.bounded(name, 64))
+        fault = self.faults.get((name, number))
+        label = fault.label if fault is not None else None
+        if label is not None:
+            self.fired.append(label)
+        began = time.monotonic()
+        shown = {"call": self.count, "name": self.redactor.bounded(name, 64), "number": number,
+                 "args": self._brief(args), "fault": label}
+        if recorded:
+            self._note("call", shown)
+        if fault is not None and fault.kind == "timeout":
+            await asyncio.Event().wait()  # never answers; the session's close cancels it
+        if fault is not None and fault.kind == "slow":
+            await asyncio.sleep(fault.seconds)
+        if fault is not None and fault.kind == "error":
+            text, ok = f"alk's tool gateway: {name} failed (an injected fault)", False
+        else:
+            text, ok = self._run(name, args)
+            if fault is not None and fault.kind == "duplicate":
+                text, ok = self._run(name, args)  # delivered twice: done twice
+        if fault is not None and fault.kind == "malformed":
+            self._malformed.add(request_id)
+        if recorded:
+            self._note("result", {**shown, "ok": ok, "result": self.redactor.cut(
+                text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)})
+        return text, ok
+
+    def _run(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        tool = self.tools.get(name)
+        if tool is None:
+            return f"alk's tool gateway serves no tool {name!r}", False
+        if tool.error is not None:
+            return tool.error, False
+        if tool.effect is not None:
+            if self.workspace is None:
+                return "alk's tool gateway: no workspace for this call's effect", False
+            try:
+                effects = append_effect(self.workspace, tool.effect, args)
+            except (EffectRefused, OSError) as exc:
+                return f"alk's tool gateway: the effect was not made: {exc}", False
+            return json.dumps({"written": True, "effects": effects}), True
+        result = _filled(tool.result, args)
+        return (result if isinstance(result, str) else json.dumps(result)), True
+
+    def _brief(self, value: Any) -> str:
+        return self.redactor.cut(json.dumps(value, default=str), MAX_TEXT_CHARS)
+
+    async def handle(self, request: web.BaseRequest, body: bytes) -> web.StreamResponse:
+        """The SDK's answer to one HTTP request of the attempt's MCP endpoint."""
+        assert self._manager is not None
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": request.method, "scheme": "http", "path": PATH,
+                 "raw_path": PATH.encode(), "query_string": request.query_string.encode(),
+                 "root_path": "", "server": ("127.0.0.1", 0), "client": ("127.0.0.1", 0),
+                 "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                             for k, v in request.headers.items()]}
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()  # the client's disconnect: never, while answered
+            return {"type": "http.disconnect"}
+
+        head: dict[str, Any] = {}
+        parts: list[bytes] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                head.update(status=message["status"], headers=message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                parts.append(message.get("body", b""))
+
+        await self._manager.handle_request(scope, receive, send)
+        answer = self._spoiled(b"".join(parts))
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.get("headers", [])
+                   if k.lower() != b"content-length"}
+        return web.Response(status=head.get("status", 500), body=answer, headers=headers)
+
+    def _spoiled(self, answer: bytes) -> bytes:
+        """A `malformed` fault's answer: the call's JSON-RPC id, a result not in MCP's shape."""
+        if not self._malformed:
+            return answer
+        try:
+            request_id = json.loads(answer).get("id")
+        except (ValueError, AttributeError):
+            return answer
+        if str(request_id) not in self._malformed:
+            return answer
+        self._malformed.discard(str(request_id))
+        return MALFORMED % json.dumps(request_id).encode()
+
+
+def _refused(status: int, text: str) -> web.Response:
+    return json_response(status, json.dumps({"error": text}).encode())
+
+
+def url(base_url: str) -> str:
+    """The MCP endpoint beside the model's (`http://127.0.0.1:PORT/mcp`)."""
+    return base_url.removesuffix("/v1") + PATH
+
+
+def _filled(value: Any, args: dict[str, Any]) -> Any:
+    """A result with `{name}` in its strings replaced by the call's argument `name`."""
+    if isinstance(value, str):
+        for key, given in args.items():
+            value = value.replace("{" + str(key) + "}", str(given))
+        return value
+    if isinstance(value, list):
+        return [_filled(item, args) for item in value]
+    if isinstance(value, dict):
+        return {key: _filled(item, args) for key, item in value.items()}
+    return value

@@ -1,0 +1,97 @@
+"""alk serves a lane's tools over MCP, through real processes: a worker with no network but the
+gateway (tests/workers/mcp_tools.py: the openai client for the model, the official mcp client
+for the tools) lists and calls them, alk runs them, writes their effects and records every call
+itself, and each tool fault reaches the client as it would from a real server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.gateway_runs import (
+    EXPECT,
+    SCRIPT,
+    TOOLS,
+    lane_file,
+    model_calls,
+    needs_offline,
+    run,
+    scenario,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "workers" / "mcp_tools.py"
+
+pytestmark = needs_offline
+pytest.importorskip("mcp")
+
+
+def _lane(tmp_path: Path, scenarios: str) -> Path:
+    return lane_file(tmp_path, TOOLS + scenarios, worker=WORKER, framework="mcp-client")
+
+
+def _tool_events(tmp_path: Path, repeat: dict) -> list[dict]:
+    events = [json.loads(line) for line in (tmp_path / repeat["transcript"]).read_text()
+              .splitlines()]
+    return [e for e in events if e["channel"] == "tool"]
+
+
+
+def test_a_lanes_tools_are_served_by_alk_and_recorded_as_its_own(tmp_path):
+    document = run(tmp_path, _lane(tmp_path, f"""
+[[scenarios]]
+id = "nominal"
+task = "Prepare the report for order 742"
+{SCRIPT}
+{EXPECT}
+"""), "-n", "1")
+    [repeat] = scenario(document, "nominal")["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("pass", "passed"), repeat["detail"]
+    assert repeat["network"] == "none"
+    events = _tool_events(tmp_path, repeat)
+    assert {e["source"] for e in events} == {"harness"}  # alk's record, not the worker's
+    assert [(e["type"], e["payload"]["name"]) for e in events] == [
+        ("call", "lookup_order"), ("result", "lookup_order"),
+        ("call", "write_report"), ("result", "write_report")]
+    assert json.loads(events[1]["payload"]["result"]) == {"order": "742", "status": "open"}
+    assert json.loads(events[3]["payload"]["result"]) == {"written": True, "effects": 1}
+    assert len(model_calls(tmp_path, repeat)) == 3
+
+
+@pytest.mark.parametrize("kind, fields, seen_by_client", [
+    ("error", "", "failed (an injected fault)"),
+    ("timeout", "", "timed out"),
+    ("slow", ", seconds = 0.5", '"written": true'),
+    ("malformed", "", "Error"),
+    ("duplicate", "", '"effects": 2'),
+])
+def test_each_tool_fault_reaches_the_client(tmp_path, kind, fields, seen_by_client):
+    document = run(tmp_path, _lane(tmp_path, f"""
+[[scenarios]]
+id = "faulted"
+task = "Prepare the report for order 742"
+input = {{ tool_timeout_s = 2, report = "all" }}
+{SCRIPT}
+tool_faults = [ {{ tool = "write_report", call = 1, kind = "{kind}"{fields} }} ]
+[scenarios.expect]
+stop_reason = "accepted"
+"""), "-n", "1")
+    [repeat] = scenario(document, "faulted")["repeats"]
+    events = _tool_events(tmp_path, repeat)
+    ours = [e for e in events if e["source"] == "harness" and e["payload"]["name"] ==
+            "write_report"]
+    assert ours[0]["type"] == "call" and ours[0]["payload"]["fault"] == f"{kind}@write_report#1"
+    # What the client made of it: its result event, as the worker reported it.
+    [told] = [e["payload"]["output"] for e in events if e["source"] == "worker"
+              and e["type"] == "result" and e["payload"]["name"] == "write_report"]
+    assert seen_by_client in told, told
+    answered = [e for e in ours if e["type"] == "result"]
+    if kind == "timeout":
+        assert answered == []  # alk never answered it
+    else:
+        [result] = answered
+        assert result["payload"]["ok"] is (kind != "error")
+    if kind == "slow":
+        assert result["payload"]["ms"] >= 500  # alk held the answer back that long
