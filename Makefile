@@ -115,7 +115,7 @@ $(VENV)/.installed-unit: $(VENV)/bin/python pyproject.toml
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,dask,pydantic-ai,langgraph,openai-agents,autogen,smolagents,anthropic,google-genai]'
+	$(BIN)/python -m pip install --quiet -e '.[test,tools,dask,pydantic-ai,langgraph,openai-agents,autogen,smolagents,anthropic,google-genai]'
 	touch $@ $(VENV)/.installed $(VENV)/.installed-unit
 
 .venvs/strands/.installed:

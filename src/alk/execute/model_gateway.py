@@ -31,6 +31,13 @@ def open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) -> 
     model = lane.model
     if model is None:
         return None
+    if lane.tools:
+        try:
+            import mcp.server.lowlevel  # noqa: F401 - alk serves the tools with it
+        except ImportError:
+            raise LaneError(f"{lane.path}: tools: alk serves a lane's tools with the mcp "
+                            "package, which is not installed here: pip install 'alk[tools]' "
+                            "(or mcp>=2.3)") from None
     if model.key_env and model.key_env not in environ:
         raise GatewayNotStarted(Cause.ENV_MISSING, f"{lane.path}: model.key_env names "
                                                    f"{model.key_env}, which is not set in alk's "
