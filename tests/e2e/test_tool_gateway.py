@@ -95,3 +95,43 @@ stop_reason = "accepted"
         assert result["payload"]["ok"] is (kind != "error")
     if kind == "slow":
         assert result["payload"]["ms"] >= 500  # alk held the answer back that long
+
+
+def test_a_tool_result_alk_never_served_is_a_violation(tmp_path):
+    document = run(tmp_path, _lane(tmp_path, f"""
+[[scenarios]]
+id = "claims"
+task = "Prepare the report for order 742"
+input = {{ report = "extra" }}
+{SCRIPT}
+{EXPECT}
+"""), "-n", "1")
+    [repeat] = scenario(document, "claims")["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "protocol_violation")
+    assert "unserved_tool_call" in repeat["detail"] and repeat["violations"] == 1
+
+
+def test_a_crash_after_the_effect_is_judged_from_alks_own_record(tmp_path):
+    """The worker reports no tool call at all: the kill comes at alk's record of the effect,
+    and the resumed attempt's second write is alk's observation too."""
+    document = run(tmp_path, _lane(tmp_path, f"""
+[[scenarios]]
+id = "crash-after-effect"
+task = "Prepare the report for order 742"
+{SCRIPT}
+kill_at = {{ channel = "tool", type = "result", name = "write_report" }}
+{EXPECT}
+"""), "-n", "1")
+    [repeat] = scenario(document, "crash-after-effect")["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "effect_repeated")
+    assert repeat["attempts"] == 2
+    events = [json.loads(line) for line in (tmp_path / repeat["transcript"]).read_text()
+              .splitlines()]
+    assert not [e for e in events if e["source"] == "worker" and e["channel"] == "tool"]
+    kill = next(i for i, e in enumerate(events) if e["type"] == "kill_at")
+    assert (events[kill - 1]["source"], events[kill - 1]["channel"], events[kill - 1]["type"]) \
+        == ("harness", "tool", "result")
+    writes = [json.loads(e["payload"]["result"])["effects"] for e in events
+              if e["source"] == "harness" and e["channel"] == "tool" and e["type"] == "result"
+              and e["payload"]["name"] == "write_report"]
+    assert writes == [1, 2]  # alk made the effect twice: once a attempt

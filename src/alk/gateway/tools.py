@@ -48,6 +48,7 @@ class ToolServer:
         self.names: list[str] = []
         self.fired: list[str] = []
         self._per_tool: dict[str, int] = {}
+        self._answered: dict[str, int] = {}  # calls answered, by tool (written on its thread)
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
@@ -75,6 +76,10 @@ class ToolServer:
         if body is None:
             return _refused(413, "alk's tool gateway: the request body is over its bound")
         return await self.handle(request, body)
+
+    def answered(self, name: str) -> int:
+        """Calls of `name` alk answered so far (any thread: an int, read whole)."""
+        return self._answered.get(name, 0)
 
     def seen(self) -> ToolsSeen:
         return ToolsSeen(calls=tuple(self.names), count=self.count,
@@ -145,6 +150,8 @@ class ToolServer:
                 text, ok = self._run(name, args)  # delivered twice: done twice
         if fault is not None and fault.kind == "malformed":
             self._malformed.add(request_id)
+        # Counted before the answer leaves, so that no worker holds it before alk does.
+        self._answered[name] = self._answered.get(name, 0) + 1
         if recorded:
             self._note("result", {**shown, "ok": ok, "result": self.redactor.cut(
                 text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)})

@@ -98,6 +98,7 @@ class Driver:
         self.timed_out = False
         self.kill_fired = False  # the scenario's kill_at came and alk killed the worker
         self._kill_seen = 0
+        self._reported: dict[str, int] = {}  # tool results the worker reported, by name
         self._killed_at: float | None = None
         self._next_phase: Phase | None = None
         # Signals due: (when, signal), in time order.
@@ -133,6 +134,7 @@ class Driver:
             return self._on_ready(outcome, now)
         actions: list[Action] = [Record(outcome.channel, outcome.type, outcome.payload)]
         actions += self._unserved(outcome)
+        actions += self._unserved_tool(outcome)
         if outcome.type == "result":
             actions.append(Sample())
         actions += self._kill_at(outcome, now)
@@ -208,6 +210,32 @@ class Driver:
         return [_harness("violation", {"kind": violation.kind, "line": violation.line,
                                        "detail": violation.detail})]
 
+    def _serves_tools(self) -> bool:
+        gateway = self.request.gateway
+        return gateway is not None and getattr(gateway, "tools", None) is not None
+
+    def _unserved_tool(self, event: WorkerEvent) -> list[Action]:
+        """With alk serving the lane's tools, a tool result the worker reports is one alk
+        answered: a result past the calls of that tool alk answered is a call it never served
+        (the worker ran a tool of its own, or made one up), a violation."""
+        if (event.channel, event.type) != ("tool", "result") or not self._serves_tools():
+            return []
+        name = str(event.payload.get("name"))
+        self._reported[name] = reported = self._reported.get(name, 0) + 1
+        answered = self.request.gateway.tools.answered(name)  # type: ignore[union-attr]
+        if reported <= answered:
+            return []
+        violation = self.state.violate(
+            "unserved_tool_call", f"tool/result {reported} of {name!r}, but alk served "
+                                  f"{answered} call(s) of it: the lane's tools are alk's")
+        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
+                                       "detail": violation.detail})]
+
+    def observed_tool(self, type: str, payload: dict[str, Any], now: float) -> list[Action]:
+        """alk's own record of a tool call it served: where a kill_at on the tool channel
+        fires, when the lane serves its tools (the worker's word for a call is not waited on)."""
+        return self._kill_at(WorkerEvent("tool", type, payload), now, observed=True)
+
     def gateway_violation(self, payload: dict[str, Any]) -> list[Action]:
         """What the gateway found the worker claiming of the model (a resumed attempt's turns
         it never served): a violation of the worker's, as one on its stdout is."""
@@ -215,10 +243,13 @@ class Driver:
         return [_harness("violation", {"kind": violation.kind, "line": violation.line,
                                        "detail": violation.detail})]
 
-    def _kill_at(self, event: WorkerEvent, now: float) -> list[Action]:
-        """The scenario's harness-injected crash: SIGKILL at the named event, at once."""
+    def _kill_at(self, event: WorkerEvent, now: float, observed: bool = False) -> list[Action]:
+        """The scenario's harness-injected crash: SIGKILL at the named event, at once. With
+        the lane's tools served by alk, a tool event counts when alk observed it."""
         kill = self.request.kill_at
         if kill is None or self.kill_fired or self.state.phase is not Phase.STARTED:
+            return []
+        if event.channel == "tool" and observed != self._serves_tools():
             return []
         if (event.channel, event.type) != (kill.channel, kill.type) or (
                 kill.name is not None and event.payload.get("name") != kill.name):

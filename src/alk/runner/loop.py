@@ -177,6 +177,8 @@ class Loop:
                 self.transcript.observed(channel, type, payload)
                 if channel == "model" and type == "violation":
                     self.carry_out(self.driver.gateway_violation(payload))
+                elif channel == "tool":
+                    self.carry_out(self.driver.observed_tool(type, payload, time.monotonic()))
 
     def _read(self, fd: int) -> bool:
         """Reads one chunk; False at EOF (or nothing more to read when draining)."""
