@@ -10,8 +10,14 @@ timeouts), so what the SDK does with a fault on the wire is what an application 
 ordinary way gets. Worker-side faults are the tools' only (`tool`: the n-th tool call raises).
 Whatever the Runner raises ends the run with stop_reason `error:<ExceptionType>`: what the
 framework did with a fault is the finding. Tracing is off: nothing may try the network.
+
+With `mcp` on the command line (lanes/openai-agents-mcp.toml) the tools are alk's, over MCP:
+the SDK's own `MCPServerStreamableHttp` client, at the start message's `tools` URL with its
+headers, its defaults kept (a 5 s session timeout, no retries), and no tool of the worker's.
 """
 
+import asyncio
+import sys
 from importlib.metadata import version
 
 from alk import worker
@@ -55,10 +61,29 @@ def build_agent(start, faults):
                  tools=[lookup_order, write_report, delete_records])
 
 
+async def run_over_mcp(start):
+    """The Runner with the tools alk serves over MCP, through the SDK's own MCP client."""
+    from agents.mcp import MCPServerStreamableHttp
+
+    name, base_url, api_key = model_endpoint(start)
+    set_default_openai_client(AsyncOpenAI(base_url=base_url, api_key=api_key),
+                              use_for_tracing=False)
+    params = {"url": start.tools["url"], "headers": start.tools["headers"]}
+    async with MCPServerStreamableHttp(params, name="alk-tools") as server:
+        agent = Agent(name="alk", instructions="Follow the task.", model=name,
+                      mcp_servers=[server])
+        result = await Runner.run(agent, start.task, max_turns=12,
+                                  run_config=RunConfig(tracing_disabled=True))
+        return result.final_output
+
+
 def main():
     worker.ready("openai-agents", version("openai-agents"),
-                 worker.package_paths("openai-agents", "openai"))
+                 worker.package_paths("openai-agents", "openai", "mcp"))
     start = worker.start()
+    if sys.argv[1:] == ["mcp"]:
+        report_run(lambda: asyncio.run(run_over_mcp(start)))
+        return
     faults = Faults(start.faults)
     report_run(lambda: Runner.run_sync(build_agent(start, faults), start.task, max_turns=12,
                                        run_config=RunConfig(tracing_disabled=True)).final_output)

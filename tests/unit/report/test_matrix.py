@@ -29,7 +29,7 @@ ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagen
              "llamaindex", "strands", "autogen", "anthropic", "google-genai",
              "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic", "adk",
              "claude-agent-sdk", "claude-code", "codex", "gemini-cli", "ai-sdk",
-             "openai-agents-js", "mastra", "langgraph-js")
+             "openai-agents-js", "mastra", "langgraph-js", "openai-agents-mcp")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
