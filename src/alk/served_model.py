@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from alk.cost import TokenBudget, TokenCost
 
@@ -65,6 +65,9 @@ class ModelSeen:
     mistakes: tuple[int, ...] = ()  # script turns (0-based) served that the lane marks mistakes
     script_turns: int = 0  # the scenario's script's turns (script mode; else 0)
     cost: TokenCost | None = None  # proxy, replay: the tokens the provider reported (alk.cost)
+    # The lane's [[tools]] alk served: calls by tool (None: it served none). Their faults are
+    # in faults_fired beside the wire's, and recovered counts them too.
+    tool_calls: Mapping[str, int] | None = None
 
     def summary(self) -> dict[str, Any]:
         """What a result document keeps of it (`RepeatResult.model`)."""

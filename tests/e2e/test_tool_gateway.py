@@ -135,3 +135,34 @@ kill_at = {{ channel = "tool", type = "result", name = "write_report" }}
               if e["source"] == "harness" and e["channel"] == "tool" and e["type"] == "result"
               and e["payload"]["name"] == "write_report"]
     assert writes == [1, 2]  # alk made the effect twice: once a attempt
+
+
+def test_a_tool_fault_is_judged_as_a_wire_fault_is(tmp_path):
+    """From alk's record: a fault the client never got past is fault_unrecovered, one the run
+    never reached voids the repeat, and tool_calls counts the calls alk served (the worker
+    reports none)."""
+    document = run(tmp_path, _lane(tmp_path, f"""
+[[scenarios]]
+id = "hangs"
+task = "Prepare the report for order 742"
+input = {{ tool_timeout_s = 60 }}
+{SCRIPT}
+tool_faults = [ {{ tool = "write_report", call = 1, kind = "timeout" }} ]
+[scenarios.expect]
+stop_reason = "accepted"
+
+[[scenarios]]
+id = "never-reached"
+task = "Prepare the report for order 742"
+{SCRIPT}
+tool_faults = [ {{ tool = "write_report", call = 3, kind = "error" }} ]
+[scenarios.expect]
+stop_reason = "accepted"
+tool_calls = {{ lookup_order = 1, write_report = 1 }}
+"""), "-n", "1", "--timeout", "8")
+    [hangs] = scenario(document, "hangs")["repeats"]
+    assert (hangs["outcome"], hangs["cause"]) == ("framework_runtime", "fault_unrecovered")
+    assert "timeout@write_report#1" in hangs["detail"]
+    [skipped] = scenario(document, "never-reached")["repeats"]
+    assert (skipped["outcome"], skipped["cause"]) == ("lane_infra", "fault_not_fired")
+    assert "error@write_report#3" in skipped["detail"]

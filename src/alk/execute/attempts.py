@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 
 from alk.cost import combined
 from alk.records import Observation, Scenario
@@ -29,7 +30,11 @@ def combine_attempts(attempts: list[Observation], scenario: Scenario) -> Observa
     model = combine_models([obs.model for obs in attempts if obs.model is not None])
     if model is not None:
         on_wire = set(model.faults_fired)
-        missing += tuple(f.label for f in scenario.wire_faults if f.label not in on_wire)
+        missing += tuple(f.label for f in (*scenario.wire_faults, *scenario.tool_faults)
+                         if f.label not in on_wire)
+        if model.tool_calls is not None:
+            # alk served the lane's tools: the calls it counted, not the worker's word.
+            tool_calls = dict(model.tool_calls)
     return dataclasses.replace(
         last, tool_calls=tool_calls, faults_fired=fired, faults_missing=missing, model=model,
         trajectory=tuple(step for obs in attempts for step in obs.trajectory),
@@ -70,7 +75,18 @@ def combine_models(seen: list[ModelSeen]) -> ModelSeen | None:
         over_bounds=sum(s.over_bounds for s in seen),
         mistakes=tuple(turn for s in seen for turn in s.mistakes),
         unmatched=next((s.unmatched for s in seen if s.unmatched), None),
-        cost=combined(s.cost for s in seen))
+        cost=combined(s.cost for s in seen),
+        tool_calls=_summed([s.tool_calls for s in seen if s.tool_calls is not None]))
+
+
+def _summed(counts: list[Mapping[str, int]]) -> dict[str, int] | None:
+    if not counts:
+        return None
+    total: dict[str, int] = {}
+    for count in counts:
+        for name, calls in count.items():
+            total[name] = total.get(name, 0) + calls
+    return total
 
 
 def joined_hash(hashes: list[str]) -> str:

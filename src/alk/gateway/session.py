@@ -116,9 +116,8 @@ class Session:
         self.steps: list[str] = []
         self.mistakes: list[int] = []  # turns served that the lane marks as the model's mistake
         self._last: tuple[str, bool] | None = None  # (the last call's body digest, it failed)
-        self.tools = ToolServer(tools, self.scenario.tool_faults, workspace, gateway.redactor,
-                                lambda type, payload: self.note(type, payload, "tool")
-                                ) if tools else None
+        self.tools = ToolServer(tools, self.scenario.tool_faults, workspace, self) \
+            if tools else None
 
     # -- alk's side ------------------------------------------------------------------------------
 
@@ -192,7 +191,8 @@ class Session:
             unmatched=self.unmatched, steps=tuple(self.steps),
             over_bounds=bounds.refused(self._web), mode=self.gateway.setup.mode,
             mistakes=tuple(self.mistakes), cost=self.cost,
-            script_turns=len(self.scenario.script) if self.gateway.setup.mode == "script" else 0)
+            script_turns=len(self.scenario.script) if self.gateway.setup.mode == "script" else 0,
+            tool_calls=self.tools.calls_by_tool() if self.tools is not None else None)
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number
@@ -206,14 +206,12 @@ class Session:
 
     async def _start(self, listener: socket.socket) -> None:
         # Its connections, heads and bodies bounded, the session's and the run's together.
-        self._web = bounds.server(self._handle, self.gateway.pool, self._bounds_event,
+        self._web = bounds.server(self._handle, self.gateway.pool,
+                                  lambda event: self._events.append(("model", *event)),
                                   logger=_SILENT, access_log=None)
         self._server = await asyncio.get_running_loop().create_server(self._web, sock=listener)
         if self.tools is not None:
             await self.tools.start()
-
-    def _bounds_event(self, event: tuple[str, dict[str, Any]]) -> None:
-        self._events.append(("model", *event))
 
     async def _stop(self) -> None:
         if self._server is not None:

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 PATH = "/mcp"
+UNDECLARED = "(no such tool)"  # where calls of names the lane does not declare are counted
 MAX_RECORDED_CALLS = 1_000
 MAX_TEXT_CHARS = 2_000  # of arguments and results, in the transcript
 MALFORMED = b'{"jsonrpc":"2.0","id":%s,"result":{"content":"alk: a malformed result"}}'
@@ -39,11 +40,13 @@ class ToolServer:
     """One attempt's tools: what they do, the scenario's faults, and what was called."""
 
     def __init__(self, tools: tuple[ServedTool, ...], faults: tuple[ToolFault, ...],
-                 workspace: Path | None, redactor: Redactor,
-                 note: Callable[[str, dict[str, Any]], None]) -> None:
+                 workspace: Path | None, session: Any) -> None:
+        """`session`: the attempt's `alk.gateway.session.Session`, whose transcript events,
+        faults fired and recovery these calls join."""
         self.tools = {tool.name: tool for tool in tools}
         self.faults = {(fault.tool, fault.call): fault for fault in faults}
-        self.workspace, self.redactor, self._note = workspace, redactor, note
+        self.workspace, self.session = workspace, session
+        self.redactor: Redactor = session.gateway.redactor
         self.count = 0
         self.names: list[str] = []
         self.fired: list[str] = []
@@ -80,6 +83,9 @@ class ToolServer:
     def answered(self, name: str) -> int:
         """Calls of `name` alk answered so far (any thread: an int, read whole)."""
         return self._answered.get(name, 0)
+
+    def calls_by_tool(self) -> dict[str, int]:
+        return dict(self._per_tool)
 
     def seen(self) -> ToolsSeen:
         return ToolsSeen(calls=tuple(self.names), count=self.count,
@@ -125,7 +131,10 @@ class ToolServer:
     async def call(self, name: str, args: dict[str, Any], request_id: str) -> tuple[str, bool]:
         """One tools/call: recorded, its fault injected, then done by alk."""
         self.count += 1
-        number = self._per_tool[name] = self._per_tool.get(name, 0) + 1
+        # Counted by the lane's names alone: a worker asking for a million others is counted
+        # under one, and answered that alk serves no such tool.
+        counted = name if name in self.tools else UNDECLARED
+        number = self._per_tool[counted] = self._per_tool.get(counted, 0) + 1
         recorded = self.count <= MAX_RECORDED_CALLS
         if recorded:
             self.names.append(self.redactor.bounded(name, 64))
@@ -133,11 +142,14 @@ class ToolServer:
         label = fault.label if fault is not None else None
         if label is not None:
             self.fired.append(label)
+            # Judged as a wire fault is: recovered once a later model call is answered in full.
+            self.session.fired.append(label)
+            self.session.fault_pending = True
         began = time.monotonic()
         shown = {"call": self.count, "name": self.redactor.bounded(name, 64), "number": number,
                  "args": self._brief(args), "fault": label}
         if recorded:
-            self._note("call", shown)
+            self.session.note("call", shown, "tool")
         if fault is not None and fault.kind == "timeout":
             await asyncio.Event().wait()  # never answers; the session's close cancels it
         if fault is not None and fault.kind == "slow":
@@ -151,10 +163,11 @@ class ToolServer:
         if fault is not None and fault.kind == "malformed":
             self._malformed.add(request_id)
         # Counted before the answer leaves, so that no worker holds it before alk does.
-        self._answered[name] = self._answered.get(name, 0) + 1
+        self._answered[counted] = self._answered.get(counted, 0) + 1
         if recorded:
-            self._note("result", {**shown, "ok": ok, "result": self.redactor.cut(
-                text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)})
+            self.session.note("result", {**shown, "ok": ok, "result": self.redactor.cut(
+                text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)},
+                "tool")
         return text, ok
 
     def _run(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
