@@ -18,7 +18,7 @@ from typing import Any
 
 from alk import untrusted_json
 
-MAX_EFFECTS_BYTES = 16 * 1024 * 1024
+MAX_EFFECTS_BYTES = 1024 * 1024
 MAX_EFFECTS = 1_000
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

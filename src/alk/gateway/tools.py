@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 PATH = "/mcp"
+# A filled result's length, and how deep the arguments an effect appends may nest (alk's own
+# reader of the effects file refuses deeper JSON, and later appends would all fail).
+MAX_RESULT_CHARS = 64 * 1024
+MAX_ARGS_DEPTH = 32
+_PLACEHOLDER = re.compile(r"\{(\w{1,64})\}")
 UNDECLARED = "(no such tool)"  # where calls of names the lane does not declare are counted
 MAX_RECORDED_CALLS = 1_000
 MAX_TEXT_CHARS = 2_000  # of arguments and results, in the transcript
@@ -53,6 +59,8 @@ class ToolServer:
         self._per_tool: dict[str, int] = {}
         self._answered: dict[str, int] = {}  # calls answered, by tool (written on its thread)
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
+        self._undeclared = 0  # calls of names the lane does not declare
+        self._effects = asyncio.Lock()  # effects are made one at a time, off the loop
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -135,9 +143,14 @@ class ToolServer:
         # under one, and answered that alk serves no such tool.
         counted = name if name in self.tools else UNDECLARED
         number = self._per_tool[counted] = self._per_tool.get(counted, 0) + 1
-        recorded = self.count <= MAX_RECORDED_CALLS
+        # A declared tool's every call is recorded (a kill_at waits on alk's record of it);
+        # calls of names the lane does not declare, the first MAX_RECORDED_CALLS of them.
+        if counted == UNDECLARED:
+            self._undeclared += 1
+        recorded = counted != UNDECLARED or self._undeclared <= MAX_RECORDED_CALLS
         if recorded:
-            self.names.append(self.redactor.bounded(name, 64))
+            if len(self.names) < MAX_RECORDED_CALLS:
+                self.names.append(self.redactor.bounded(name, 64))
         fault = self.faults.get((name, number))
         label = fault.label if fault is not None else None
         if label is not None:
@@ -157,9 +170,9 @@ class ToolServer:
         if fault is not None and fault.kind == "error":
             text, ok = f"alk's tool gateway: {name} failed (an injected fault)", False
         else:
-            text, ok = self._run(name, args)
+            text, ok = await self._run(name, args)
             if fault is not None and fault.kind == "duplicate":
-                text, ok = self._run(name, args)  # delivered twice: done twice
+                text, ok = await self._run(name, args)  # delivered twice: done twice
         if fault is not None and fault.kind == "malformed":
             self._malformed.add(request_id)
         # Counted before the answer leaves, so that no worker holds it before alk does.
@@ -170,22 +183,32 @@ class ToolServer:
                 "tool")
         return text, ok
 
-    def _run(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+    async def _run(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         tool = self.tools.get(name)
         if tool is None:
-            return f"alk's tool gateway serves no tool {name!r}", False
+            return f"alk's tool gateway serves no tool {self.redactor.bounded(name, 64)!r}", False
         if tool.error is not None:
             return tool.error, False
         if tool.effect is not None:
             if self.workspace is None:
                 return "alk's tool gateway: no workspace for this call's effect", False
+            if _depth(args) > MAX_ARGS_DEPTH:
+                return f"alk's tool gateway: arguments nested past {MAX_ARGS_DEPTH}", False
             try:
-                effects = append_effect(self.workspace, tool.effect, args)
+                # Off the gateway's loop, one at a time: a file the worker made large must not
+                # hold every other repeat's answers while it is read.
+                async with self._effects:
+                    effects = await asyncio.to_thread(append_effect, self.workspace,
+                                                      tool.effect, args)
             except (EffectRefused, OSError) as exc:
                 return f"alk's tool gateway: the effect was not made: {exc}", False
             return json.dumps({"written": True, "effects": effects}), True
-        result = _filled(tool.result, args)
-        return (result if isinstance(result, str) else json.dumps(result)), True
+        result = json.dumps(tool.result) if not isinstance(tool.result, str) else tool.result
+        filled = _filled(result, args, json_strings=not isinstance(tool.result, str))
+        if len(filled) > MAX_RESULT_CHARS:
+            return f"alk's tool gateway: the result would be over {MAX_RESULT_CHARS} " \
+                   "characters", False
+        return filled, True
 
     def _brief(self, value: Any) -> str:
         return self.redactor.cut(json.dumps(value, default=str), MAX_TEXT_CHARS)
@@ -197,7 +220,8 @@ class ToolServer:
                  "method": request.method, "scheme": "http", "path": PATH,
                  "raw_path": PATH.encode(), "query_string": request.query_string.encode(),
                  "root_path": "", "server": ("127.0.0.1", 0), "client": ("127.0.0.1", 0),
-                 "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                 "headers": [(k.lower().encode("latin-1", "replace"),
+                              v.encode("latin-1", "replace"))
                              for k, v in request.headers.items()]}
         given = False
 
@@ -247,14 +271,24 @@ def url(base_url: str) -> str:
     return base_url.removesuffix("/v1") + PATH
 
 
-def _filled(value: Any, args: dict[str, Any]) -> Any:
-    """A result with `{name}` in its strings replaced by the call's argument `name`."""
-    if isinstance(value, str):
-        for key, given in args.items():
-            value = value.replace("{" + str(key) + "}", str(given))
-        return value
-    if isinstance(value, list):
-        return [_filled(item, args) for item in value]
-    if isinstance(value, dict):
-        return {key: _filled(item, args) for key, item in value.items()}
-    return value
+def _filled(text: str, args: dict[str, Any], json_strings: bool) -> str:
+    """The result's text with each `{name}` replaced by the call's argument `name`, in one
+    pass: an argument holding `{other}` is not filled again, so arguments of a few kilobytes
+    cannot grow into gigabytes. In a result that is JSON, a value is escaped as JSON text."""
+    def fill(match: re.Match[str]) -> str:
+        if match[1] not in args:
+            return match[0]
+        given = str(args[match[1]])
+        return json.dumps(given)[1:-1] if json_strings else given
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def _depth(value: Any, limit: int = 64) -> int:
+    """How deep a JSON value nests, counted to just past `limit`."""
+    depth, level = 0, [value]
+    while level and depth <= limit:
+        depth += 1
+        level = [item for node in level if isinstance(node, (dict, list))
+                 for item in (node.values() if isinstance(node, dict) else node)]
+    return depth - 1 if not level else depth
