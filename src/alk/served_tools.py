@@ -1,6 +1,7 @@
-"""The tools alk serves a worker over MCP, as records: what a lane declares (`ServedTool`), the
-faults a scenario injects at a tool's Nth call (`ToolFault`) and what alk saw of the calls
-(`ToolsSeen`), the harness's own evidence. Small frozen dataclasses, as in `alk.records`."""
+"""The tools alk serves a worker over MCP, as records: what a lane declares (`ServedTool`) and
+the faults a scenario injects at a tool's Nth call (`ToolFault`). What alk saw of the calls is
+in `alk.served_model.ModelSeen` (`tool_calls`, `faults_fired`), beside the model's. Small
+frozen dataclasses, as in `alk.records`."""
 
 from __future__ import annotations
 
@@ -46,12 +47,3 @@ class ToolFault:
     @property
     def label(self) -> str:
         return f"{self.kind}@{self.tool}#{self.call}"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsSeen:
-    """What alk saw of one attempt's tool calls over MCP."""
-
-    calls: tuple[str, ...] = ()  # the name of each call served, in order (bounded)
-    count: int = 0  # every call, past the bound too
-    faults_fired: tuple[str, ...] = ()  # ToolFault.label of each fault injected

@@ -25,7 +25,7 @@ from alk.gateway import routes
 from alk.gateway.effects import EffectRefused, append_effect
 from alk.gateway.http import json_response
 from alk.redaction import Redactor
-from alk.served_tools import ServedTool, ToolFault, ToolsSeen
+from alk.served_tools import ServedTool, ToolFault
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -54,8 +54,6 @@ class ToolServer:
         self.workspace, self.session = workspace, session
         self.redactor: Redactor = session.gateway.redactor
         self.count = 0
-        self.names: list[str] = []
-        self.fired: list[str] = []
         self._per_tool: dict[str, int] = {}
         self._answered: dict[str, int] = {}  # calls answered, by tool (written on its thread)
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
@@ -94,10 +92,6 @@ class ToolServer:
 
     def calls_by_tool(self) -> dict[str, int]:
         return dict(self._per_tool)
-
-    def seen(self) -> ToolsSeen:
-        return ToolsSeen(calls=tuple(self.names), count=self.count,
-                         faults_fired=tuple(self.fired))
 
     async def start(self) -> None:
         """The SDK's session manager, run on the gateway's loop until `stop`."""
@@ -148,13 +142,9 @@ class ToolServer:
         if counted == UNDECLARED:
             self._undeclared += 1
         recorded = counted != UNDECLARED or self._undeclared <= MAX_RECORDED_CALLS
-        if recorded:
-            if len(self.names) < MAX_RECORDED_CALLS:
-                self.names.append(self.redactor.bounded(name, 64))
         fault = self.faults.get((name, number))
         label = fault.label if fault is not None else None
         if label is not None:
-            self.fired.append(label)
             # Judged as a wire fault is: recovered once a later model call is answered in full.
             self.session.fired.append(label)
             self.session.fault_pending = True
