@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.gateway_runs import (
+    CRASH_AFTER_EFFECT,
     EXPECT,
     SCRIPT,
     TOOLS,
@@ -115,13 +116,7 @@ def test_a_crash_after_the_effect_is_judged_from_alks_own_record(tmp_path):
     """The worker reports no tool call at all: the kill comes at alk's record of the effect,
     and the resumed attempt's second write is alk's observation too."""
     document = run(tmp_path, _lane(tmp_path, f"""
-[[scenarios]]
-id = "crash-after-effect"
-task = "Prepare the report for order 742"
-{SCRIPT}
-kill_at = {{ channel = "tool", type = "result", name = "write_report" }}
-{EXPECT}
-"""), "-n", "1")
+{CRASH_AFTER_EFFECT}"""), "-n", "1")
     [repeat] = scenario(document, "crash-after-effect")["repeats"]
     assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "effect_repeated")
     assert repeat["attempts"] == 2

@@ -24,6 +24,15 @@ stop_reason = "accepted"
 files = [ { path = "lab-output/effects.json", json_length = 1 } ]"""
 
 
+# A kill at the effect (write_report's result), and the resume that must not do it again.
+CRASH_AFTER_EFFECT = f"""
+[[scenarios]]
+id = "crash-after-effect"
+task = "Prepare the report for order 742"
+{SCRIPT}
+kill_at = {{ channel = "tool", type = "result", name = "write_report" }}
+{EXPECT}
+"""
 # The lab's two tools as alk serves them over MCP (docs/tools.md).
 TOOLS = """
 [[tools]]

@@ -149,8 +149,9 @@ class ToolServer:
             self.session.fired.append(label)
             self.session.fault_pending = True
         began = time.monotonic()
+        # Made only for a call that is recorded: a flood of undeclared ones costs no encoding.
         shown = {"call": self.count, "name": self.redactor.bounded(name, 64), "number": number,
-                 "args": self._brief(args), "fault": label}
+                 "args": self._brief(args), "fault": label} if recorded else {}
         if recorded:
             self.session.note("call", shown, "tool")
         if fault is not None and fault.kind == "timeout":

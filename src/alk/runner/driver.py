@@ -13,7 +13,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
-from alk.records import Preflight
+from alk.records import Preflight, Violation
 from alk.runner.protocol import (
     MAX_VIOLATIONS_RECORDED,
     Phase,
@@ -87,6 +87,11 @@ Action = Union[Send, Record, Signal, Sample, GiveUp]
 MAX_REPORTED_NAMES = 256
 
 
+def _recorded(violation: Violation) -> list[Action]:
+    return [_harness("violation", {"kind": violation.kind, "line": violation.line,
+                                   "detail": violation.detail})]
+
+
 def _harness(type: str, payload: Mapping[str, Any]) -> Record:
     return Record(HARNESS, type, payload)
 
@@ -124,8 +129,7 @@ class Driver:
         outcome = self.state.accept(decode_line(raw, cut, self.request.redactor, recorded))
         if not isinstance(outcome, WorkerEvent):
             if recorded:
-                return [_harness("violation", {"kind": outcome.kind, "line": outcome.line,
-                                               "detail": outcome.detail})]
+                return _recorded(outcome)
             if not self._said_unrecorded:
                 self._said_unrecorded = True
                 return [_harness("violations_unrecorded", {
@@ -208,11 +212,9 @@ class Driver:
         if (gateway is None or (event.channel, event.type) != ("model", "turn")
                 or self.state.model_turns <= gateway.served_turns()):
             return []
-        violation = self.state.violate(
+        return self._violation(
             "unserved_model_turn", f"model/turn number {self.state.model_turns}, but alk's "
                                    f"gateway served {gateway.served_turns()} turn(s)")
-        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
-                                       "detail": violation.detail})]
 
     def _serves_tools(self) -> bool:
         gateway = self.request.gateway
@@ -224,18 +226,16 @@ class Driver:
         (the worker ran a tool of its own, or made one up), a violation."""
         if (event.channel, event.type) != ("tool", "result") or not self._serves_tools():
             return []
-        name = str(event.payload.get("name"))
+        name = self.request.redactor.bounded(str(event.payload.get("name")), 64)
         if name not in self._reported and len(self._reported) >= MAX_REPORTED_NAMES:
             name = "(past the names counted)"  # a flood of names is counted under one
         self._reported[name] = reported = self._reported.get(name, 0) + 1
         answered = self.request.gateway.tools.answered(name)  # type: ignore[union-attr]
         if reported <= answered:
             return []
-        violation = self.state.violate(
+        return self._violation(
             "unserved_tool_call", f"tool/result {reported} of {name!r}, but alk served "
                                   f"{answered} call(s) of it: the lane's tools are alk's")
-        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
-                                       "detail": violation.detail})]
 
     def observed_tool(self, type: str, payload: dict[str, Any], now: float) -> list[Action]:
         """alk's own record of a tool call it served: where a kill_at on the tool channel
@@ -245,9 +245,11 @@ class Driver:
     def gateway_violation(self, payload: dict[str, Any]) -> list[Action]:
         """What the gateway found the worker claiming of the model (a resumed attempt's turns
         it never served): a violation of the worker's, as one on its stdout is."""
-        violation = self.state.violate(str(payload.get("kind")), str(payload.get("detail")))
-        return [_harness("violation", {"kind": violation.kind, "line": violation.line,
-                                       "detail": violation.detail})]
+        return self._violation(str(payload.get("kind")), str(payload.get("detail")))
+
+    def _violation(self, kind: str, detail: str) -> list[Action]:
+        """A violation alk found beside the worker's lines: counted, and recorded."""
+        return _recorded(self.state.violate(kind, detail))
 
     def _kill_at(self, event: WorkerEvent, now: float, observed: bool = False) -> list[Action]:
         """The scenario's harness-injected crash: SIGKILL at the named event, at once. With
