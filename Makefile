@@ -13,6 +13,9 @@ BIN    := $(VENV)/bin
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
 FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs/adk/.installed
+# AutoGen's MCP tools (autogen-ext 0.7.5) import names that mcp 2.x, which alk serves tools
+# with, no longer has: lanes/autogen-mcp.toml runs AutoGen beside mcp 1.x, apart.
+FRAMEWORK_VENVS += .venvs/autogen-mcp/.installed
 # A real OTLP receiver for the test of `alk export` (tests/e2e/test_otlp_export.py): Arize
 # Phoenix, a trace viewer that takes OTLP/HTTP and gives the spans back through its REST API,
 # at an exact version, in a virtual environment of its own (about 850 MB: it is test-only).
@@ -126,12 +129,18 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 .venvs/llamaindex/.installed:
 	$(PYTHON) -m venv .venvs/llamaindex
 	.venvs/llamaindex/bin/python -m pip install --quiet 'llama-index-core>=0.14.25,<0.15' \
-		'llama-index-llms-openai-like>=0.8.1,<0.9'
+		'llama-index-llms-openai-like>=0.8.1,<0.9' 'llama-index-tools-mcp>=0.6,<0.7'
 	touch $@
 
 .venvs/adk/.installed:
 	$(PYTHON) -m venv .venvs/adk
 	.venvs/adk/bin/python -m pip install --quiet 'google-adk==2.13.0' 'google-genai==2.34.0'
+	touch $@
+
+.venvs/autogen-mcp/.installed:
+	$(PYTHON) -m venv .venvs/autogen-mcp
+	.venvs/autogen-mcp/bin/python -m pip install --quiet 'autogen-agentchat==0.7.5' \
+		'autogen-ext[openai,mcp]==0.7.5' 'mcp>=1.24,<2'
 	touch $@
 
 .venvs/phoenix/.installed:

@@ -1,5 +1,6 @@
 """Scenarios a lane shares with others: `scenarios_from` names a scenario file (a TOML file of
-`[[scenarios]]` only, its path relative to the lane file's folder), or a list of them, whose
+`[[scenarios]]`, and the `[[tools]]` alk serves them if they call any, its path relative to the
+lane file's folder), or a list of them, whose
 scenarios the lane runs, file after file, less the ids `skip_scenarios` lists. An id is in one
 of the files only. A `[[scenarios]]` of the lane's own with the id of
 a shared one replaces it whole, in its place; one with a new id comes after the shared ones.
@@ -30,9 +31,9 @@ _ANSWER_FIELDS = {"name", "arg"}
 
 
 @dataclass(frozen=True, slots=True)
-class RawScenario:
-    """One `[[scenarios]]` table as written, and where: the file's name for messages and its
-    index in that file."""
+class RawTable:
+    """One `[[scenarios]]` (or `[[tools]]`) table as written, and where: the file's name for
+    messages and its index in that file."""
 
     table: Any
     where: str
@@ -43,11 +44,13 @@ class RawScenario:
 class Included:
     """A lane's scenario tables once its scenario file is merged in, in the order they run."""
 
-    scenarios: tuple[RawScenario, ...]
+    scenarios: tuple[RawTable, ...]
     shared: SharedScenarios | None = None
     # Each scenario file's bytes: the lane's sha256 covers them, so that a run resumed or
     # compared after a shared file changed is told the lane changed.
     shared_bytes: tuple[bytes, ...] = ()
+    # The scenario files' [[tools]], file after file: served with the lane's own.
+    tools: tuple[RawTable, ...] = ()
 
 
 def refuse_scenario_file(data: Mapping[str, Any], where: str) -> None:
@@ -75,14 +78,14 @@ def include_scenarios(top: Table, path: Path, where: str) -> Included:
                                        "scenario file the lane takes its scenarios from")
         if not own:
             top.fail("scenarios", "must hold at least one [[scenarios]] table")
-        return Included(tuple(RawScenario(t, where, i) for i, t in enumerate(own)))
+        return Included(tuple(RawTable(t, where, i) for i, t in enumerate(own)))
 
     names = _scenario_files(top)
     paths = [path.parent / name for name in names]
     files = [_read_scenario_file(top, name, shared_path, path,
                                  f"{_display(shared_path)} (scenarios_from of {where})")
              for name, shared_path in zip(names, paths)]
-    shared = [scenario for _, tables in files for scenario in tables]
+    shared = [scenario for _, tables, _ in files for scenario in tables]
     _unique_across(shared)
     shared_ids = [sid for s in shared if (sid := _id_of(s)) is not None]
     shown = ", ".join(_display(p) for p in paths)
@@ -95,7 +98,7 @@ def include_scenarios(top: Table, path: Path, where: str) -> Included:
         if skipped.index(sid) != index:
             top.fail(label, f"names '{sid}' twice")
 
-    own_raw = [RawScenario(t, where, i) for i, t in enumerate(own)]
+    own_raw = [RawTable(t, where, i) for i, t in enumerate(own)]
     _unique_ids(own_raw, where)
     for scenario in own_raw:
         if _id_of(scenario) in skipped:
@@ -115,7 +118,8 @@ def include_scenarios(top: Table, path: Path, where: str) -> Included:
             replaced=tuple(sid for sid in replacing if sid is not None),
             added=tuple(sid for s in added if (sid := _id_of(s)) is not None),
             skipped=tuple(skipped)),
-        shared_bytes=tuple(data for data, _ in files))
+        shared_bytes=tuple(data for data, _, _ in files),
+        tools=tuple(tool for _, _, tools in files for tool in tools))
 
 
 def _scenario_files(top: Table) -> list[str]:
@@ -134,7 +138,7 @@ def _scenario_files(top: Table) -> list[str]:
 
 
 def _read_scenario_file(top: Table, name: str, shared_path: Path, lane_path: Path, where: str
-                        ) -> tuple[bytes, list[RawScenario]]:
+                        ) -> tuple[bytes, list[RawTable], list[RawTable]]:
     if shared_path.resolve() == lane_path.resolve():
         top.fail("scenarios_from", "names the lane file itself; name a file of [[scenarios]] "
                                    "only (lanes/scenarios/NAME.toml, say)")
@@ -153,30 +157,35 @@ def _read_scenario_file(top: Table, name: str, shared_path: Path, lane_path: Pat
         raise LaneError(f"{where}: is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise LaneError(f"{where}: is not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"scenarios"})
+    extra = sorted(set(data) - {"scenarios", "tools"})
     if "scenarios_from" in extra:
         raise LaneError(f"{where}: scenarios_from: a scenario file names no other (one level "
                         "only); move those scenarios into this file, or have the lane name "
                         "that file instead")
     if extra:
         raise LaneError(f"{where}: {', '.join(extra)}: a scenario file holds only "
-                        "[[scenarios]]; lane fields belong in each lane that names it")
+                        "[[scenarios]] and the [[tools]] they call; lane fields belong in each "
+                        "lane that names it")
     tables = data.get("scenarios")
     if not isinstance(tables, list) or not tables:
         raise LaneError(f"{where}: scenarios must hold at least one [[scenarios]] table")
-    return raw, [RawScenario(t, where, i) for i, t in enumerate(tables)]
+    tools = data.get("tools", [])
+    if not isinstance(tools, list):
+        raise LaneError(f"{where}: tools must be [[tools]] tables, got {type(tools).__name__}")
+    return (raw, [RawTable(t, where, i) for i, t in enumerate(tables)],
+            [RawTable(t, where, i) for i, t in enumerate(tools)])
 
 
-def _id_of(scenario: RawScenario) -> str | None:
+def _id_of(scenario: RawTable) -> str | None:
     """Its id as written, for merging only (None if it is no text): `alk.lane.scenario`
     checks it."""
     sid = scenario.table.get("id") if isinstance(scenario.table, dict) else None
     return sid if isinstance(sid, str) else None
 
 
-def _unique_across(scenarios: list[RawScenario]) -> None:
+def _unique_across(scenarios: list[RawTable]) -> None:
     """Each file's duplicates, then an id that two files give: which of the two would run?"""
-    first: dict[str, RawScenario] = {}
+    first: dict[str, RawTable] = {}
     for scenario in scenarios:
         sid = _id_of(scenario)
         if sid is None:
@@ -190,7 +199,7 @@ def _unique_across(scenarios: list[RawScenario]) -> None:
         _unique_ids([s for s in scenarios if s.where == where], where)
 
 
-def _unique_ids(scenarios: list[RawScenario], where: str) -> None:
+def _unique_ids(scenarios: list[RawTable], where: str) -> None:
     """Duplicates are refused file by file, before the merge takes the lane's for the file's."""
     seen: set[str | None] = set()
     for scenario in scenarios:
@@ -216,7 +225,7 @@ def answer_tool(model: Table) -> tuple[str, str] | None:
     return tool, arg
 
 
-def with_answer_tool(raw: RawScenario, tool: tuple[str, str] | None) -> RawScenario:
+def with_answer_tool(raw: RawTable, tool: tuple[str, str] | None) -> RawTable:
     """The scenario with each `{ text }` turn of its script, a choice's too, as the call
     `{ tool, args = { arg = text } }`; anything else as it is (a malformed turn is left for
     the scenario's checks to name)."""
@@ -225,7 +234,7 @@ def with_answer_tool(raw: RawScenario, tool: tuple[str, str] | None) -> RawScena
         return raw
     table = copy.deepcopy(raw.table)
     table["script"] = [_as_call(turn, tool) for turn in table["script"]]
-    return RawScenario(table, raw.where, raw.index)
+    return RawTable(table, raw.where, raw.index)
 
 
 def _as_call(turn: Any, tool: tuple[str, str]) -> Any:

@@ -231,7 +231,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Inc
     included = include_scenarios(top, path, where)
     answer = answer_tool(Table(data["model"], where, "model", _MODEL_FIELDS)) if model else None
     raws = [with_answer_tool(raw, answer) for raw in included.scenarios]
-    tools = parse_tools(top, model)
+    tools = parse_tools(top, model, ((t.table, t.where, t.index) for t in included.tools))
     scenarios = tuple(parse_scenario(raw.table, raw.where, raw.index, model, tools)
                       for raw in raws)
     seen: set[str] = set()

@@ -15,6 +15,8 @@ expected and what was found.
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import Any, Iterable
+
 from alk.lane.table import NAME, Table, choice, ordinal, require_json
 from alk.served_model import ModelSetup
 from alk.served_tools import TOOL_FAULT_KINDS, ServedTool, ToolFault
@@ -26,24 +28,33 @@ MAX_TOOLS = 64
 MAX_NAME_CHARS = 64
 
 
-def parse_tools(top: Table, model: ModelSetup | None) -> tuple[ServedTool, ...]:
-    raws = top.get("tools", list, default=[])
+def parse_tools(top: Table, model: ModelSetup | None,
+                shared: Iterable[tuple[Any, str, int]] = ()) -> tuple[ServedTool, ...]:
+    """The tools of the lane's scenario files (`shared`: each table, its file, its index)
+    first, then the lane's own."""
+    own = top.get("tools", list, default=[])
+    raws = [*shared, *((raw, top.where, index) for index, raw in enumerate(own))]
     if raws and model is None:
-        top.fail("tools", "needs the lane's [model] table: alk serves tools from the model's "
-                          "gateway (add [model] with mode = \"script\")")
+        top.fail("tools" if own else "scenarios_from",
+                 f"{'' if own else f'names {raws[0][1]}, whose [[tools]] '}needs the lane's "
+                 "[model] table: alk serves tools from the model's gateway (add [model] with "
+                 "mode = \"script\")")
     if len(raws) > MAX_TOOLS:
         top.fail("tools", f"declares {len(raws)} tools; at most {MAX_TOOLS}")
     tools: list[ServedTool] = []
-    for index, raw in enumerate(raws):
-        table = Table(raw, top.where, f"tools[{index}]", _TOOL_FIELDS)
+    where_of: dict[str, str] = {}
+    for raw, where, index in raws:
+        table = Table(raw, where, f"tools[{index}]", _TOOL_FIELDS)
         name = table.text("name", required=True) or ""
         if not NAME.match(name) or len(name) > MAX_NAME_CHARS or "." in name:
             table.fail("name", f"must be letters, digits, '_' or '-', at most {MAX_NAME_CHARS} "
                                f"characters, got {name!r}")
-        if name in {tool.name for tool in tools}:
-            table.fail("name", f"{name!r} is declared twice; tool names must be unique")
+        if name in where_of:
+            also = "" if where_of[name] == where else f" (also in {where_of[name]})"
+            table.fail("name", f"{name!r} is declared twice{also}; tool names must be unique")
+        where_of[name] = where
         schema = table.get("input_schema", dict, default={"type": "object"})
-        require_json(schema, top.where, table.name("input_schema"))
+        require_json(schema, where, table.name("input_schema"))
         if schema.get("type", "object") != "object":
             table.fail("input_schema", "must describe an object (type = \"object\"): a tool's "
                                        "arguments are named")
@@ -54,7 +65,7 @@ def parse_tools(top: Table, model: ModelSetup | None) -> tuple[ServedTool, ...]:
                            f"every call fails with); got {', '.join(does) or 'none'}")
         result = table.data.get("result")
         if result is not None:
-            require_json(result, top.where, table.name("result"))
+            require_json(result, where, table.name("result"))
         effect = table.text("effect")
         if effect is not None and not _inside(effect):
             table.fail("effect", f"must be a relative path inside the workspace, got {effect!r}")

@@ -211,8 +211,8 @@ def test_a_wrong_answer_tool_is_refused(root: Path, model: str, message: str) ->
      f"{SHARED_WHERE}: scenarios[0] unknown field 'framework'; allowed: baseline, expect, "
      "faults, id, input, kill_at, max_attempts, script, task, tool_faults, wire_faults"),
     ('framework = "x"\n' + scenario("a"), {},
-     f"{SHARED_WHERE}: framework: a scenario file holds only [[scenarios]]; lane fields "
-     "belong in each lane that names it"),
+     f"{SHARED_WHERE}: framework: a scenario file holds only [[scenarios]] and the [[tools]] "
+     "they call; lane fields belong in each lane that names it"),
     ('scenarios_from = "other.toml"\n' + scenario("a"), {},
      f"{SHARED_WHERE}: scenarios_from: a scenario file names no other (one level only); move "
      "those scenarios into this file, or have the lane name that file instead"),

@@ -58,3 +58,44 @@ def test_tools_and_tool_faults_are_read_into_records(root):
 ])
 def test_a_mistake_is_named_by_file_and_field(root, text, message):
     assert message in lane_error(root, text)
+
+
+# --- tools a scenario file brings ------------------------------------------------------------
+
+SHARED = "lanes/scenarios/tools.toml"
+
+
+def _sharing(root, file_tools: str = LOOKUP + REPORT, own_tools: str = "",
+             model: str = MODEL) -> str:
+    shared = root / SHARED
+    shared.parent.mkdir(exist_ok=True)
+    shared.write_text(file_tools + "\n" + scenario(extra='tool_faults = [ { tool = '
+                                                         '"write_report", kind = "error" } ]'),
+                      encoding="utf-8")
+    return lane_toml("", raw=model + "\n" + own_tools, scenarios_from="scenarios/tools.toml")
+
+
+def test_a_scenario_file_brings_the_tools_its_scenarios_call(root):
+    """The MCP lanes share one file of scenarios and the tools they call: the file's tools
+    come first, the lane's own after, and a fault may name either."""
+    extra = '[[tools]]\nname = "delete_records"\nerror = "refused"\n'
+    lane = load_lane(write(root, _sharing(root, own_tools=extra)))
+    assert [tool.name for tool in lane.tools] == ["lookup_order", "write_report",
+                                                  "delete_records"]
+    assert lane.scenarios[0].tool_faults == (ToolFault("write_report", 1, "error", 2.0),)
+
+
+@pytest.mark.parametrize("own_tools, model, message", [
+    (LOOKUP, MODEL, f"{WHERE}: tools[0].name 'lookup_order' is declared twice (also in "
+                    f"{SHARED} (scenarios_from of {WHERE})); tool names must be unique"),
+    ("", "", f"{WHERE}: scenarios_from names {SHARED} (scenarios_from of {WHERE}), whose "
+             "[[tools]] needs the lane's [model] table"),
+])
+def test_a_scenario_files_tools_are_checked_with_the_lanes(root, own_tools, model, message):
+    assert message in lane_error(root, _sharing(root, own_tools=own_tools, model=model))
+
+
+def test_a_tool_of_a_scenario_file_is_named_by_that_file(root):
+    text = _sharing(root, file_tools='[[tools]]\nname = "x"\neffect = "../out.json"\n')
+    assert (f"{SHARED} (scenarios_from of {WHERE}): tools[0].effect must be a relative path"
+            in lane_error(root, text))
