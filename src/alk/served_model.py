@@ -68,6 +68,9 @@ class ModelSeen:
     # The lane's [[tools]] alk served: calls by tool (None: it served none). Their faults are
     # in faults_fired beside the wire's, and recovered counts them too.
     tool_calls: Mapping[str, int] | None = None
+    # Each served tool call's step, "tool:NAME:OUTCOME" (ok, error, or the fault's kind), with
+    # the number of model steps before it: the trajectory is the two, in the order they came.
+    tool_steps: tuple[tuple[int, str], ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """What a result document keeps of it (`RepeatResult.model`)."""

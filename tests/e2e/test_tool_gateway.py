@@ -59,6 +59,9 @@ task = "Prepare the report for order 742"
     assert json.loads(events[1]["payload"]["result"]) == {"order": "742", "status": "open"}
     assert json.loads(events[3]["payload"]["result"]) == {"written": True, "effects": 1}
     assert len(model_calls(tmp_path, repeat)) == 3
+    # The trajectory is alk's: the model's calls, and the tool calls it served between them.
+    assert repeat["trajectory"] == ["200:lookup_order", "tool:lookup_order:ok",
+                                    "200:write_report", "tool:write_report:ok", "200:text"]
 
 
 @pytest.mark.parametrize("kind, fields, seen_by_client", [
@@ -84,6 +87,7 @@ stop_reason = "accepted"
     ours = [e for e in events if e["source"] == "harness" and e["payload"]["name"] ==
             "write_report"]
     assert ours[0]["type"] == "call" and ours[0]["payload"]["fault"] == f"{kind}@write_report#1"
+    assert f"tool:write_report:{kind}" in repeat["trajectory"]
     # What the client made of it: its result event, as the worker reported it.
     [told] = [e["payload"]["output"] for e in events if e["source"] == "worker"
               and e["type"] == "result" and e["payload"]["name"] == "write_report"]

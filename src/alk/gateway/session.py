@@ -192,7 +192,8 @@ class Session:
             over_bounds=bounds.refused(self._web), mode=self.gateway.setup.mode,
             mistakes=tuple(self.mistakes), cost=self.cost,
             script_turns=len(self.scenario.script) if self.gateway.setup.mode == "script" else 0,
-            tool_calls=self.tools.calls_by_tool() if self.tools is not None else None)
+            tool_calls=self.tools.calls_by_tool() if self.tools is not None else None,
+            tool_steps=tuple(self.tools.steps) if self.tools is not None else ())
 
     def release(self) -> None:
         """Closes the wake pipe's read end once the runner has drained it (once: a number

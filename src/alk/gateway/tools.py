@@ -58,6 +58,7 @@ class ToolServer:
         self._answered: dict[str, int] = {}  # calls answered, by tool (written on its thread)
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
         self._undeclared = 0  # calls of names the lane does not declare
+        self.steps: list[tuple[int, str]] = []  # (model steps before it, its step): ModelSeen
         self._effects = asyncio.Lock()  # effects are made one at a time, off the loop
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
@@ -155,6 +156,7 @@ class ToolServer:
         if recorded:
             self.session.note("call", shown, "tool")
         if fault is not None and fault.kind == "timeout":
+            self._step(counted, "timeout")
             await asyncio.Event().wait()  # never answers; the session's close cancels it
         if fault is not None and fault.kind == "slow":
             await asyncio.sleep(fault.seconds)
@@ -168,11 +170,18 @@ class ToolServer:
             self._malformed.add(request_id)
         # Counted before the answer leaves, so that no worker holds it before alk does.
         self._answered[counted] = self._answered.get(counted, 0) + 1
+        self._step(counted, fault.kind if fault is not None else "ok" if ok else "error")
         if recorded:
             self.session.note("result", {**shown, "ok": ok, "result": self.redactor.cut(
                 text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)},
                 "tool")
         return text, ok
+
+    def _step(self, counted: str, outcome: str) -> None:
+        """The call in the trajectory, where it came among the model's calls: what alk served,
+        not what the worker says it ran. The first MAX_RECORDED_CALLS, like the model's."""
+        if self.count <= MAX_RECORDED_CALLS:
+            self.steps.append((len(self.session.steps), f"tool:{counted}:{outcome}"))
 
     async def _run(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         tool = self.tools.get(name)

@@ -206,11 +206,21 @@ def _observation(request: RunRequest, spawned: Spawned, driver: Driver, stderr: 
 
 
 def _model_trajectory(seen: ModelSeen) -> tuple[tuple[str, ...], str]:
-    """The gateway's steps as a trajectory (bounded like the worker's), and their digest."""
+    """The gateway's steps as a trajectory (bounded like the worker's), and their digest: the
+    model's calls, with the tool calls alk served between them where they came."""
     digest = hashlib.sha256()
     kept: list[str] = []
     size = 0
-    for step in seen.steps:
+    tools = iter(seen.tool_steps)
+    tool = next(tools, None)
+    steps: list[str] = []
+    for index, model_step in enumerate((*seen.steps, None)):
+        while tool is not None and (model_step is None or tool[0] <= index):
+            steps.append(tool[1])
+            tool = next(tools, None)
+        if model_step is not None:
+            steps.append(model_step)
+    for step in steps:
         digest.update(step.encode("utf-8", "surrogatepass") + b"\n")
         if size < MAX_TRAJECTORY_CHARS:
             kept.append(step)

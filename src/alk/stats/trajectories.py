@@ -57,7 +57,8 @@ def step_tools(step: str, *, gateway: bool = False) -> tuple[str, ...]:
     """The tools a trajectory step used. A worker's step is "tool:ok" or "tool:error" (the
     tool is what comes before the last ':'); a step alk's model gateway recorded is
     "status:tool,tool", "status:text" or "status:<fault>", where a text reply and a fault count
-    as an action of their own."""
+    as an action of their own, and a call of a tool alk served is "tool:NAME:OUTCOME", an
+    action of its own too (the call's answer, beside the model's asking for it)."""
     if gateway:
         return tuple(step.partition(":")[2].split(","))
     head, colon, _ = step.rpartition(":")

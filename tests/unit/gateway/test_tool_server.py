@@ -15,10 +15,12 @@ from alk.served_tools import ServedTool, ToolFault
 
 
 class Session:
-    """What a ToolServer needs of its session: a redactor, a transcript note, faults fired."""
+    """What a ToolServer needs of its session: a redactor, a transcript note, faults fired,
+    the model's steps (where a tool call comes among them)."""
 
     def __init__(self) -> None:
         self.gateway = SimpleNamespace(redactor=Redactor())
+        self.steps: list[str] = []
         self.notes: list[tuple[str, dict]] = []
         self.fired: list[str] = []
         self.fault_pending = False
@@ -81,6 +83,9 @@ def test_a_flood_of_undeclared_calls_cannot_hide_a_declared_one(tmp_path):
     assert names[-1] == "write_report"  # recorded: a kill_at on it fires
     assert server.calls_by_tool() == {served.UNDECLARED: served.MAX_RECORDED_CALLS + 50,
                                       "write_report": 1}
+    # The trajectory keeps the first calls, as the model's: a flood does not grow it.
+    assert len(server.steps) == served.MAX_RECORDED_CALLS
+    assert server.steps[0] == (0, f"tool:{served.UNDECLARED}:error")
 
 
 def test_a_fired_fault_is_the_sessions_and_pending_until_recovered(tmp_path):
