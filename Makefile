@@ -13,9 +13,11 @@ BIN    := $(VENV)/bin
 # is installed there.
 # (Set before the rules that need it: make expands a rule's prerequisites as it reads them.)
 FRAMEWORK_VENVS := .venvs/strands/.installed .venvs/llamaindex/.installed .venvs/adk/.installed
-# AutoGen's MCP tools (autogen-ext 0.7.5) import names that mcp 2.x, which alk serves tools
-# with, no longer has: lanes/autogen-mcp.toml runs AutoGen beside mcp 1.x, apart.
-FRAMEWORK_VENVS += .venvs/autogen-mcp/.installed
+# The MCP clients of LangGraph (langchain-mcp-adapters 0.3 requires mcp<2), smolagents (its
+# mcpadapt 0.1.19 imports names mcp 2.x renamed or removed) and AutoGen (autogen-ext 0.7.5,
+# likewise) need mcp 1.x, while alk serves tools with mcp 2.x: their -mcp lanes run apart.
+FRAMEWORK_VENVS += .venvs/langgraph-mcp/.installed .venvs/smolagents-mcp/.installed \
+                   .venvs/autogen-mcp/.installed
 # A real OTLP receiver for the test of `alk export` (tests/e2e/test_otlp_export.py): Arize
 # Phoenix, a trace viewer that takes OTLP/HTTP and gives the spans back through its REST API,
 # at an exact version, in a virtual environment of its own (about 850 MB: it is test-only).
@@ -135,6 +137,19 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 .venvs/adk/.installed:
 	$(PYTHON) -m venv .venvs/adk
 	.venvs/adk/bin/python -m pip install --quiet 'google-adk==2.13.0' 'google-genai==2.34.0'
+	touch $@
+
+.venvs/langgraph-mcp/.installed:
+	$(PYTHON) -m venv .venvs/langgraph-mcp
+	.venvs/langgraph-mcp/bin/python -m pip install --quiet 'langgraph>=1.0,<2' \
+		'langgraph-checkpoint-sqlite>=2' 'langchain-openai>=1.0,<2' \
+		'langchain-mcp-adapters>=0.3.2,<0.4' 'mcp>=1.24,<2'
+	touch $@
+
+.venvs/smolagents-mcp/.installed:
+	$(PYTHON) -m venv .venvs/smolagents-mcp
+	.venvs/smolagents-mcp/bin/python -m pip install --quiet 'smolagents[openai,mcp]>=1.26,<2' \
+		'mcp>=1.24,<2'
 	touch $@
 
 .venvs/autogen-mcp/.installed:

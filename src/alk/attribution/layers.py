@@ -61,6 +61,11 @@ def judge(obs: Observation, failed: Sequence[Check], cause: Cause, detail: str
         turns = ", ".join(str(turn + 1) for turn in sorted(set(model.mistakes))[:4])
         return cause, (f"{detail}; the model's mistake: alk served turn {turns} as the "
                        "choice the lane marks mistake = true")
+    if served and not model.calls:
+        # Nothing was served to be carried out: the framework failed before it asked.
+        return Cause.SCRIPT_NOT_FOLLOWED, (
+            f"the framework never called alk's {model.mode}ed model: the run ended before its "
+            f"first model call; {then}")
     if served:
         dropped = _dropped_call(model)
         if dropped:

@@ -378,6 +378,9 @@ def _stderr(obs: Observation, redactor: Redactor) -> str:
 
 
 def _last_event_hint(obs: Observation) -> str:
+    if obs.trajectory and obs.model is not None:
+        # alk's gateway's trajectory: a model call ("200:write_report") or a tool it served.
+        return f"; last step alk saw: {obs.trajectory[-1]}"
     if obs.trajectory:
         return f"; last tool result: {obs.trajectory[-1]}"
     calls = sum(obs.tool_calls.values())

@@ -32,12 +32,7 @@ def open_gateway(lane: Lane, redactor: Redactor, environ: Mapping[str, str]) -> 
     if model is None:
         return None
     if lane.tools:
-        try:
-            import mcp.server.lowlevel  # noqa: F401 - alk serves the tools with it
-        except ImportError:
-            raise LaneError(f"{lane.path}: tools: alk serves a lane's tools with the mcp "
-                            "package, which is not installed here: pip install 'alk[tools]' "
-                            "(or mcp>=2.3)") from None
+        _require_mcp(lane.path)
     if model.key_env and model.key_env not in environ:
         raise GatewayNotStarted(Cause.ENV_MISSING, f"{lane.path}: model.key_env names "
                                                    f"{model.key_env}, which is not set in alk's "
@@ -73,3 +68,28 @@ def _check_upstream(lane: Lane, gateway: Any, redactor: Redactor) -> None:
     if field == "upstream":
         raise GatewayNotStarted(Cause.PROVIDER_UNAVAILABLE, f"{why}; nothing was started")
     raise LaneError(f"{lane.path}: model.{field}: {why}")
+
+
+def _require_mcp(path: object) -> None:
+    """alk serves a lane's tools with mcp 2.x's API: a missing package, or the 1.x that a
+    framework's MCP client may pull into the same environment, is refused before anything
+    runs, not found at the first repeat's preflight."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        import mcp.server.lowlevel  # noqa: F401 - alk serves the tools with it
+        found = version("mcp")
+    except (ImportError, PackageNotFoundError):
+        found = None
+    try:
+        major = Version(found).major if found is not None else None
+    except InvalidVersion:
+        major = None
+    if major != 2:
+        have = "is not installed here" if found is None else f"is {found} here"
+        raise LaneError(f"{path}: tools: alk serves a lane's tools with the mcp package 2.x, "
+                        f"which {have}: pip install 'alk[tools]' (or 'mcp>=2.3,<3'); a "
+                        "framework whose MCP client needs mcp 1.x runs from a virtual "
+                        "environment of its own (docs/tools.md)")

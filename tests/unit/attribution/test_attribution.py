@@ -15,6 +15,7 @@ from alk.attribution import expectation
 from alk.attribution.expectation import check, is_subset
 from alk.attribution.outcome import attribute, void
 from alk.causes import Cause
+from alk.served_model import ModelSeen
 from alk.records import (
     Check,
     Expectations,
@@ -577,6 +578,10 @@ def test_a_hang_after_the_result_says_what_probably_still_runs() -> None:
 
 @pytest.mark.parametrize("fields, hint", [
     ({"trajectory": ("a:ok", "b:error", "c:ok")}, "; last tool result: c:ok"),
+    # Under alk's gateway the trajectory is alk's: its last step may be a model call.
+    ({"trajectory": ("200:write_report", "tool:write_report:timeout"),
+      "model": ModelSeen(mode="script", calls=1)},
+     "; last step alk saw: tool:write_report:timeout"),
     ({"tool_calls": {"a": 2, "b": 1}}, "; 3 tool call(s), no tool result"),
     ({}, ""),
 ])

@@ -163,6 +163,16 @@ def test_a_run_that_ended_on_the_scripts_last_turn_dropped_nothing() -> None:
     assert verdict(obs, checks)[:2] == (RUNTIME, "answer_dropped")
 
 
+def test_a_run_that_never_called_the_model_is_told_so() -> None:
+    """smolagents' MCP client failing to import: the run ends with an error before any model
+    call, so no served turn was there to be followed, and the detail says what happened."""
+    obs = served(observed(), calls=0, turns=0, steps=())
+    outcome, cause, detail = verdict(obs, MISSING)
+    assert (outcome, cause) == (RUNTIME, "script_not_followed")
+    assert detail == ("the framework never called alk's scripted model: the run ended before "
+                      f"its first model call; then wrong_files: {MISSING_IS}")
+
+
 def test_a_replayed_cassette_is_served_meaning_it_right_too() -> None:
     obs = served(observed(), mode="replay")
     outcome, cause, detail = verdict(obs, MISSING)
