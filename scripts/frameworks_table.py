@@ -87,6 +87,11 @@ GROUPS = (
     ("openai", "Through their OpenAI clients",
      ("pydantic-ai", "langgraph", "openai-agents", "smolagents", "llamaindex", "strands",
       "autogen")),
+    # The same frameworks in the same order, their tools served by alk (lanes/*-mcp.toml): the
+    # table beside the first, where its own tools are the worker's.
+    ("mcp", "Their tools served by alk over MCP, through each framework's own MCP client",
+     ("pydantic-ai-mcp", "langgraph-mcp", "openai-agents-mcp", "smolagents-mcp",
+      "llamaindex-mcp", "strands-mcp", "autogen-mcp")),
     ("typescript", "TypeScript frameworks, through their OpenAI clients",
      ("ai-sdk", "openai-agents-js", "mastra", "langgraph-js")),
     ("native", "Through their Anthropic and Gemini clients",
@@ -104,6 +109,12 @@ AGENT_SCENARIOS = {
     "malformed-output": "the parse error goes to the model, which calls again",
     "sampled": "passes the repeats that drew the turn doing the work (7 in 10); the "
                "others drew the lane's mistake, the agent's",
+    # The MCP lanes' (lanes/scenarios/tools.toml): each fault at alk's side of the session.
+    "tool-error": "the error result goes to the model, which calls again",
+    "tool-timeout": "gives up on the call that never answers; the model calls again",
+    "tool-slow": "waits out the 2 s answer",
+    "tool-malformed": "takes the result not in MCP's shape for an error: the report "
+                      "written once",
 }
 WIRE_SCENARIOS = {
     "wire-429": "waits the Retry-After (0.2 s), retries",

@@ -11,10 +11,17 @@ to the transcript itself; this worker only reports the tool calls, their results
 result. Tool faults (`faults = [{point = "tool", ...}]`) stay here: the n-th tool call raises.
 Whatever the agent raises ends the run with stop_reason `error:<ExceptionType>`: what the
 framework's stack did with a fault is the finding. Runtime tracing is off.
+
+With `mcp` on the command line (lanes/autogen-mcp.toml) the tools are alk's, over MCP: AutoGen's
+own `McpWorkbench` (autogen_ext.tools.mcp, the way AssistantAgent's documentation attaches an MCP
+server), with `StreamableHttpServerParams` at the start message's `tools` URL and headers, its
+defaults kept (a 30 s HTTP timeout, a 300 s read timeout for the session and for the response, no
+retries), and no tool of the worker's.
 """
 
 import asyncio
 import os
+import sys
 from importlib.metadata import version
 
 from alk import worker
@@ -60,8 +67,7 @@ def build_agent(start, faults):
                           max_tool_iterations=MAX_TOOL_ITERATIONS)
 
 
-async def run(start, faults):
-    result = await build_agent(start, faults).run(task=start.task)
+def final_answer(result):
     final = result.messages[-1]
     if not isinstance(final, TextMessage):
         # A tool-call summary: the agent stopped on its bound, not on the model's answer.
@@ -70,11 +76,36 @@ async def run(start, faults):
     return final.content
 
 
+async def run(start, faults):
+    return final_answer(await build_agent(start, faults).run(task=start.task))
+
+
+async def run_over_mcp(start):
+    """The agent with the tools alk serves over MCP, through AutoGen's own MCP workbench."""
+    # Imported here: the normal lane's environment may have no MCP client (or an mcp it
+    # cannot import).
+    from autogen_ext.tools.mcp import McpWorkbench, StreamableHttpServerParams
+
+    name, base_url, api_key = model_endpoint(start)
+    client = OpenAIChatCompletionClient(model=name, base_url=base_url, api_key=api_key,
+                                        model_info=MODEL_INFO)
+    params = StreamableHttpServerParams(url=start.tools["url"], headers=start.tools["headers"])
+    # A workbench, not mcp_server_tools(): the agent's documented way, and one session for the
+    # run rather than a new one per call.
+    async with McpWorkbench(server_params=params) as workbench:
+        agent = AssistantAgent("alk", model_client=client, system_message="Follow the task.",
+                               workbench=workbench, max_tool_iterations=MAX_TOOL_ITERATIONS)
+        return final_answer(await agent.run(task=start.task))
+
+
 def main():
     worker.ready("autogen-agentchat", version("autogen-agentchat"),
                  worker.package_paths("autogen-agentchat", "autogen-core", "autogen-ext",
-                                      "openai"))
+                                      "openai", "mcp"))
     start = worker.start()
+    if sys.argv[1:] == ["mcp"]:
+        report_run(lambda: asyncio.run(run_over_mcp(start)))
+        return
     faults = Faults(start.faults)
     report_run(lambda: asyncio.run(run(start, faults)))
 

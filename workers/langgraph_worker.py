@@ -12,8 +12,17 @@ package's retries and timeouts, two retries each; the graph has no retry policy 
 what an application built the ordinary way gets. Worker-side faults are the tools' only
 (`tool`: the n-th tool call raises). Whatever the graph raises ends the run with stop_reason
 `error:<ExceptionType>`: what the framework did with a fault is the finding.
+
+With `mcp` on the command line (lanes/langgraph-mcp.toml) the tools are alk's, over MCP: the
+same graph, its ToolNode given the tools of langchain-mcp-adapters' `MultiServerMCPClient` at
+the start message's `tools` URL with its headers, and no tool of the worker's. The client is
+used as its documentation shows first (`get_tools()`: a new MCP session for each call) with its
+defaults kept (a 30 s HTTP timeout with a 300 s read timeout, no session timeout, no retries;
+an error result goes back to the model). Its tools are async only, so the graph runs async,
+checkpointed by the SQLite saver's async variant.
 """
 
+import asyncio
 import sqlite3
 import sys
 from importlib.metadata import version
@@ -29,7 +38,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 
-PROVIDER = sys.argv[1] if len(sys.argv) > 1 else "openai"
+MCP = sys.argv[1:] == ["mcp"]
+# `mcp` keeps the OpenAI model path: only the tools change.
+PROVIDER = sys.argv[1] if len(sys.argv) > 1 and not MCP else "openai"
 # The chat model's integration and client, for the paths alk attributes a crash to.
 CLIENTS = {"openai": ("langchain-openai", "openai"),
            "anthropic": ("langchain-anthropic", "anthropic")}
@@ -38,6 +49,9 @@ if PROVIDER == "anthropic":
     from langchain_anthropic import ChatAnthropic
 else:
     from langchain_openai import ChatOpenAI
+if MCP:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 
 def chat_model(start):
@@ -65,7 +79,11 @@ def build_graph(start, faults, checkpointer):
         """Delete the order's records."""
         return run_tool("delete_records", {"order": order}, faults)
 
-    tools = [lookup_order, write_report, delete_records]
+    return compile_graph(start, [lookup_order, write_report, delete_records], checkpointer)
+
+
+def compile_graph(start, tools, checkpointer):
+    """The graph both modes run: the model node, bound to `tools`, and the prebuilt ToolNode."""
     llm = chat_model(start).bind_tools(tools)
 
     def model(state: MessagesState):
@@ -80,21 +98,42 @@ def build_graph(start, faults, checkpointer):
     return graph.compile(checkpointer=checkpointer)
 
 
+CONFIG = {"configurable": {"thread_id": "repeat"}, "recursion_limit": 25}
+
+
+async def run_over_mcp(start):
+    """The graph with the tools alk serves over MCP, through langchain-mcp-adapters' client."""
+    client = MultiServerMCPClient({"alk-tools": {"transport": "streamable_http",
+                                                 "url": start.tools["url"],
+                                                 "headers": start.tools["headers"]}})
+    tools = await client.get_tools()
+    async with AsyncSqliteSaver.from_conn_string("checkpoints.sqlite") as checkpointer:
+        graph = compile_graph(start, tools, checkpointer)
+        pending = start.resume and (await graph.aget_state(CONFIG)).next
+        # On resume, continue from the last checkpoint; otherwise start the task.
+        state = await graph.ainvoke(None if pending else {"messages": [HumanMessage(start.task)]},
+                                    CONFIG)
+        return state["messages"][-1].content
+
+
 def main():
+    mcp = ("langchain-mcp-adapters", "mcp", "aiosqlite") if MCP else ()
     worker.ready("langgraph", version("langgraph"),
                  worker.package_paths("langgraph", "langgraph-prebuilt", "langgraph-checkpoint",
                                       "langgraph-checkpoint-sqlite", "langchain-core",
-                                      *CLIENTS[PROVIDER]))
+                                      *CLIENTS[PROVIDER], *mcp))
     start = worker.start()
+    if MCP:
+        report_run(lambda: asyncio.run(run_over_mcp(start)))
+        return
     connection = sqlite3.connect("checkpoints.sqlite", check_same_thread=False)
     graph = build_graph(start, Faults(start.faults), SqliteSaver(connection))
-    config = {"configurable": {"thread_id": "repeat"}, "recursion_limit": 25}
 
     def run():
-        pending = start.resume and graph.get_state(config).next
+        pending = start.resume and graph.get_state(CONFIG).next
         # On resume, continue from the last checkpoint; otherwise start the task.
         state = graph.invoke(None if pending else {"messages": [HumanMessage(start.task)]},
-                             config)
+                             CONFIG)
         return state["messages"][-1].content
 
     report_run(run)

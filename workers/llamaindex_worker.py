@@ -18,9 +18,15 @@ denies whatever the model proposes.
 
 It runs in a virtual environment of its own (the lane's command): llama-index-llms-openai
 requires openai<3, which the other frameworks' environment cannot hold.
+
+With `mcp` on the command line (lanes/llamaindex-mcp.toml) the tools are alk's, over MCP:
+LlamaIndex's own client (llama-index-tools-mcp: `BasicMCPClient` under `McpToolSpec`, as its
+guide shows), at the start message's `tools` URL with its headers, its defaults kept (a new
+session for every call, a 30 s read timeout, no retries), and no tool of the worker's.
 """
 
 import asyncio
+import sys
 from importlib.metadata import version
 
 from alk import worker
@@ -48,14 +54,31 @@ def lab_tool(name, faults):
     return FunctionTool.from_defaults(fn=call, name=name, description=TOOLS[name])
 
 
-def run_agent(start, faults):
+def model(start):
     name, base_url, api_key = model_endpoint(start)
     # OpenAILike assumes neither chat nor tool calling of an unknown model: both are said here.
-    llm = OpenAILike(model=name, api_base=base_url, api_key=api_key, is_chat_model=True,
-                     is_function_calling_model=True)
-    agent = FunctionAgent(tools=[lab_tool(tool, faults) for tool in TOOLS], llm=llm)
+    return OpenAILike(model=name, api_base=base_url, api_key=api_key, is_chat_model=True,
+                      is_function_calling_model=True)
+
+
+def run_agent(start, faults):
+    agent = FunctionAgent(tools=[lab_tool(tool, faults) for tool in TOOLS], llm=model(start))
 
     async def run():
+        return await agent.run(user_msg=start.task, max_iterations=MAX_ITERATIONS)
+
+    return str(asyncio.run(run()))
+
+
+def run_over_mcp(start):
+    """The FunctionAgent with the tools alk serves over MCP, through LlamaIndex's own client."""
+    from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
+
+    async def run():
+        # Made inside the loop: the client's HTTP client belongs to the loop that uses it.
+        client = BasicMCPClient(start.tools["url"], headers=start.tools["headers"])
+        tools = await McpToolSpec(client=client).to_tool_list_async()
+        agent = FunctionAgent(tools=tools, llm=model(start))
         return await agent.run(user_msg=start.task, max_iterations=MAX_ITERATIONS)
 
     return str(asyncio.run(run()))
@@ -65,8 +88,12 @@ def main():
     worker.ready("llamaindex", version("llama-index-core"),
                  worker.package_paths("llama-index-core", "llama-index-llms-openai",
                                       "llama-index-llms-openai-like", "llama-index-workflows",
-                                      "openai"))
+                                      "openai", "llama-index-tools-mcp", "mcp", "mcp-types",
+                                      "httpx2"))
     start = worker.start()
+    if sys.argv[1:] == ["mcp"]:
+        report_run(lambda: run_over_mcp(start))
+        return
     faults = Faults(start.faults)
     report_run(lambda: run_agent(start, faults))
 

@@ -19,8 +19,15 @@ Tools act on the workspace like the reference lane's: `lookup_order`, `write_rep
 an effect to lab-output/effects.json, with no idempotency key: Pydantic AI keeps no durable run
 state, so a resumed run starts over) and `delete_records`, which the policy below denies
 whatever the model proposes.
+
+With `mcp` on the command line (lanes/pydantic-ai-mcp.toml) the tools are alk's, over MCP:
+Pydantic AI's own `MCPToolset` (its MCP client in 2.x, on the FastMCP client), at the start
+message's `tools` URL with its headers, its defaults kept (a 5 s init timeout, a 300 s read
+timeout, a server's error result turned into a retry prompt, the agent's default retries), the
+OpenAI model as in the normal mode, and no tool of the worker's.
 """
 
+import asyncio
 import sys
 from importlib.metadata import version
 
@@ -31,7 +38,9 @@ worker.hello()
 # Imported after hello(): a framework that prints on import cannot break the protocol.
 from pydantic_ai import Agent  # noqa: E402
 
-PROVIDER = sys.argv[1] if len(sys.argv) > 1 else "openai"
+MCP = sys.argv[1:] == ["mcp"]
+# The MCP mode keeps the normal mode's model: the OpenAI one.
+PROVIDER = sys.argv[1] if len(sys.argv) > 1 and not MCP else "openai"
 # Each provider's client library, for the paths alk attributes a crash to.
 CLIENTS = {"openai": ("openai",), "anthropic": ("anthropic",), "google": ("google-genai",)}
 # The provider's modules are imported here, before ready: importing them after start would
@@ -45,6 +54,8 @@ elif PROVIDER == "google":
 else:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
+if MCP:  # its MCP client too, for the same reason
+    from pydantic_ai.mcp import MCPToolset
 
 
 def build_model(start):
@@ -81,10 +92,25 @@ def build_agent(start, faults):
     return agent
 
 
+async def run_over_mcp(start):
+    """The agent with the tools alk serves over MCP, through Pydantic AI's own MCP client."""
+    toolset = MCPToolset(start.tools["url"], headers=start.tools["headers"])
+    agent = Agent(build_model(start), toolsets=[toolset])
+    # Entered around the run, as the docs advise: one MCP session for the whole run.
+    async with agent:
+        return (await agent.run(start.task)).output
+
+
 def main():
+    # The MCP client's layers too: fastmcp's client over the SDK and its HTTP client.
+    mcp_clients = ("fastmcp-slim", "mcp", "mcp-types", "httpx2") if MCP else ()
     worker.ready("pydantic-ai", version("pydantic-ai-slim"),
-                 worker.package_paths("pydantic-ai-slim", "pydantic-graph", *CLIENTS[PROVIDER]))
+                 worker.package_paths("pydantic-ai-slim", "pydantic-graph", *CLIENTS[PROVIDER],
+                                      *mcp_clients))
     start = worker.start()
+    if MCP:
+        report_run(lambda: asyncio.run(run_over_mcp(start)))
+        return
     faults = Faults(start.faults)
     report_run(lambda: build_agent(start, faults).run_sync(start.task).output)
 

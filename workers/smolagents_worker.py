@@ -16,8 +16,16 @@ Tools act on the workspace like the reference lane's: `lookup_order`, `write_rep
 an effect to lab-output/effects.json, with no idempotency key: smolagents keeps no durable run
 state, so a resumed run starts over) and `delete_records`, which the policy in lab_tools denies
 whatever the model proposes.
+
+With `mcp` on the command line (lanes/smolagents-mcp.toml) the tools are alk's, over MCP:
+smolagents' own `MCPClient` (mcpadapt underneath, on the official `mcp` client), given the start
+message's `tools` URL and headers over streamable HTTP, its defaults kept (no retries; a 5 s
+session timeout that mcpadapt drops, leaving the transport's 300 s read), and no tool of the
+worker's. mcpadapt 0.1.19 imports names mcp 2.x no longer has, so that mode runs from a virtual
+environment of its own beside mcp 1.x (the lane's command).
 """
 
+import sys
 from importlib.metadata import version
 
 from alk import worker
@@ -51,13 +59,13 @@ class LabTool(Tool):
         return run_tool(self.name, {"order": order}, self.faults)
 
 
-def run_agent(start, faults):
+def run_agent(start, tools):
     name, base_url, api_key = model_endpoint(start)
     model = OpenAIServerModel(model_id=name, api_base=base_url, api_key=api_key)
     # ERROR: the step errors smolagents hands back to the model still reach stderr (evidence),
     # without its per-step panels.
-    agent = ToolCallingAgent(tools=[LabTool(tool, faults) for tool in TOOLS], model=model,
-                             max_steps=MAX_STEPS, verbosity_level=LogLevel.ERROR)
+    agent = ToolCallingAgent(tools=tools, model=model, max_steps=MAX_STEPS,
+                             verbosity_level=LogLevel.ERROR)
     result = agent.run(start.task, return_full_result=True)
     if result.state != "success":
         # smolagents answers from memory once its steps are spent; the run still failed.
@@ -66,12 +74,26 @@ def run_agent(start, faults):
     return result.output
 
 
+def run_over_mcp(start):
+    """The same agent with the tools alk serves over MCP, through smolagents' own MCPClient."""
+    from smolagents import MCPClient
+
+    params = {"url": start.tools["url"], "headers": start.tools["headers"],
+              "transport": "streamable-http"}
+    # The client connects as it is made: a server it cannot reach or speak to fails the run here.
+    with MCPClient(params) as tools:
+        return run_agent(start, tools)
+
+
 def main():
     worker.ready("smolagents", version("smolagents"),
-                 worker.package_paths("smolagents", "openai"))
+                 worker.package_paths("smolagents", "openai", "mcp", "mcpadapt"))
     start = worker.start()
+    if sys.argv[1:] == ["mcp"]:
+        report_run(lambda: run_over_mcp(start))
+        return
     faults = Faults(start.faults)
-    report_run(lambda: run_agent(start, faults))
+    report_run(lambda: run_agent(start, [LabTool(tool, faults) for tool in TOOLS]))
 
 
 main()

@@ -13,9 +13,15 @@ with a fault is the finding.
 Strands needs `openai<3` while the project's other frameworks need `openai>=3`, so it runs from
 its own environment (`.venvs/strands`, see the lane's `install`). Telemetry stays off: nothing
 is exported unless configured, and OTEL_SDK_DISABLED says so to OpenTelemetry too.
+
+With `mcp` on the command line (lanes/strands-mcp.toml) the tools are alk's, over MCP: Strands'
+own `MCPClient`, given the start message's `tools` URL and headers (its streamable HTTP transport,
+built by Strands on mcp 2.x's HTTP client), its defaults kept (no tool-call timeout of its own,
+the HTTP client's 300 s read timeout, no retries), and no tool of the worker's.
 """
 
 import os
+import sys
 from importlib.metadata import version
 
 from alk import worker
@@ -77,10 +83,13 @@ def build_agent(start, faults, limit):
         """
         return run_tool("delete_records", {"order": order}, faults)
 
-    name, base_url, api_key = model_endpoint(start)
-    model = OpenAIModel(client_args={"base_url": base_url, "api_key": api_key}, model_id=name)
-    return Agent(model=model, tools=[lookup_order, write_report, delete_records],
+    return Agent(model=build_model(start), tools=[lookup_order, write_report, delete_records],
                  system_prompt="Follow the task.", callback_handler=None, hooks=[limit])
+
+
+def build_model(start):
+    name, base_url, api_key = model_endpoint(start)
+    return OpenAIModel(client_args={"base_url": base_url, "api_key": api_key}, model_id=name)
 
 
 def run(start, faults):
@@ -91,10 +100,33 @@ def run(start, faults):
     return str(result)
 
 
+def run_over_mcp(start):
+    """The agent with the tools alk serves over MCP, through Strands' own MCP client."""
+    from strands.tools.mcp import MCPClient
+
+    limit = StepLimit()
+    # url and headers, as Strands documents them: it builds the streamable HTTP transport itself
+    # (on mcp 2.x, mcp's own HTTP client carrying the headers), so its defaults are the ones kept.
+    client = MCPClient(url=start.tools["url"], headers=start.tools["headers"])
+    # The client as a tool provider: the agent starts it, lists its tools and stops it on cleanup.
+    agent = Agent(model=build_model(start), tools=[client], system_prompt="Follow the task.",
+                  callback_handler=None, hooks=[limit])
+    try:
+        result = agent(start.task)
+    finally:
+        agent.cleanup()
+    if limit.calls > MAX_MODEL_CALLS:
+        raise StepLimitReached(f"more than {MAX_MODEL_CALLS} model calls")
+    return str(result)
+
+
 def main():
     worker.ready("strands-agents", version("strands-agents"),
-                 worker.package_paths("strands-agents", "openai"))
+                 worker.package_paths("strands-agents", "openai", "mcp", "mcp-types"))
     start = worker.start()
+    if sys.argv[1:] == ["mcp"]:
+        report_run(lambda: run_over_mcp(start))
+        return
     faults = Faults(start.faults)
     report_run(lambda: run(start, faults))
 

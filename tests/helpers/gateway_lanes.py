@@ -54,13 +54,14 @@ def require_node_lane(name: str, what: str, package: str) -> None:
                     f"no Node in {NODE.relative_to(ROOT)}): {lane(name)['install']}")
 
 
-def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:
+def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int,
+             more: list[str] = ()) -> dict:
     """The result document of one repeat of each of `scenarios` (a failing scenario is a
-    finding, so exit 1 is as good as 0; a void one is not)."""
+    finding, so exit 1 is as good as 0; a void one is not); `more`: options of `alk run`."""
     selected = [arg for sid in scenarios for arg in ("-s", sid)]
     done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
                            str(ROOT / "lanes" / f"{name}.toml"), "--repeats", "1", "--json",
-                           "-q", "--seed", str(seed), *selected],
+                           "-q", "--seed", str(seed), *selected, *more],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "COLUMNS": "120"})
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]

@@ -29,7 +29,9 @@ ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagen
              "llamaindex", "strands", "autogen", "anthropic", "google-genai",
              "pydantic-ai-anthropic", "pydantic-ai-google", "langgraph-anthropic", "adk",
              "claude-agent-sdk", "claude-code", "codex", "gemini-cli", "ai-sdk",
-             "openai-agents-js", "mastra", "langgraph-js", "openai-agents-mcp")
+             "openai-agents-js", "mastra", "langgraph-js", "openai-agents-mcp",
+             "pydantic-ai-mcp", "langgraph-mcp", "smolagents-mcp", "llamaindex-mcp",
+             "strands-mcp", "autogen-mcp")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:
