@@ -286,3 +286,71 @@ max_tokens = {{ run = 500, repeat = 200 }}
     assert len(document["scenarios"][0]["repeats"]) == 4
     assert document["cost"]["totals"]["input_tokens"] == 800
     assert document["cost"]["stopped"] is None
+
+
+def tool_lane(tmp_path: Path, model: str, name: str) -> Path:
+    """A lane whose tools alk serves over MCP (tests/workers/mcp_tools.py calls them)."""
+    from helpers.gateway_runs import EXPECT, TOOLS
+
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f"""name = "{name}"
+framework = "mcp-client"
+version = ">=1"
+command = ["{{python}}", "{ROOT / 'tests' / 'workers' / 'mcp_tools.py'}"]
+network = "none"
+timeout_s = 30
+
+[model]
+{model}
+{TOOLS}
+[[scenarios]]
+id = "report"
+task = "Prepare the report for order 742"
+{EXPECT}
+""")
+    return path
+
+
+@needs_offline
+def test_a_proxied_runs_tool_calls_are_recorded_and_its_replay_is_held_to_them(
+        tmp_path, upstream):
+    """The cassette holds the tool calls alk ran beside the model calls; a replay with no
+    upstream makes the same calls (and the effect, in its own workspace) and passes; a
+    recording whose call differs from the replayed one is a mismatch, naming the argument."""
+    pytest.importorskip("mcp")
+    cassette = tmp_path / "recorded.jsonl"
+    proxy = tool_lane(tmp_path, f"""mode = "proxy"
+family = "openai"
+upstream = "http://127.0.0.1:{upstream.port}/v1"
+key_env = "ALK_TEST_UPSTREAM_KEY"
+name = "{MODEL}"
+record = "{cassette}"
+""", "proxied")
+    document, _ = run(tmp_path, proxy, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert repeat["outcome"] == "pass", repeat["detail"]
+    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    tools = [line for line in lines if "tool" in line]
+    assert [(t["tool"], t["args"], t["ok"], t["scenario"], t["repeat"], t["attempt"])
+            for t in tools] == [("lookup_order", {"order": "742"}, True, "report", 1, 1),
+                                ("write_report", {"order": "742"}, True, "report", 1, 1)]
+    assert json.loads(tools[1]["result"]) == {"written": True, "effects": 1}
+    assert len(lines) - len(tools) == 3  # the model calls, beside them
+
+    upstream.close()
+    replay = tool_lane(tmp_path, f'mode = "replay"\ncassette = "{cassette}"\nname = "{MODEL}"\n',
+                       "replayed")
+    document, _ = run(tmp_path, replay, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("pass", "passed"), repeat["detail"]
+
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps({**line, "args": {"order": "743"}}
+                                         if line.get("tool") == "write_report" else line) + "\n"
+                              for line in lines))
+    replay = tool_lane(tmp_path, f'mode = "replay"\ncassette = "{edited}"\nname = "{MODEL}"\n',
+                       "mismatch")
+    document, _ = run(tmp_path, replay, "-n", "1")
+    [repeat] = document["scenarios"][0]["repeats"]
+    assert (repeat["outcome"], repeat["cause"]) == ("framework_runtime", "replay_mismatch")
+    assert "tool call 2: args.order: expected '743', got '742'" in repeat["detail"]

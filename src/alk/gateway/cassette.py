@@ -1,5 +1,5 @@
 """Cassettes: the model calls of one run, recorded from a real upstream so that later runs replay
-them without it.
+them without it, and the calls of the lane's tools alk ran (`alk.gateway.cassette_tools`).
 
 A cassette is a JSON-lines file, one line per model call, in the order the calls were made:
 `{"api", "request", "status", "body", "stream", "events", "fault"}`, where `api` is the format
@@ -24,24 +24,20 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from alk import untrusted_json
 from alk.errors import CassetteError
+from alk.gateway.cassette_tools import ToolEntry, is_tool_line, tool_entry
+from alk.gateway.differences import first_difference, redacted, show, sorted_json
 from alk.gateway.wire.formats import FAMILIES, wire_format
 from alk.gateway.wire.request import API, TIMESTAMPS
-from alk.redaction import ELLIPSIS, Redactor
+from alk.redaction import Redactor
 
 # Keys of a request that differ between two runs of the same script and say nothing of what the
 # model is asked: the end user's and the caller's identifiers, tags, and the stream's options.
 DROPPED = frozenset({"user", "metadata", "stream_options", "safety_identifier",
                      "prompt_cache_key"})
-# How much of a difference is quoted: the whole message, each value in it, the path, and how
-# much of a long text is kept before the first character that differs.
-DIFFERENCE_CHARS = 200
-VALUE_CHARS = 60
-PATH_CHARS = 80
-CONTEXT_CHARS = 20
 # The most a cassette holds, in bytes: replay loads no more, so recording writes no more.
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024
 # What an entry's `api` may be: the format of the call, which says its family too.
@@ -71,103 +67,7 @@ def normalize(api: API, body: bytes, *, model: str = "") -> dict | None:
             return value
         return ids.setdefault(value, f"id-{len(ids) + 1}")
 
-    return _sorted(wire_format(api).normalized(request, renamed))
-
-
-def _sorted(value: Any, text: Callable[[str], str] | None = None) -> Any:
-    """`value` with every object's keys in sorted order and, with `text`, every string (a key
-    too) as `text` makes it. Walked with a stack, not recursion: parse allows 100 levels."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
-    while stack:
-        source, target, slot = stack.pop()
-        if isinstance(source, dict):
-            # Two keys that redact to one are one key: the first in order, popped last.
-            keys = sorted((text(key), key) for key in source) if text else \
-                [(key, key) for key in sorted(source)]
-            copy: Any = dict.fromkeys(new for new, _ in keys)
-            stack.extend((source[old], copy, new) for new, old in keys)
-        elif isinstance(source, list):
-            copy = [None] * len(source)
-            stack.extend((child, copy, index) for index, child in enumerate(source))
-        else:
-            copy = text(source) if text and isinstance(source, str) else source
-        target[slot] = copy
-    return root[0]
-
-
-def redacted(request: dict, redactor: Redactor) -> dict:
-    """A request with the run's secrets redacted from every string in it, its keys too."""
-    return _sorted(request, redactor.redact) if redactor else request
-
-
-# --- differences -------------------------------------------------------------------------------
-
-
-def _same_kind(expected: Any, actual: Any) -> bool:
-    # JSON's true is not 1, though Python's True == 1; 1 and 1.0 are one number.
-    number = (int, float)
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual)
-    if isinstance(expected, number) and isinstance(actual, number):
-        return True
-    return type(expected) is type(actual)
-
-
-def _show(value: Any, redactor: Redactor, start: int = 0) -> str:
-    """A value as the message quotes it: redacted, then cut; a long text from a little before
-    `start`, where it first differs."""
-    if value is _MISSING:
-        return "nothing"
-    if isinstance(value, str):
-        text = redactor.redact(value)
-        skip = max(0, min(start, len(text)) - CONTEXT_CHARS)
-        quoted = redactor.cut(text[skip:], VALUE_CHARS)
-        return ("'" + ELLIPSIS if skip else "'") + quoted + "'"
-    return redactor.cut(json.dumps(value, ensure_ascii=False, sort_keys=True), VALUE_CHARS)
-
-
-_MISSING = object()
-
-
-def _first_char_differing(expected: str, actual: str) -> int:
-    for index, (one, other) in enumerate(zip(expected, actual)):
-        if one != other:
-            return index
-    return min(len(expected), len(actual))
-
-
-def first_difference(expected: Any, actual: Any, path: str = "", *,
-                     redactor: Redactor = _NO_SECRETS) -> str | None:
-    """Where two JSON values first differ, as "messages[2].content: expected 'a…', got 'b…'"
-    (at most DIFFERENCE_CHARS characters, values redacted), or None when they are equal."""
-    stack = [(expected, actual, path)]
-    while stack:
-        one, other, where = stack.pop()
-        if not _same_kind(one, other):
-            return _difference(where, one, other, redactor)
-        if isinstance(one, dict):
-            keys = sorted(set(one) | set(other), reverse=True)
-            stack.extend((one.get(key, _MISSING), other.get(key, _MISSING),
-                          f"{where}.{key}" if where else str(key)) for key in keys)
-        elif isinstance(one, list):
-            size = max(len(one), len(other))
-            stack.extend((one[index] if index < len(one) else _MISSING,
-                          other[index] if index < len(other) else _MISSING,
-                          f"{where}[{index}]") for index in reversed(range(size)))
-        elif one != other:
-            return _difference(where, one, other, redactor)
-    return None
-
-
-def _difference(where: str, expected: Any, actual: Any, redactor: Redactor) -> str:
-    start = (_first_char_differing(redactor.redact(expected), redactor.redact(actual))
-             if isinstance(expected, str) and isinstance(actual, str) else 0)
-    where = redactor.redact(where or "request")
-    if len(where) > PATH_CHARS:
-        where = ELLIPSIS + where[-(PATH_CHARS - 1):]
-    return redactor.cut(f"{where}: expected {_show(expected, redactor, start)}, "
-                        f"got {_show(actual, redactor, start)}", DIFFERENCE_CHARS)
+    return sorted_json(wire_format(api).normalized(request, renamed))
 
 
 # --- cassette files ----------------------------------------------------------------------------
@@ -214,23 +114,23 @@ def _entry(record: Any) -> Entry | str:
     events, fault = record.get("events", []), record.get("fault")
     if api not in APIS:
         return (f"'api' must be one of {', '.join(APIS)} (the format the call spoke), got "
-                f"{_show(api, _NO_SECRETS)}")
+                f"{show(api, _NO_SECRETS)}")
     if not isinstance(request, dict):
-        return f"'request' must be an object, got {_show(request, _NO_SECRETS)}"
+        return f"'request' must be an object, got {show(request, _NO_SECRETS)}"
     if not (isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599):
-        return f"'status' must be an HTTP status (100 to 599), got {_show(status, _NO_SECRETS)}"
+        return f"'status' must be an HTTP status (100 to 599), got {show(status, _NO_SECRETS)}"
     if not isinstance(body, str):
-        return f"'body' must be the response body's text, got {_show(body, _NO_SECRETS)}"
+        return f"'body' must be the response body's text, got {show(body, _NO_SECRETS)}"
     if not isinstance(stream, bool):
-        return f"'stream' must be true or false, got {_show(stream, _NO_SECRETS)}"
+        return f"'stream' must be true or false, got {show(stream, _NO_SECRETS)}"
     if not (isinstance(events, list) and all(isinstance(event, str) for event in events)):
         return "'events' must be an array of the streamed frames' texts"
     if fault is not None and not isinstance(fault, str):
-        return f"'fault' must be null or a fault's name, got {_show(fault, _NO_SECRETS)}"
+        return f"'fault' must be null or a fault's name, got {show(fault, _NO_SECRETS)}"
     scenario = record.get("scenario", "")
     repeat, attempt = record.get("repeat", 0), record.get("attempt", 0)
     if not isinstance(scenario, str):
-        return f"'scenario' must be a scenario's id, got {_show(scenario, _NO_SECRETS)}"
+        return f"'scenario' must be a scenario's id, got {show(scenario, _NO_SECRETS)}"
     if not all(type(n) is int and n >= 0 for n in (repeat, attempt)):
         return "'repeat' and 'attempt' must be whole numbers >= 0"
     return Entry(api=api, request=request, status=status, body=body, stream=stream,
@@ -241,24 +141,28 @@ def _entry(record: Any) -> Entry | str:
 class Cassette:
     """A loaded cassette: its entries, served in order by `match`."""
 
-    def __init__(self, path: Path, entries: list[Entry]) -> None:
+    def __init__(self, path: Path, entries: list[Entry], tools: list[ToolEntry] = ()) -> None:
         self.path = path
         self.entries = tuple(entries)
-        self._groups: dict[tuple[str, int, int], list[Entry]] = {}
-        for entry in entries:
-            self._groups.setdefault(entry.key, []).append(entry)
+        self.tools = tuple(tools)
+        self._groups: dict[tuple[bool, str, int, int], list[Any]] = {}
+        for entry in (*entries, *tools):
+            self._groups.setdefault((type(entry) is Entry, *entry.key), []).append(entry)
 
-    def calls(self, scenario: str, repeat: int, attempt: int) -> tuple[Entry, ...]:
+    def calls(self, scenario: str, repeat: int, attempt: int, *, tools: bool = False
+              ) -> tuple[Any, ...]:
         """The calls one attempt of a repeat replays: those recorded for it; for a repeat the
         recording did not reach, those of the recorded repeats in turn; in a cassette made by
-        hand (no scenario named), all of them."""
-        if set(self._groups) <= {("", 0, 0)}:
-            return self.entries
-        recorded = sorted({r for (s, r, a) in self._groups if s == scenario and a == attempt})
+        hand (no scenario named), all of them. `tools`: its tool calls, not its model calls."""
+        model = not tools
+        if {key[1:] for key in self._groups if key[0] is model} <= {("", 0, 0)}:
+            return self.tools if tools else self.entries
+        recorded = sorted({r for (m, s, r, a) in self._groups
+                           if m is model and s == scenario and a == attempt})
         if not recorded:
             return ()
         chosen = repeat if repeat in recorded else recorded[(repeat - 1) % len(recorded)]
-        return tuple(self._groups[(scenario, chosen, attempt)])
+        return tuple(self._groups[(model, scenario, chosen, attempt)])
 
     @classmethod
     def load(cls, path: Path, max_bytes: int = MAX_CASSETTE_BYTES) -> "Cassette":
@@ -272,7 +176,7 @@ class Cassette:
         if len(data) > max_bytes:
             raise CassetteError(f"{path}: the cassette is larger than {max_bytes:,} bytes, the "
                                 f"most alk loads; record a shorter run")
-        entries = []
+        entries, tools = [], []
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue  # a blank line, the file's last one among them
@@ -281,11 +185,11 @@ class Cassette:
             except untrusted_json.Rejected as rejected:
                 raise CassetteError(f"{path} line {number}: expected one JSON object, "
                                     f"{rejected}; {_FIX}") from None
-            entry = _entry(record)
+            entry = tool_entry(record) if is_tool_line(record) else _entry(record)
             if isinstance(entry, str):
                 raise CassetteError(f"{path} line {number}: {entry}; {_FIX}")
-            entries.append(entry)
-        return cls(path, entries)
+            (entries if isinstance(entry, Entry) else tools).append(entry)
+        return cls(path, entries, tools)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -334,12 +238,15 @@ class CassetteWriter:
         self._temporary = Path(temporary)
         self._file: Any = os.fdopen(descriptor, "wb")
 
-    def add(self, entry: Entry) -> bool:
-        """Writes the entry redacted; False when the cassette is full and it was refused."""
+    def add(self, entry: Entry | ToolEntry) -> bool:
+        """Writes the entry (a model call's Entry, or a tool call's ToolEntry) redacted; False
+        when the cassette is full and it was refused."""
         if self._file is None:
             raise ValueError(f"{self.path}: the cassette is closed; no more entries are added")
         redact = self.redactor.redact
-        if self.redactor:
+        if not isinstance(entry, Entry):
+            entry = entry.redacted(self.redactor)
+        elif self.redactor:
             entry = dataclasses.replace(
                 entry, request=redacted(entry.request, self.redactor), body=redact(entry.body),
                 events=tuple(map(redact, entry.events)), scenario=redact(entry.scenario),

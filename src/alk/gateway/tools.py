@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from alk.gateway import routes
+from alk.gateway.cassette_tools import ToolEntry, match_tool
 from alk.gateway.effects import EffectRefused, append_effect
 from alk.gateway.http import json_response
 from alk.redaction import Redactor
@@ -59,6 +60,7 @@ class ToolServer:
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
         self._undeclared = 0  # calls of names the lane does not declare
         self.steps: list[tuple[int, str]] = []  # (model steps before it, its step): ModelSeen
+        self._ran = 0  # calls run, in replay: the n-th is matched with the cassette's n-th
         self._effects = asyncio.Lock()  # effects are made one at a time, off the loop
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
@@ -163,9 +165,8 @@ class ToolServer:
         if fault is not None and fault.kind == "error":
             text, ok = f"alk's tool gateway: {name} failed (an injected fault)", False
         else:
-            text, ok = await self._run(name, args)
-            if fault is not None and fault.kind == "duplicate":
-                text, ok = await self._run(name, args)  # delivered twice: done twice
+            text, ok = await self._served(name, args, fault is not None and
+                                          fault.kind == "duplicate")
         if fault is not None and fault.kind == "malformed":
             self._malformed.add(request_id)
         # Counted before the answer leaves, so that no worker holds it before alk does.
@@ -175,6 +176,33 @@ class ToolServer:
             self.session.note("result", {**shown, "ok": ok, "result": self.redactor.cut(
                 text, MAX_TEXT_CHARS), "ms": round((time.monotonic() - began) * 1000, 1)},
                 "tool")
+        return text, ok
+
+    async def _served(self, name: str, args: dict[str, Any], twice: bool) -> tuple[str, bool]:
+        """The call run by alk (`twice`: a duplicate fault's), and its cassette's: in replay it
+        must be the recorded call, and gets the recorded answer; in a recording, it is added."""
+        gateway, session = self.session.gateway, self.session
+        entry = None
+        # Calls of names the lane does not declare are answered with an error, never recorded.
+        if gateway.replayed is not None and name in self.tools:
+            self._ran += 1
+            key = (session.scenario.id, session.repeat, session.attempt)
+            entry, why = match_tool(gateway.replayed.calls(*key, tools=True), self._ran, name,
+                                    args, where=str(gateway.replayed.path),
+                                    redactor=self.redactor)
+            if entry is None:
+                if session.unmatched is None:
+                    session.unmatched = self.redactor.cut(why, 300)
+                return f"alk replay: {why}", False  # not run: it is not the recorded call
+        text, ok = await self._run(name, args)
+        if twice:
+            text, ok = await self._run(name, args)  # delivered twice: done twice
+        if entry is not None:
+            return entry.result, entry.ok  # what the recorded run's model was told
+        if gateway.recorder is not None and name in self.tools:
+            gateway.recorder.add(ToolEntry(tool=name, args=args, ok=ok, result=text,
+                                           scenario=session.scenario.id,
+                                           repeat=session.repeat, attempt=session.attempt))
         return text, ok
 
     def _step(self, counted: str, outcome: str) -> None:

@@ -19,7 +19,7 @@ class Session:
     the model's steps (where a tool call comes among them)."""
 
     def __init__(self) -> None:
-        self.gateway = SimpleNamespace(redactor=Redactor())
+        self.gateway = SimpleNamespace(redactor=Redactor(), replayed=None, recorder=None)
         self.steps: list[str] = []
         self.notes: list[tuple[str, dict]] = []
         self.fired: list[str] = []
