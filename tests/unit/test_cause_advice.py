@@ -28,8 +28,8 @@ def detail_after(**fields) -> str:
     return found.detail
 
 
-def wire() -> ModelSeen:
-    return ModelSeen(calls=1, faults_fired=("http_429@call1",), recovered=False, mode="script")
+def wire(faults_fired: tuple[str, ...] = ("http_429@call1",)) -> ModelSeen:
+    return ModelSeen(calls=1, faults_fired=faults_fired, recovered=False, mode="script")
 
 
 # --- whose it is ----------------------------------------------------------------------------
@@ -80,6 +80,15 @@ def test_a_fault_on_the_wire_is_told_of_retries_and_retry_after() -> None:
     detail = detail_after(model=wire())
     assert fault_sites(detail) == (FaultSite.WIRE,)
     assert RETRY_AFTER in advice("fault_unrecovered", detail)
+
+
+def test_a_fault_at_a_tool_alk_serves_is_told_of_the_mcp_client_not_retry_after() -> None:
+    detail = detail_after(model=wire(faults_fired=("timeout@write_report#1",)))
+    assert fault_sites(detail) == (FaultSite.SERVED_TOOL,)
+    said = advice("fault_unrecovered", detail)
+    assert "MCP client's timeout" in said and RETRY_AFTER not in said
+    both = detail_after(model=wire(faults_fired=("http_429@call1", "timeout@write_report#1")))
+    assert fault_sites(both) == (FaultSite.WIRE, FaultSite.SERVED_TOOL)
 
 
 def test_a_model_call_the_worker_made_raise_is_told_of_retrying_the_call() -> None:

@@ -284,9 +284,9 @@ CATALOGUE: dict[Cause, CauseInfo] = {
     ),
     Cause.FAULT_UNRECOVERED: CauseInfo(
         Outcome.FRAMEWORK_RUNTIME,
-        "A declared fault fired (alk's gateway injected it on the wire, or the worker "
-        "reported injecting it) and the repeat then failed without recovering: no model call "
-        "after a wire fault was answered in full. The failure is the framework's handling of "
+        "A declared fault fired (alk's gateway injected it on the wire or at a tool it serves, "
+        "or the worker reported injecting it) and the repeat then failed without recovering: "
+        "no model call after alk's fault was answered in full. The failure is the framework's handling of "
         "the fault, which the detail names with the failure that followed. A scored failure, "
         "never void.",
         "Read the transcript from the fault on (the detail says where it was injected): did "
@@ -358,8 +358,9 @@ CATALOGUE: dict[Cause, CauseInfo] = {
         Outcome.FRAMEWORK_RUNTIME,
         "alk served the model from the script (or a cassette), no served turn was one the "
         "lane marks as the model's mistake, no fault or kill explains it, and a check of the "
-        "result failed: the framework was given right answers and did not carry them out. "
-        "A scored failure, never void.",
+        "result failed: the framework was given right answers and did not carry them out (or, "
+        "when the detail says it never called the model, failed before it asked). A scored "
+        "failure, never void.",
         "Compare the transcript's model/call events (what the model said) with its tool "
         "events and result (what the framework did); the detail names the failed checks.",
     ),

@@ -22,6 +22,7 @@ class FaultSite(StrEnum):
     """Where a fault was injected."""
 
     WIRE = "wire"  # by alk's gateway, on the model's wire
+    SERVED_TOOL = "served_tool"  # by alk's tool gateway, at a tool it serves over MCP
     TOOL = "tool"  # by the worker, at a tool (a declared fault's point names a tool)
     MODEL = "model"  # by the worker, at a model call (its scripted model raised)
 
@@ -31,6 +32,12 @@ _BY_SITE: dict[Cause, dict[FaultSite, str]] = {
         FaultSite.WIRE: "Read the transcript's model/call events around the wire fault: did "
                         "the client retry, honour Retry-After, or raise? Configure the "
                         "framework's (or its HTTP client's) retries, or report it upstream.",
+        FaultSite.SERVED_TOOL: "alk made a tool it serves over MCP fail (the fault's kind is "
+                               "in its name: error, timeout, slow, malformed, duplicate): read "
+                               "the transcript's tool events from the fault on. Did the "
+                               "framework's MCP client give up on a call that never answered, "
+                               "hand the error back to the model, or end the run? Set its MCP "
+                               "client's timeout or error handling, or report it upstream.",
         FaultSite.TOOL: "A tool raised and the run ended there: read the transcript's tool "
                         "events from the fault on. Does the framework hand a tool's error back "
                         "to the model (as an error result, or a retry), or let it end the run? "
@@ -71,7 +78,9 @@ def fault_sites(detail: str) -> tuple[FaultSite, ...]:
     found: set[FaultSite] = set()
     for part in detail.split(THEN, 1)[0].split("; "):
         if part.startswith(WIRE_FAULT):
-            found.add(FaultSite.WIRE)
+            # A served tool's fault is KIND@TOOL#N, the wire's KIND@callN.
+            for label in part.removeprefix(WIRE_FAULT).split(" and ")[0].split(", "):
+                found.add(FaultSite.SERVED_TOOL if "#" in label else FaultSite.WIRE)
         elif part.startswith(WORKER_FAULT):
             for fired in part.removeprefix(WORKER_FAULT).split(", "):
                 point = fired.rpartition("#")[0] or fired

@@ -80,8 +80,8 @@ def causes_view() -> RenderableType:
     return Group(*blocks)
 
 
-_AFTER = {FaultSite.WIRE: "fault on the wire", FaultSite.TOOL: "fault at a tool",
-          FaultSite.MODEL: "fault at the model"}
+_AFTER = {FaultSite.WIRE: "fault on the wire", FaultSite.SERVED_TOOL: "fault at a served tool",
+          FaultSite.TOOL: "fault at a tool", FaultSite.MODEL: "fault at the model"}
 
 
 def cause_view(code: str) -> RenderableType | None:
