@@ -45,23 +45,23 @@ def require_installed(name: str, what: str, program: Path, *, imports: str | Non
 NODE = ROOT / ".tools" / "node" / "bin" / "node"
 
 
-def require_node_lane(name: str, what: str, package: str) -> None:
+def require_node_lane(name: str, what: str, package: str, worker: str | None = None) -> None:
     """Skips the test, naming the lane's install line, unless the TypeScript lane's worker
-    folder has `package` installed (`npm ci`) and the Node it runs on is there."""
-    folder = ROOT / "workers" / "node" / name
+    folder (workers/node/WORKER, the lane's name by default) has `package` installed (`npm ci`)
+    and the Node it runs on is there."""
+    folder = ROOT / "workers" / "node" / (worker or name)
     if not (NODE.exists() and (folder / "node_modules" / package / "package.json").exists()):
         pytest.skip(f"{what} is not installed in {folder.relative_to(ROOT)}/node_modules (or "
                     f"no Node in {NODE.relative_to(ROOT)}): {lane(name)['install']}")
 
 
-def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int,
-             more: list[str] = ()) -> dict:
+def run_lane(tmp_path: Path, name: str, scenarios: list[str], seed: int) -> dict:
     """The result document of one repeat of each of `scenarios` (a failing scenario is a
-    finding, so exit 1 is as good as 0; a void one is not); `more`: options of `alk run`."""
+    finding, so exit 1 is as good as 0; a void one is not)."""
     selected = [arg for sid in scenarios for arg in ("-s", sid)]
     done = subprocess.run([sys.executable, "-m", "alk", "run", "--lane",
                            str(ROOT / "lanes" / f"{name}.toml"), "--repeats", "1", "--json",
-                           "-q", "--seed", str(seed), *selected, *more],
+                           "-q", "--seed", str(seed), *selected],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "COLUMNS": "120"})
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]

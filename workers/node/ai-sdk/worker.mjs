@@ -16,6 +16,13 @@
 // state of its own, so a resumed attempt (after alk killed the worker) starts over. Telemetry
 // stays off (the SDK records only through an integration registered for it): nothing may try
 // the network.
+//
+// With `mcp` on the command line (lanes/ai-sdk-mcp.toml) the tools are alk's, over MCP: the
+// SDK's own client, createMCPClient from @ai-sdk/mcp with its built-in streamable HTTP transport
+// (`{ type: "http", url, headers }`) at the start message's `tools`, its tools() handed to
+// generateText, and no tool of the worker's. Its defaults are kept (no request timeout, no tool
+// call retries, protocol discovery on): what they do with a tool that fails, never answers,
+// answers late or answers malformed is the finding.
 import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
 
 alk.hello();
@@ -23,6 +30,7 @@ alk.hello();
 const { generateText, isStepCount, tool } = await import("ai");
 const { createOpenAI } = await import("@ai-sdk/openai");
 const { z } = await import("zod");
+const OVER_MCP = process.argv[2] === "mcp";
 
 function buildTools(faults) {
   const order = z.object({ order: z.string() });
@@ -32,13 +40,38 @@ function buildTools(faults) {
   ]));
 }
 
+/** generateText with the tools alk serves, through the SDK's own MCP client. */
+async function runOverMcp(start, model) {
+  const { createMCPClient } = await import("@ai-sdk/mcp");
+  const client = await createMCPClient({
+    transport: { type: "http", url: start.tools.url, headers: start.tools.headers },
+  });
+  try {
+    return (await generateText({
+      model,
+      instructions: "Follow the task.",
+      prompt: start.task,
+      tools: await client.tools(),
+      stopWhen: isStepCount(12),
+    })).text;
+  } finally {
+    await client.close();
+  }
+}
+
 async function main() {
+  // The MCP client's packages too, so that a crash inside them is attributed to the framework.
   alk.ready("ai", alk.packageVersion("ai"),
-            alk.packagePaths("ai", "@ai-sdk/openai", "@ai-sdk/provider-utils", "@ai-sdk/provider"));
+            alk.packagePaths("ai", "@ai-sdk/openai", "@ai-sdk/provider-utils", "@ai-sdk/provider",
+                             ...(OVER_MCP ? ["@ai-sdk/mcp"] : [])));
   const start = alk.start();
-  const faults = new Faults(start.faults);
   const { name, baseURL, apiKey } = modelEndpoint(start);
   const openai = createOpenAI({ baseURL, apiKey });
+  if (OVER_MCP) {
+    await reportRun(() => runOverMcp(start, openai(name)));
+    return;
+  }
+  const faults = new Faults(start.faults);
   await reportRun(async () => (await generateText({
     model: openai(name),
     instructions: "Follow the task.",

@@ -15,6 +15,13 @@
 // `error:<ErrorType>`: what the framework did with a fault is the finding. The agent has no
 // memory or storage configured, so a resumed attempt (after alk killed the worker) starts over.
 // Mastra's own telemetry is off (MASTRA_TELEMETRY_DISABLED): nothing may try the network.
+//
+// With `mcp` as the first argument (lanes/mastra-mcp.toml) the tools are alk's, over MCP:
+// Mastra's own MCPClient (@mastra/mcp) at the start message's `tools` URL with its headers
+// (requestInit), its toolsets given to generate(), and no tool of the worker's. Its defaults are
+// kept (a 60 s request timeout, an isError result thrown to the Agent, one reconnect and retry on
+// a transport error): what they do with a tool that fails, never answers, answers late or
+// answers malformed is the finding.
 import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
 
 alk.hello();
@@ -23,6 +30,7 @@ process.env.MASTRA_TELEMETRY_DISABLED = "1";
 const { Agent } = await import("@mastra/core/agent");
 const { createTool } = await import("@mastra/core/tools");
 const { z } = await import("zod");
+const OVER_MCP = process.argv[2] === "mcp";
 
 function buildTools(faults) {
   const inputSchema = z.object({ order: z.string() });
@@ -33,10 +41,39 @@ function buildTools(faults) {
   ]));
 }
 
+/** The Agent with the tools alk serves, through Mastra's own MCP client. */
+async function runOverMcp(start, model) {
+  const { MCPClient } = await import("@mastra/mcp");
+  const mcp = new MCPClient({
+    servers: {
+      alk: { url: new URL(start.tools.url), requestInit: { headers: start.tools.headers } },
+    },
+  });
+  try {
+    // listToolsets(), Mastra's per-call way, not listTools(): that one names each tool
+    // `<server>_<tool>` (alk_write_report), which is not the tool the lane's model calls.
+    const agent = new Agent({ id: "alk", name: "alk", instructions: "Follow the task.", model });
+    const output = await agent.generate(start.task, { maxSteps: 12,
+                                                      toolsets: await mcp.listToolsets() });
+    if (output.error) throw output.error;
+    return output.text;
+  } finally {
+    await mcp.disconnect();
+  }
+}
+
 async function main() {
+  // The MCP client's packages too, so that a crash inside them is attributed to the framework.
   alk.ready("@mastra/core", alk.packageVersion("@mastra/core"),
-            alk.packagePaths("@mastra/core", "@mastra/schema-compat"));
+            alk.packagePaths("@mastra/core", "@mastra/schema-compat",
+                             ...(OVER_MCP ? ["@mastra/mcp", "@modelcontextprotocol/client",
+                                             "@modelcontextprotocol/core"] : [])));
   const start = alk.start();
+  if (OVER_MCP) {
+    const { name, baseURL, apiKey } = modelEndpoint(start);
+    await reportRun(() => runOverMcp(start, { id: `openai/${name}`, url: baseURL, apiKey }));
+    return;
+  }
   const faults = new Faults(start.faults);
   const { name, baseURL, apiKey } = modelEndpoint(start);
   const agent = new Agent({

@@ -16,11 +16,18 @@
 // stop_reason `error:<ErrorType>`: what the framework did with a fault is the finding. No
 // durable run state (the SDK's sessions keep history in memory or on OpenAI's servers), so a
 // resumed attempt starts over. Tracing is off: nothing may try the network.
+//
+// With `mcp` as the first argument (lanes/openai-agents-js-mcp.toml) the tools are alk's, over
+// MCP: the SDK's own MCPServerStreamableHttp (over @modelcontextprotocol/client), at the start
+// message's `tools` URL with its headers (requestInit), given to the Agent as `mcpServers`,
+// with no tool of the worker's. Its defaults are kept: a 5 s session timeout for connecting and
+// listing, the MCP client's 60 s for a tool call, no retries, and the SDK's generic error text
+// for a call that fails.
 import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
 
 alk.hello();
 // Imported after hello(): a framework that prints on import cannot break the protocol.
-const { Agent, run, setDefaultOpenAIClient, setTracingDisabled, tool } =
+const { Agent, MCPServerStreamableHttp, run, setDefaultOpenAIClient, setTracingDisabled, tool } =
   await import("@openai/agents");
 const { default: OpenAI } = await import("openai");
 const { z } = await import("zod");
@@ -37,11 +44,34 @@ function buildAgent(start, faults) {
   return new Agent({ name: "alk", instructions: "Follow the task.", model: name, tools });
 }
 
+/** The Runner with the tools alk serves over MCP, through the SDK's own MCP client. */
+async function runOverMcp(start) {
+  const { name, baseURL, apiKey } = modelEndpoint(start);
+  setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey }));
+  const server = new MCPServerStreamableHttp({
+    url: start.tools.url, name: "alk-tools", requestInit: { headers: start.tools.headers },
+  });
+  await server.connect();
+  try {
+    const agent = new Agent({ name: "alk", instructions: "Follow the task.", model: name,
+                              mcpServers: [server] });
+    return (await run(agent, start.task, { maxTurns: 12 })).finalOutput;
+  } finally {
+    await server.close();
+  }
+}
+
 async function main() {
+  // The MCP client's packages too: a crash inside them is the framework's, not the worker's.
   alk.ready("@openai/agents", alk.packageVersion("@openai/agents"),
             alk.packagePaths("@openai/agents", "@openai/agents-core", "@openai/agents-openai",
-                             "openai"));
+                             "openai", "@modelcontextprotocol/client",
+                             "@modelcontextprotocol/core"));
   const start = alk.start();
+  if (process.argv[2] === "mcp") {
+    await reportRun(() => runOverMcp(start));
+    return;
+  }
   const faults = new Faults(start.faults);
   await reportRun(async () => (await run(buildAgent(start, faults), start.task,
                                          { maxTurns: 12 })).finalOutput);
