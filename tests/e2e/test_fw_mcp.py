@@ -48,6 +48,8 @@ LANES = {
     "openai-agents-js-mcp": ("@openai/agents", "openai-agents-js",
                              "@modelcontextprotocol/client", RECOVERS),
     "mastra-mcp": ("@mastra/core", "mastra", "@mastra/mcp", RECOVERS),
+    "langgraph-js-mcp": ("@langchain/langgraph", "langgraph-js", "@langchain/mcp-adapters",
+                         RECOVERS),
 }
 
 

@@ -31,7 +31,8 @@ ALL_LANES = ("reference", "pydantic-ai", "langgraph", "openai-agents", "smolagen
              "claude-agent-sdk", "claude-code", "codex", "gemini-cli", "ai-sdk",
              "openai-agents-js", "mastra", "langgraph-js", "openai-agents-mcp",
              "pydantic-ai-mcp", "langgraph-mcp", "smolagents-mcp", "llamaindex-mcp",
-             "strands-mcp", "autogen-mcp")
+             "strands-mcp", "autogen-mcp", "ai-sdk-mcp", "openai-agents-js-mcp", "mastra-mcp",
+             "langgraph-js-mcp")
 
 
 def document(tmp_path, make_lane, name: str, probe=PASSING, **scripts) -> RunDocument:

@@ -16,6 +16,12 @@
 // stop_reason `error:<ErrorType>`: what the framework did with a fault is the finding.
 // LangSmith tracing stays off (it runs only when LANGSMITH_TRACING is set): nothing may try the
 // network.
+//
+// With `mcp` as the first argument (lanes/langgraph-js-mcp.toml) the tools are alk's, over MCP:
+// @langchain/mcp-adapters' own MultiServerMCPClient (transport "http", at the start message's
+// `tools` URL with its headers), whose getTools() go to the same graph's ToolNode and model,
+// with no tool of the worker's. Its defaults are kept: one MCP session for the run, no timeout
+// of its own (the MCP SDK's 60 s per request), no retries, ToolNode's error handling.
 import { alk, Faults, modelEndpoint, reportRun, runTool, TOOL_DOCS } from "../lab_tools.mjs";
 
 alk.hello();
@@ -28,10 +34,13 @@ const { tool } = await import("@langchain/core/tools");
 const { ChatOpenAI } = await import("@langchain/openai");
 const { z } = await import("zod");
 
-function buildGraph(start, faults, checkpointer) {
+function workerTools(faults) {
   const schema = z.object({ order: z.string() });
-  const tools = Object.entries(TOOL_DOCS).map(([name, description]) => tool(
+  return Object.entries(TOOL_DOCS).map(([name, description]) => tool(
     async (args) => JSON.stringify(runTool(name, args, faults)), { name, description, schema }));
+}
+
+function buildGraph(start, tools, checkpointer) {
   const { name, baseURL, apiKey } = modelEndpoint(start);
   const llm = new ChatOpenAI({ model: name, apiKey, configuration: { baseURL } }).bindTools(tools);
   const graph = new StateGraph(MessagesAnnotation)
@@ -43,22 +52,42 @@ function buildGraph(start, faults, checkpointer) {
   return graph.compile({ checkpointer });
 }
 
+async function runGraph(start, tools) {
+  const graph = buildGraph(start, tools, SqliteSaver.fromConnString("checkpoints.sqlite"));
+  const config = { configurable: { thread_id: "repeat" }, recursionLimit: 25 };
+  // On resume, continue from the last checkpoint; otherwise start the task.
+  const pending = start.resume && (await graph.getState(config)).next.length > 0;
+  const state = await graph.invoke(pending ? null : { messages: [new HumanMessage(start.task)] },
+                                   config);
+  return state.messages.at(-1).content;
+}
+
+/** The same graph with the tools alk serves over MCP, through the adapters' own client. */
+async function runOverMcp(start) {
+  const { MultiServerMCPClient } = await import("@langchain/mcp-adapters");
+  const client = new MultiServerMCPClient({
+    mcpServers: { alk: { transport: "http", url: start.tools.url, headers: start.tools.headers } },
+  });
+  try {
+    return await runGraph(start, await client.getTools());
+  } finally {
+    await client.close();
+  }
+}
+
 async function main() {
+  // The MCP client's packages too: a crash inside them is the framework's, not the worker's.
   alk.ready("@langchain/langgraph", alk.packageVersion("@langchain/langgraph"),
             alk.packagePaths("@langchain/langgraph", "@langchain/langgraph-checkpoint",
                              "@langchain/langgraph-checkpoint-sqlite", "@langchain/core",
-                             "@langchain/openai", "openai"));
+                             "@langchain/openai", "openai", "@langchain/mcp-adapters",
+                             "@modelcontextprotocol/sdk"));
   const start = alk.start();
-  const graph = buildGraph(start, new Faults(start.faults),
-                           SqliteSaver.fromConnString("checkpoints.sqlite"));
-  const config = { configurable: { thread_id: "repeat" }, recursionLimit: 25 };
-  await reportRun(async () => {
-    // On resume, continue from the last checkpoint; otherwise start the task.
-    const pending = start.resume && (await graph.getState(config)).next.length > 0;
-    const state = await graph.invoke(pending ? null : { messages: [new HumanMessage(start.task)] },
-                                     config);
-    return state.messages.at(-1).content;
-  });
+  if (process.argv[2] === "mcp") {
+    await reportRun(() => runOverMcp(start));
+    return;
+  }
+  await reportRun(() => runGraph(start, workerTools(new Faults(start.faults))));
 }
 
 await main();
