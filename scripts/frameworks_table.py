@@ -94,6 +94,8 @@ GROUPS = (
       "llamaindex-mcp", "strands-mcp", "autogen-mcp")),
     ("typescript", "TypeScript frameworks, through their OpenAI clients",
      ("ai-sdk", "openai-agents-js", "mastra", "langgraph-js")),
+    ("typescript-mcp", "TypeScript frameworks, their tools served by alk over MCP",
+     ("ai-sdk-mcp", "openai-agents-js-mcp", "mastra-mcp", "langgraph-js-mcp")),
     ("native", "Through their Anthropic and Gemini clients",
      ("anthropic", "pydantic-ai-anthropic", "langgraph-anthropic", "google-genai",
       "pydantic-ai-google", "adk")),
@@ -109,12 +111,17 @@ AGENT_SCENARIOS = {
     "malformed-output": "the parse error goes to the model, which calls again",
     "sampled": "passes the repeats that drew the turn doing the work (7 in 10); the "
                "others drew the lane's mistake, the agent's",
-    # The MCP lanes' (lanes/scenarios/tools.toml): each fault at alk's side of the session.
+}
+# The MCP lanes' (lanes/scenarios/tools.toml), in their file's order: each fault at alk's side
+# of the session, then the crash.
+MCP_SCENARIOS = {
+    "nominal": AGENT_SCENARIOS["nominal"],
     "tool-error": "the error result goes to the model, which calls again",
     "tool-timeout": "gives up on the call that never answers; the model calls again",
     "tool-slow": "waits out the 2 s answer",
     "tool-malformed": "takes the result not in MCP's shape for an error: the report "
                       "written once",
+    "crash-after-effect": AGENT_SCENARIOS["crash-after-effect"],
 }
 WIRE_SCENARIOS = {
     "wire-429": "waits the Retry-After (0.2 s), retries",
@@ -486,6 +493,8 @@ def ending(failure: dict[str, Any]) -> str:
     """How the commonest failure ended, in a few words: the error the run stopped with, an
     answer left empty, or the first check that failed."""
     stop, check = failure["stop"], failure["check"]
+    if stop is None and failure["detail"].startswith("timeout: no exit"):
+        return "still waiting at the repeat's timeout"  # a hang: on the call, in the MCP lanes
     if stop is None:  # no result: the worker crashed or hung
         found = re.findall(r"\b([A-Z]\w*(?:Error|Exception|Exit))\b", failure["detail"])
         return failure["cause"] + (f" ({found[-1]})" if found else "")
@@ -607,8 +616,8 @@ def rows_of(frameworks: list[dict[str, Any]], group: str = "openai"
             ) -> tuple[dict[str, str], dict[str, str]]:
     """The agent and the wire scenarios measured, the known ones first, in a fixed order."""
     seen = {sid for f in frameworks for sid in f["scenarios"]}
-    known = ({**AGENT_SCENARIOS, **WIRE_SCENARIOS} if group != "coding"
-             else CODING_SCENARIOS)
+    known = (CODING_SCENARIOS if group == "coding" else MCP_SCENARIOS if group.endswith("mcp")
+             else {**AGENT_SCENARIOS, **WIRE_SCENARIOS})
     agent = {sid: text for sid, text in known.items()
              if sid in seen and not sid.startswith(WIRE_PREFIXES)}
     wire = {sid: text for sid, text in known.items()
@@ -639,14 +648,18 @@ def render(data: dict[str, Any]) -> str:
         if wire:
             lines += table(members, wire, "wire fault") + [""]
     lines.pop()
-    repeats = sorted({f["repeats"] for f in frameworks})
+    counts = Counter(f["repeats"] for f in frameworks)
+    usual = counts.most_common(1)[0][0]
+    fewer = [f"{n} in {listing([f['lane'] for f in frameworks if f['repeats'] == n])}"
+             for n in sorted(counts) if n != usual]
     versions = listing([f"{f['framework']} {f['version']}" for f in frameworks])
     costs = listing([f"{f['lane']} {seconds(f['repeat_s'])}" for f in frameworks
                      if f["repeat_s"] is not None])
     runs = listing([f"{f['lane']} {f['run_s'] / 60:.0f} min" for f in frameworks
                     if f["run_s"] is not None])
     lines += ["", (
-        f"Measured: {versions}; {'/'.join(map(str, repeats))} repeats of each scenario, "
+        f"Measured: {versions}; {usual} repeats of each scenario"
+        f"{' (' + '; '.join(fewer) + ')' if fewer else ''}, "
         f"alk {listing(sorted({f['alk_version'] for f in frameworks}))}. A cell is the "
         "verdict and the repeats passed of those scored, then what the transcripts show: on "
         "the wire, whether the next call repeated the faulted request (retried) or was a new "
