@@ -153,16 +153,19 @@ class Cassette:
               ) -> tuple[Any, ...]:
         """The calls one attempt of a repeat replays: those recorded for it; for a repeat the
         recording did not reach, those of the recorded repeats in turn; in a cassette made by
-        hand (no scenario named), all of them. `tools`: its tool calls, not its model calls."""
+        hand (no scenario named), all of them. `tools`: its tool calls, not its model calls,
+        of the same recorded repeat (a repeat that ran no tool recorded none)."""
         model = not tools
         if {key[1:] for key in self._groups if key[0] is model} <= {("", 0, 0)}:
             return self.tools if tools else self.entries
+        # Chosen among the repeats that made model calls, for both kinds: an attempt's tool
+        # calls must be those of the repeat whose model calls it replays.
         recorded = sorted({r for (m, s, r, a) in self._groups
-                           if m is model and s == scenario and a == attempt})
+                           if m and s == scenario and a == attempt})
         if not recorded:
             return ()
         chosen = repeat if repeat in recorded else recorded[(repeat - 1) % len(recorded)]
-        return tuple(self._groups[(model, scenario, chosen, attempt)])
+        return tuple(self._groups.get((model, scenario, chosen, attempt), ()))
 
     @classmethod
     def load(cls, path: Path, max_bytes: int = MAX_CASSETTE_BYTES) -> "Cassette":

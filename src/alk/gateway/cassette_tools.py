@@ -6,9 +6,11 @@ A tool call is a cassette line of its own, told from a model call by its `tool` 
 `{"tool", "args", "ok", "result", "scenario", "repeat", "attempt"}`. It is written when alk
 ran the tool (a call an `error` fault answered, or a `timeout` never answered, ran nothing and
 is not recorded: the scenario's fault does the same again in replay). Replay matches an
-attempt's calls in order, by name and arguments (both redacted, as a model request is); the
-first that differs is the session's `unmatched` (the repeat is then `replay_mismatch`), and it
-is answered with an error and not run. A call that matches is run as in any mode, so its effect
+attempt's calls by name and arguments (both redacted, as a model request is), each with the
+first of the recorded calls not yet matched that is the same, among the next MATCH_WINDOW (so
+that calls a framework runs at once, finished in another order than they came, still match);
+a call none of them is, is the session's `unmatched` (the repeat is then `replay_mismatch`),
+and it is answered with an error and not run. A call that matches is run as in any mode, so its effect
 is in the workspace again, and answered with the recorded result: what the model was told in
 the recorded run, which the recorded model calls after it carry.
 """
@@ -23,6 +25,9 @@ from alk.gateway.differences import first_difference, redacted
 from alk.redaction import Redactor
 
 _NO_SECRETS = Redactor()
+# How far past the first recorded call not yet matched a call is looked for: calls at once may
+# finish out of order; a worker's flood of calls that match nothing costs no more than this each.
+MATCH_WINDOW = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +85,28 @@ def tool_entry(record: dict) -> ToolEntry | str:
                      repeat=repeat, attempt=attempt)
 
 
-def match_tool(entries: tuple[ToolEntry, ...], call: int, tool: str, args: dict, *,
+def match_tool(entries: tuple[ToolEntry, ...], used: set[int], tool: str, args: dict, *,
                where: str, redactor: Redactor = _NO_SECRETS) -> tuple[ToolEntry | None, str]:
-    """The call-th recorded tool call (1-based) of the attempt if this call is it, with "";
-    else None and why not ("tool call 2: args.order: expected '742', got '743'")."""
-    if not 1 <= call <= len(entries):
-        return None, (f"tool call {call}: the cassette {where} holds {len(entries)} tool calls "
-                      "for this attempt; record it again for a run that makes more")
-    entry = entries[call - 1]
-    if entry.tool != redactor.redact(tool):
-        return None, redactor.cut(f"tool call {call}: expected {entry.tool!r}, got "
-                                  f"{redactor.redact(tool)!r}", 200)
-    difference = first_difference(redacted(entry.args, redactor), redacted(args, redactor),
-                                  "args", redactor=redactor)
-    if difference is not None:
-        return None, f"tool call {call}: {difference}"
-    return entry, ""
+    """The recorded call this one is (its index added to `used`, the attempt's matched ones),
+    with ""; else None and why not, against the first recorded call not yet matched ("tool call
+    2: args.order: expected '742', got '743'")."""
+    number = len(used) + 1
+    waiting = [index for index in range(len(entries)) if index not in used][:MATCH_WINDOW]
+    if not waiting:
+        return None, (f"tool call {number}: the cassette {where} holds {len(entries)} tool "
+                      "calls for this attempt; record it again for a run that makes more")
+    asked = redacted(args, redactor)
+    name = redactor.redact(tool)
+    for index in waiting:
+        entry = entries[index]
+        if entry.tool == name and first_difference(redacted(entry.args, redactor), asked,
+                                                   "args", redactor=redactor) is None:
+            used.add(index)
+            return entry, ""
+    entry = entries[waiting[0]]
+    if entry.tool != name:
+        return None, redactor.cut(f"tool call {number}: expected {entry.tool!r}, got "
+                                  f"{name!r}", 200)
+    difference = first_difference(redacted(entry.args, redactor), asked, "args",
+                                  redactor=redactor)
+    return None, f"tool call {number}: {difference}"

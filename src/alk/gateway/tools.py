@@ -60,7 +60,7 @@ class ToolServer:
         self._malformed: set[str] = set()  # JSON-RPC ids whose answer alk spoils
         self._undeclared = 0  # calls of names the lane does not declare
         self.steps: list[tuple[int, str]] = []  # (model steps before it, its step): ModelSeen
-        self._ran = 0  # calls run, in replay: the n-th is matched with the cassette's n-th
+        self._matched: set[int] = set()  # in replay: the cassette's tool calls matched so far
         self._effects = asyncio.Lock()  # effects are made one at a time, off the loop
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
@@ -183,12 +183,16 @@ class ToolServer:
         must be the recorded call, and gets the recorded answer; in a recording, it is added."""
         gateway, session = self.session.gateway, self.session
         entry = None
+        if not _storable(args):
+            # What a cassette could not hold and replay could not read back: refused whatever
+            # the mode, so that recording and replay see the same calls.
+            return (f"alk's tool gateway: the arguments hold a number that is not finite, or are "
+                    f"nested past {MAX_ARGS_DEPTH} levels"), False
         # Calls of names the lane does not declare are answered with an error, never recorded.
         if gateway.replayed is not None and name in self.tools:
-            self._ran += 1
             key = (session.scenario.id, session.repeat, session.attempt)
-            entry, why = match_tool(gateway.replayed.calls(*key, tools=True), self._ran, name,
-                                    args, where=str(gateway.replayed.path),
+            entry, why = match_tool(gateway.replayed.calls(*key, tools=True), self._matched,
+                                    name, args, where=str(gateway.replayed.path),
                                     redactor=self.redactor)
             if entry is None:
                 if session.unmatched is None:
@@ -220,8 +224,6 @@ class ToolServer:
         if tool.effect is not None:
             if self.workspace is None:
                 return "alk's tool gateway: no workspace for this call's effect", False
-            if _depth(args) > MAX_ARGS_DEPTH:
-                return f"alk's tool gateway: arguments nested past {MAX_ARGS_DEPTH}", False
             try:
                 # Off the gateway's loop, one at a time: a file the worker made large must not
                 # hold every other repeat's answers while it is read.
@@ -310,6 +312,17 @@ def _filled(text: str, args: dict[str, Any], json_strings: bool) -> str:
         return json.dumps(given)[1:-1] if json_strings else given
 
     return _PLACEHOLDER.sub(fill, text)
+
+
+def _storable(args: dict[str, Any]) -> bool:
+    """Arguments a cassette line holds and replay reads back: finite numbers, bounded depth."""
+    if _depth(args) > MAX_ARGS_DEPTH:
+        return False
+    try:
+        json.dumps(args, allow_nan=False)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def _depth(value: Any, limit: int = 64) -> int:

@@ -55,25 +55,51 @@ def test_a_tool_call_is_written_redacted_its_arguments_keys_too(tmp_path):
     assert (entry.ok, entry.result) == (False, f"failed: {MASK}")
 
 
-def test_a_call_matches_by_name_and_arguments_in_order_and_a_difference_is_named():
+def test_a_call_matches_by_name_and_arguments_and_a_difference_is_named():
     recorded = (_tool("lookup_order"), _tool("write_report"))
     where = "run.jsonl"
-    assert match_tool(recorded, 2, "write_report", {"order": "742"}, where=where)[0] \
-        == recorded[1]
-    assert match_tool(recorded, 1, "write_report", {"order": "742"}, where=where) == (
+    assert match_tool(recorded, set(), "write_report", {"order": "743"}, where=where) == (
         None, "tool call 1: expected 'lookup_order', got 'write_report'")
-    assert match_tool(recorded, 2, "write_report", {"order": "743"}, where=where) == (
+    used = {0}
+    assert match_tool(recorded, used, "write_report", {"order": "743"}, where=where) == (
         None, "tool call 2: args.order: expected '742', got '743'")
-    assert match_tool(recorded, 3, "write_report", {}, where=where) == (
+    assert match_tool(recorded, used, "write_report", {"order": "742"}, where=where)[0] \
+        == recorded[1]
+    assert used == {0, 1}
+    assert match_tool(recorded, used, "write_report", {}, where=where) == (
         None, "tool call 3: the cassette run.jsonl holds 2 tool calls for this attempt; "
               "record it again for a run that makes more")
+
+
+def test_calls_made_at_once_match_in_whatever_order_they_finished():
+    """Recorded as they finished (a result before a slower effect), replayed as they come."""
+    recorded = (_tool("lookup_order"), _tool("write_report"))
+    used: set[int] = set()
+    assert match_tool(recorded, used, "write_report", {"order": "742"}, where="c")[0] \
+        is recorded[1]
+    assert match_tool(recorded, used, "lookup_order", {"order": "742"}, where="c")[0] \
+        is recorded[0]
 
 
 def test_a_recorded_secret_matches_the_call_that_sends_it_whole():
     redactor = Redactor([SECRET])
     recorded = (ToolEntry("lookup_order", {"order": MASK}, True, "ok"),)
-    assert match_tool(recorded, 1, "lookup_order", {"order": SECRET}, where="c",
+    assert match_tool(recorded, set(), "lookup_order", {"order": SECRET}, where="c",
                       redactor=redactor)[0] is recorded[0]
+
+
+def test_a_repeat_past_the_recording_takes_the_tool_calls_of_the_repeat_it_replays(tmp_path):
+    """Repeats 1 and 3 ran tools, repeat 2 none: repeat 4 replays repeat 1's model calls, and
+    so its tool calls; repeat 5, repeat 2's, and no tool call."""
+    path = tmp_path / "run.jsonl"
+    with CassetteWriter(path) as writer:
+        for entry in (_model(repeat=1), _tool("lookup_order", repeat=1), _model(repeat=2),
+                      _model(repeat=3), _tool("write_report", repeat=3)):
+            writer.add(entry)
+    cassette = Cassette.load(path)
+    assert [e.tool for e in cassette.calls("s", 4, 1, tools=True)] == ["lookup_order"]
+    assert cassette.calls("s", 5, 1, tools=True) == ()
+    assert [e.tool for e in cassette.calls("s", 6, 1, tools=True)] == ["write_report"]
 
 
 @pytest.mark.parametrize("line, said", [

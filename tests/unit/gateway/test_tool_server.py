@@ -8,6 +8,8 @@ import asyncio
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from alk.gateway import tools as served
 from alk.gateway.tools import ToolServer
 from alk.redaction import Redactor
@@ -94,3 +96,14 @@ def test_a_fired_fault_is_the_sessions_and_pending_until_recovered(tmp_path):
     text, ok = call(server, "write_report", {"order": "742"})
     assert not ok and session.fired == ["error@write_report#1"] and session.fault_pending
     assert not (tmp_path / "lab-output").exists()  # an error fault makes no effect
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_number_a_cassette_could_not_hold_is_refused_in_every_mode(tmp_path, number):
+    """A non-finite number, which the MCP SDK parses: recorded, it would make a cassette that
+    replay refuses, so the call is refused whatever the mode, and nothing is made."""
+    server, _ = _server(tmp_path, REPORT)
+    text, ok = call(server, "write_report", {"order": number})
+    assert not ok and "not finite" in text
+    assert not (tmp_path / "lab-output").exists()
+
