@@ -236,9 +236,13 @@ class Programs:
     def interrupted(self, *args: str) -> Ran:
         """The program's run, sent SIGINT once it says it is waiting, as alk's timeout does."""
         if args not in self._ran:
+            # SIGINT back to its default in the child, as alk's init leaves it for a worker:
+            # a suite started in the background inherits it ignored, and Python would then
+            # install no KeyboardInterrupt for it.
             child = subprocess.Popen([sys.executable, self.worker, *args], cwd=self.folder,
                                      env=self._env(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=_default_sigint)
             try:
                 assert child.stdout is not None and child.stdout.readline() == "waiting\n"
                 _until_asleep(child.pid)
@@ -254,6 +258,10 @@ class Programs:
         # The folder's own package first; nothing of the tests' environment changes the text.
         return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(self.folder),
                 "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _until_asleep(pid: int, patience_s: float = 60.0) -> None:
