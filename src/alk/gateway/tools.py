@@ -61,6 +61,7 @@ class ToolServer:
         self._undeclared = 0  # calls of names the lane does not declare
         self.steps: list[tuple[int, str]] = []  # (model steps before it, its step): ModelSeen
         self._matched: set[int] = set()  # in replay: the cassette's tool calls matched so far
+        self._recorded: tuple[Any, ...] | None = None
         self._effects = asyncio.Lock()  # effects are made one at a time, off the loop
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: asyncio.Task[None] | None = None
@@ -190,10 +191,11 @@ class ToolServer:
                     f"nested past {MAX_ARGS_DEPTH} levels"), False
         # Calls of names the lane does not declare are answered with an error, never recorded.
         if gateway.replayed is not None and name in self.tools:
-            key = (session.scenario.id, session.repeat, session.attempt)
-            entry, why = match_tool(gateway.replayed.calls(*key, tools=True), self._matched,
-                                    name, args, where=str(gateway.replayed.path),
-                                    redactor=self.redactor)
+            if self._recorded is None:  # the attempt's recorded calls, looked up once
+                self._recorded = gateway.replayed.calls(
+                    session.scenario.id, session.repeat, session.attempt, tools=True)
+            entry, why = match_tool(self._recorded, self._matched, name, args,
+                                    where=str(gateway.replayed.path), redactor=self.redactor)
             if entry is None:
                 if session.unmatched is None:
                     session.unmatched = self.redactor.cut(why, 300)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import os
 import time
 
@@ -211,16 +212,11 @@ def _model_trajectory(seen: ModelSeen) -> tuple[tuple[str, ...], str]:
     digest = hashlib.sha256()
     kept: list[str] = []
     size = 0
-    tools = iter(seen.tool_steps)
-    tool = next(tools, None)
-    steps: list[str] = []
-    for index, model_step in enumerate((*seen.steps, None)):
-        while tool is not None and (model_step is None or tool[0] <= index):
-            steps.append(tool[1])
-            tool = next(tools, None)
-        if model_step is not None:
-            steps.append(model_step)
-    for step in steps:
+    # A tool step carries the count of model steps before it: it sorts before the model step
+    # of that index, and both runs are in order already.
+    steps = heapq.merge(((before, 0, step) for before, step in seen.tool_steps),
+                        ((index, 1, step) for index, step in enumerate(seen.steps)))
+    for _, _, step in steps:
         digest.update(step.encode("utf-8", "surrogatepass") + b"\n")
         if size < MAX_TRAJECTORY_CHARS:
             kept.append(step)
