@@ -107,9 +107,15 @@ def prlimit_prefix(limits: Limits) -> tuple[str, ...] | None:
             "--")
 
 
+def rlimit_pairs(limits: Limits) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) for each limit set through rlimits: what a warm start's repeat
+    sets in itself before its scenario runs (alk.worker_fork)."""
+    return [(rlimit, soft, hard) for rlimit, _, soft, hard in _pairs(limits)]
+
+
 def setter(limits: Limits) -> Callable[[], None]:
     """A function for `preexec_fn` that sets these limits in the child before exec."""
-    pairs = [(rlimit, soft, hard) for rlimit, _, soft, hard in _pairs(limits)]
+    pairs = rlimit_pairs(limits)
 
     def set_limits() -> None:
         for rlimit, soft, hard in pairs:

@@ -177,6 +177,8 @@ class Lane:
     tools: tuple[ServedTool, ...] = ()  # alk serves these over MCP (`alk.gateway.tools`)
     # At most this many repeats at once, whatever --jobs says (a framework sharing a port, a cache).
     max_parallel: int | None = None
+    # Fork every repeat from one prepared process (alk.runner.warm; docs/security.md).
+    warm: bool = False
     # Of the lane file's bytes as loaded, and its scenario file's ("" for a lane built in code).
     sha256: str = ""
     worker_sha256: str = ""  # of the files its command names (alk.lane.load.worker_digest)

@@ -71,6 +71,7 @@ class Worker:
         self._reader = reader
         self._writer = writer
         self.hello_message: Optional[Dict[str, Any]] = None
+        self._ready: Optional[Dict[str, Any]] = None  # what a warm start's repeats report
         # Frameworks run tools in thread pools: one line is written and flushed at a time, or
         # the lines of two threads could interleave into neither.
         self._write_lock = threading.Lock()
@@ -97,14 +98,19 @@ class Worker:
         """Report the framework under test; alk checks it before anything of the scenario runs."""
         if self.hello_message is None:
             self.hello()
-        self.emit("framework", "framework_ready", {
+        self._ready = {
             "framework": framework,
             "framework_version": framework_version,
             "package_paths": [str(p) for p in package_paths],
-        })
+        }
+        self.emit("framework", "framework_ready", self._ready)
 
     def start(self) -> Start:
-        """Wait for the start message. If alk aborts instead (version mismatch, probe), exit 0."""
+        """Wait for the start message. If alk aborts instead (version mismatch, probe), exit 0.
+        In a warm start's prepared process (alk sets ALK_WARM), this forks every repeat and
+        returns in each, as if it had started afresh and reported the same framework."""
+        if self._ready is not None and os.environ.get("ALK_WARM"):
+            self._warm_repeat()
         message = self._read()
         if message is None:
             raise ProtocolError("alk closed stdin before the start message")
@@ -166,6 +172,23 @@ class Worker:
         self.emit("agent", "result", payload)
 
     # -- plumbing -------------------------------------------------------------------------------
+
+    def _warm_repeat(self) -> None:
+        from alk import worker_fork
+
+        stdin, stdout, stderr = worker_fork.serve(os.environ["ALK_WARM"])["pipes"]
+        # The repeat's pipes take the places of the prepared process's own: fd 0, the
+        # protocol's private descriptor, and fds 1 and 2 (stderr, as after hello()).
+        os.dup2(stdin, 0)
+        os.dup2(stdout, self._writer.fileno())
+        os.dup2(stderr, 1)
+        os.dup2(stderr, 2)
+        for fd in (stdin, stdout, stderr):
+            os.close(fd)
+        self._reader = open(0, "rb", closefd=False)  # nothing buffered from the parent's pipe
+        sys.stdin = open(0, "r", closefd=False)
+        self.hello()
+        self.emit("framework", "framework_ready", self._ready or {})
 
     def _read(self) -> Optional[Dict[str, Any]]:
         line = self._reader.readline()

@@ -5,6 +5,7 @@ of a saved run again) and `alk check-worker` (one repeat of each scenario, for t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -69,6 +70,9 @@ def run(
                                     "(repeatable; 0 lifts one): memory_mb, cpu_s, max_processes, "
                                     "max_open_files, max_file_mb, disk_mb."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    warm: bool = typer.Option(False, "--warm", help="Fork every repeat from one prepared "
+                              "process of the worker, its framework imported once: faster, "
+                              "with a weaker guarantee (docs/security.md, 'Warm start')."),
     fail_under: Optional[float] = typer.Option(None, "--fail-under", metavar="RATE",
                                                help="Exit 1 only when a scenario's pass rate "
                                                "is below RATE (e.g. 0.95), instead of on any "
@@ -109,7 +113,8 @@ def run(
         if not lane:
             raise UsageError("name a lane: --lane NAME (repeatable), or --resume RUN_ID")
         count, adaptive = _parse_repeats(repeats, max_repeats, ci_width)
-        loaded = api.load_lanes(lane)
+        loaded = [dataclasses.replace(one, warm=True) if warm else one
+                  for one in api.load_lanes(lane)]
         for one in loaded:
             warn(api.lane_warnings(one))
         options = api.RunOptions(repeats=count, scenarios=tuple(scenario), seed=seed,

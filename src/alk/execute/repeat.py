@@ -57,6 +57,7 @@ from alk.runner.protocol import hello_message
 from alk.runner.request import ReadyCheck, Runner, RunRequest
 from alk.runner.sandbox import command_files, unreadable, unseen, visible_paths, worker_uid
 from alk.runner.stop import Stop
+from alk.runner.warm import warm_runner
 from alk.transcript.writer import TranscriptWriter
 
 # The only names of alk's own environment a worker sees (plus what its lane declares).
@@ -64,6 +65,7 @@ SAFE_ENV_NAMES = ("PATH", "LANG", "LC_ALL", "TZ")
 # The Node SDK's folder in the run's SDK folder (NODE_PATH), and what of it a worker gets.
 NODE_SDK_FOLDER = "node"
 NODE_SDK_FILES = ("package.json", "index.js", "index.mjs", "index.d.ts")
+SDK_FILES = ("worker.py", "worker_fork.py")  # alk.worker, and its warm start
 DETAIL_CHARS = 500
 # What a repeat keeps of the worker's claim of success (its `verification`), as JSON.
 CLAIM_CHARS = 1000
@@ -110,6 +112,8 @@ def open_lane(plan: Plan, out_dir: Path, redactor: Redactor, *, runner: Runner,
     except GatewayNotStarted as exc:
         raise RunVoid(void(exc.cause, exc.detail)) from None
     root = make_run_folder(plan.run_id, keep=keep_workspaces)  # a killed run's resume removes it
+    if lane.warm:
+        runner = warm_runner(runner, root, filesystem)
     context = LaneContext(plan, out_dir, runner, functools.partial(check_ready, lane,
                                                                    redactor=redactor),
                           redactor, env, root, keep_workspaces, _install_sdk(root), network,
@@ -130,7 +134,8 @@ def _install_sdk(root: Path) -> Path:
     package = root / "sdk" / "alk"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""The alk worker SDK, as alk hands it to workers."""\n')
-    shutil.copyfile(Path(__file__).parents[1] / "worker.py", package / "worker.py")
+    for name in SDK_FILES:
+        shutil.copyfile(Path(__file__).parents[1] / name, package / name)
     compileall.compile_dir(package, quiet=1)
     node = root / "sdk" / NODE_SDK_FOLDER / "alk-worker"
     node.mkdir(parents=True)
@@ -176,6 +181,9 @@ class LaneContext:
         self.gate = same_identity(preflight, self.gate)
 
     def close(self) -> None:
+        close_runner = getattr(self.runner, "close", None)
+        if close_runner is not None:
+            close_runner()  # a warm start's prepared process
         if self.gateway is not None:
             self.gateway.close()
         if not self.keep_workspaces:
@@ -186,7 +194,7 @@ class LaneContext:
         """A fresh folder under an unguessable name: a worker cannot prepare the next one,
         and its name (which is also HOME and TMPDIR) says nothing of the scenario or the
         repeat, or whether this is the probe: nothing to act on before the version gate."""
-        return Path(tempfile.mkdtemp(prefix="w-", dir=self.root))
+        return Path(tempfile.mkdtemp(prefix="w-", dir=getattr(self.runner, "folder", self.root)))
 
     @functools.cached_property
     def hidden(self) -> tuple[str, ...]:

@@ -54,7 +54,7 @@ HARNESS_ENV_PREFIX = "ALK_"
 _LANE_FIELDS = {
     "name", "description", "framework", "version", "command", "required_env", "timeout_s",
     "repeats", "transcript_cap_mb", "limits", "network", "filesystem", "install", "scenarios",
-    "model", "tools", "max_parallel", *INCLUDE_FIELDS,
+    "model", "tools", "max_parallel", "warm", *INCLUDE_FIELDS,
 }
 _MODEL_FIELDS = {"mode", "name", "cassette", "upstream", "key_env", "record", "answer_tool",
                  "max_tokens", "family"}
@@ -266,6 +266,7 @@ def _parse_lane(data: dict[str, Any], path: Path, where: str) -> tuple[Lane, Inc
         model=model,
         tools=tools,
         max_parallel=max_parallel,
+        warm=top.get("warm", bool, default=False),
         shared=included.shared,
     ), included
 

@@ -96,6 +96,16 @@ class RepeatCgroup:
             raise
         self._procs = tuple(dict.fromkeys(str(p / "cgroup.procs") for p in self.paths.values()))
 
+    def add(self, pid: int) -> None:
+        """Moves a process alk did not start (a warm start's repeat) into the cgroups, before
+        it runs anything: what it forks afterwards is bounded with it."""
+        for path in self._procs:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(pid).encode())
+            finally:
+                os.close(fd)
+
     def joiner(self) -> Callable[[], None]:
         """For `preexec_fn`: moves the child into the cgroups before it runs anything."""
         procs = self._procs

@@ -29,6 +29,10 @@ from alk.transcript.writer import TranscriptWriter
 
 __all__ = ["LocalRunner"]
 
+# A repeat forked from a warm start's prepared process (alk.runner.warm): its own PID
+# namespace, as `pid_namespace`, but a child of a process the worker's code ran in.
+WARM_CONTAINMENT = "warm_fork"
+
 
 class LocalRunner:
     """Runs workers as local processes, each in its own session and, where the machine allows,
@@ -37,6 +41,10 @@ class LocalRunner:
     def __init__(self, isolation: Isolation | None = None, seccomp: bool = True) -> None:
         self._isolation = isolation
         self._seccomp = seccomp
+
+    @property
+    def seccomp(self) -> bool:
+        return self._seccomp
 
     @property
     def isolation(self) -> Isolation:
@@ -59,13 +67,16 @@ class LocalRunner:
             transcript.harness("disk_full", {"detail": detail})
             return Observation(spawned=False, harness_error=detail, containment=containment)
         try:
-            spawned = start(request, isolation, seccomp_program() if self._seccomp else None)
+            spawned = self._start(request, isolation,
+                                  seccomp_program() if self._seccomp else None)
         except OSError as exc:
             if disk is not None:
                 disk.close()
             detail = f"cannot start {request.argv[0]!r}: {exc.strerror or exc}"
             transcript.harness("spawn_failed", {"argv": list(request.argv), "error": detail})
             return Observation(spawned=False, spawn_error=detail, containment=containment)
+        if getattr(spawned, "warm", False):
+            containment = WARM_CONTAINMENT
         if disk is not None:
             disk.watch(spawned.kill, transcript, spawned.sandboxed)
         driver = Driver(request, gate, started)
@@ -116,6 +127,12 @@ class LocalRunner:
         return _observation(request, spawned, driver, stderr, end, reported, limits_hit,
                             limits, containment, time.monotonic() - started, parent_hwm_kb,
                             transcript, seen)
+
+
+    def _start(self, request: RunRequest, isolation: Isolation,
+               seccomp: bytes | None) -> Spawned:
+        """The worker's process: a fresh one (a warm start forks it: alk.runner.warm)."""
+        return start(request, isolation, seccomp)
 
 
 def _disk_watch(request: RunRequest, transcript: TranscriptWriter) -> DiskWatch | None:

@@ -68,6 +68,9 @@ class RunRequest:
     gateway_port: int | None = None
     # The run's stop (alk.runner.stop): set, it ends this worker at once, from any thread.
     stop: Any = None
+    # A warm start's prepared process (alk.runner.warm): the argv run in the sandbox before
+    # the init, as root with the capability to mount the sandbox's /proc afresh.
+    prepare: tuple[str, ...] = ()
 
 
 # The version gate: judges a worker's framework_ready payload.

@@ -61,9 +61,12 @@ def give_workspace(path: str, uid: int | None) -> None:
 
 
 def bwrap_args(bwrap: str, view: View, *, offline: bool, drop_to: int | None = None,
-               seccomp_fd: int | None = None) -> tuple[str, ...]:
+               seccomp_fd: int | None = None, prepare: bool = False) -> tuple[str, ...]:
     """bwrap's argv, up to and including `--`; the init and the worker's argv follow.
-    `offline`: a network namespace of its own (network `none`)."""
+    `offline`: a network namespace of its own (network `none`). `prepare`: a warm start's
+    prepared process, whose first step (root, before the init) mounts /proc afresh: bwrap's
+    has read-only mounts over parts of it, and the kernel lets a user namespace mount a /proc
+    only where one is wholly visible. That step drops both capabilities before the init runs."""
     args = [bwrap, *_system(view.tmpfs_bytes)]
     args += _mounts(view)
     args += ["--chdir", view.workspace, "--unshare-pid", "--as-pid-1", "--unshare-ipc",
@@ -74,6 +77,8 @@ def bwrap_args(bwrap: str, view: View, *, offline: bool, drop_to: int | None = N
         # root clears every capability before the worker's program starts), and to signal it
         # and end its namespace once it runs as another user.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+    if prepare:
+        args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     return (*args, "--remount-ro", "/", "--")

@@ -52,6 +52,12 @@ BLOCKED: tuple[str, ...] = (
 
 _LIBRARY = "libseccomp.so.2"
 
+# What a warm start's prepared process may still call (docs/security.md, "Warm start"): each
+# repeat it forks makes its own user, mount, PID and network namespaces and mounts in them,
+# then installs the whole filter before any of the scenario runs. The prepared process keeps
+# that reach into the kernel: it is part of what warm mode gives up.
+PREPARED_ALLOWED = ("unshare", "mount", "umount", "umount2")
+
 # libseccomp's seccomp.h: the actions, the masked-equality comparison, and struct scmp_arg_cmp.
 _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_CMP_MASKED_EQ = 7
@@ -72,10 +78,11 @@ class _Unavailable(Exception):
     pass
 
 
-def program() -> bytes | None:
+def program(prepared: bool = False) -> bytes | None:
     """The BPF program (struct sock_filter instructions, as bwrap's --seccomp reads them), built
-    once per process; None where it cannot be built here (see `unavailable_reason`)."""
-    return _build()[0]
+    once per process; None where it cannot be built here (see `unavailable_reason`).
+    `prepared`: the looser one of a warm start's prepared process (`PREPARED_ALLOWED`)."""
+    return _build(prepared)[0]
 
 
 def unavailable_reason() -> str | None:
@@ -84,7 +91,7 @@ def unavailable_reason() -> str | None:
 
 
 @functools.cache
-def _build() -> tuple[bytes | None, str | None]:
+def _build(prepared: bool = False) -> tuple[bytes | None, str | None]:
     if not sys.platform.startswith("linux"):
         return None, f"seccomp is Linux-only (this is {sys.platform})"
     try:
@@ -92,12 +99,12 @@ def _build() -> tuple[bytes | None, str | None]:
     except OSError:
         return None, f"{_LIBRARY} was not found (Debian/Ubuntu: libseccomp2; Fedora: libseccomp)"
     try:
-        return _compile(lib), None
+        return _compile(lib, prepared), None
     except (_Unavailable, AttributeError, OSError) as error:
         return None, f"the seccomp filter could not be built: {error}"
 
 
-def _compile(lib: ctypes.CDLL) -> bytes:
+def _compile(lib: ctypes.CDLL, prepared: bool = False) -> bytes:
     # Without argtypes ctypes would pass the context pointer as a C int, cut to 32 bits.
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
     lib.seccomp_init.restype = ctypes.c_void_p
@@ -133,15 +140,16 @@ def _compile(lib: ctypes.CDLL) -> bytes:
     try:
         eperm = _scmp_act_errno(errno.EPERM)
         for name in BLOCKED:
-            if number(name) >= 0:
+            if number(name) >= 0 and not (prepared and name in PREPARED_ALLOWED):
                 add(ctx, eperm, name)
         # clone with CLONE_NEWUSER: a user namespace, as unshare would make (other namespace
         # flags need capabilities the worker does not have). The flags are clone's first
         # argument, except on s390, whose clone takes the stack first; only the native
         # architecture is in the filter, so the native order is the one to match.
         flags = 1 if os.uname().machine.startswith("s390") else 0
-        add(ctx, eperm, "clone", _ArgCmp(flags, _SCMP_CMP_MASKED_EQ, _CLONE_NEWUSER,
-                                         _CLONE_NEWUSER))
+        if not prepared:
+            add(ctx, eperm, "clone", _ArgCmp(flags, _SCMP_CMP_MASKED_EQ, _CLONE_NEWUSER,
+                                             _CLONE_NEWUSER))
         # clone3 takes its flags in a struct in memory, which a filter cannot read. ENOSYS
         # makes glibc (and everything else) fall back to clone, filtered above: Docker's way.
         add(ctx, _scmp_act_errno(errno.ENOSYS), "clone3")

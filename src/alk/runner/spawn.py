@@ -340,10 +340,12 @@ def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | 
                     tmpfs_bytes=_tmpfs_bytes(request))
         wrapper = bwrap_args(isolation.bwrap or "bwrap", view,
                              offline=request.network is Network.NONE,
-                             drop_to=drop_to, seccomp_fd=seccomp_fd)
+                             drop_to=drop_to, seccomp_fd=seccomp_fd,
+                             prepare=bool(request.prepare))
     elif namespaced:
         wrapper = isolation.prefix(request.network)
-    return (*(prlimit_prefix(request.limits) or ()), *wrapper, *init, *request.argv)
+    prepare = request.prepare if sandboxed else ()  # a warm start's step, before the init
+    return (*(prlimit_prefix(request.limits) or ()), *wrapper, *prepare, *init, *request.argv)
 
 
 def _levels(request: RunRequest, isolation: Isolation) -> tuple[bool, bool]:

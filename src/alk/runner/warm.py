@@ -1,0 +1,393 @@
+"""A warm start: one prepared process per run, forked for each repeat (`WarmRunner`).
+
+Opt-in (`alk run --warm`, or a lane's `warm = true`), for an evaluator who measures a framework
+rather than a hostile worker: the framework is imported once, not once a repeat. alk starts
+the worker once in the sandbox as today, up to its handshake (`framework_ready`): nothing of a
+scenario has happened. For each repeat, alk sends that prepared process the repeat's pipes and
+settings over a control socket; the SDK's `worker.start()` forks a child that takes the
+repeat's own isolation before any of the scenario runs (`alk.worker_fork`), and the runner
+then drives it exactly as a fresh process. What that keeps, and what it gives up, is in
+docs/security.md ("Warm start"). Where the run cannot be kept honest (the worker's SDK has no
+warm start, the prepared process runs more than one thread, no sandbox here), alk says why once
+and runs every repeat cold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from alk.limits import rlimit_pairs
+from alk.runner.cgroup import for_limits as cgroup_for
+from alk.runner.isolation import Filesystem, Isolation
+from alk.runner.process import LocalRunner
+from alk.runner.procfs import descendant
+from alk.runner.request import RunRequest
+from alk.runner.sandbox import give_workspace, worker_uid
+from alk.runner.seccomp import program as seccomp_program
+from alk.runner.spawn import Spawned, _listener, start
+from alk.runner.spawn import _tmpfs_bytes as tmpfs_bytes
+
+CONTROL_NAME = "control"
+MESSAGE_BYTES = 64 * 1024
+# The prepared process's stdout up to its framework_ready, and its stderr kept to say why.
+HANDSHAKE_BYTES = 1024 * 1024
+STDERR_KEPT_BYTES = 16 * 1024
+FORK_WAIT_S = 10.0
+# The prepared process's first step, as root in its sandbox: a /proc of its own over bwrap's
+# (whose read-only parts stop a user namespace mounting one), then both capabilities dropped
+# from the bounding set, so that the init (and so the worker) never holds them.
+PREPARE_CODE = (
+    "import ctypes,os,sys\n"
+    "c=ctypes.CDLL(None,use_errno=True)\n"
+    "if c.mount(b'proc',b'/proc',b'proc',14,None)!=0:\n"
+    " os.write(2,b'alk warm start: cannot mount /proc: '+os.strerror(ctypes.get_errno())"
+    ".encode()+b'\\n');os._exit(126)\n"
+    "for cap in (21,8):\n"
+    " c.prctl(24,cap,0,0,0)\n"
+    "os.execv(sys.argv[1],sys.argv[1:])\n"
+)
+
+
+class WarmRefused(Exception):
+    """Why this run's repeats run cold."""
+
+
+class WarmRunner(LocalRunner):
+    """A `LocalRunner` whose repeats fork from one prepared process. Its requests' workspaces
+    must lie in `folder`, which the prepared process sees (each child hides all but its own)."""
+
+    def __init__(self, folder: Path, isolation: Isolation | None = None,
+                 seccomp: bool = True, on_refused: Any = None) -> None:
+        super().__init__(isolation, seccomp)
+        self.folder = folder
+        self.refused: str | None = None
+        self._on_refused = on_refused
+        self._pool: _Prepared | None = None
+        self._lock = threading.Lock()
+
+    def _start(self, request: RunRequest, isolation: Isolation,
+               seccomp: bytes | None) -> Spawned:
+        with self._lock:
+            if self._pool is None and self.refused is None:
+                try:
+                    self._pool = _Prepared.start(request, isolation, self.folder)
+                except WarmRefused as exc:
+                    self.refused = str(exc)
+                    if self._on_refused is not None:
+                        self._on_refused(self.refused)
+            pool = self._pool
+        if pool is None or os.path.dirname(request.cwd) != str(self.folder):
+            return super()._start(request, isolation, seccomp)
+        return pool.fork(request, isolation)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+
+def warm_runner(runner: Any, root: Path, filesystem: Filesystem) -> Any:
+    """The runner of a lane that asks for a warm start: a `WarmRunner` in place of the local
+    one, whose workspaces lie in the run folder's `warm/`; any other runner (a test's scripted
+    one) as it is."""
+    if type(runner) is not LocalRunner:
+        return runner
+    folder = root / "warm"
+    folder.mkdir(mode=0o700)
+    return WarmRunner(folder, runner.isolation, runner.seccomp, on_refused=_say_refused)
+
+
+def _say_refused(reason: str) -> None:
+    sys.stderr.write(f"alk: no warm start, every repeat runs cold: {reason}\n")
+
+
+class _Prepared:
+    """The prepared process, its control socket, and the forks it makes."""
+
+    def __init__(self, spawned: Spawned, control: socket.socket) -> None:
+        self.spawned, self.control = spawned, control
+        self.lock = threading.Lock()
+
+    @classmethod
+    def start(cls, request: RunRequest, isolation: Isolation, folder: Path) -> _Prepared:
+        if request.filesystem is not Filesystem.SANDBOX or not isolation.bwrap:
+            raise WarmRefused("a warm start needs the sandbox (bubblewrap), which this run "
+                              "does not have")
+        if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
+            raise WarmRefused("a warm start needs pidfds and descriptor passing (Linux 5.3)")
+        uid = worker_uid()
+        give_workspace(str(folder), uid)
+        path = folder / CONTROL_NAME
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            server.bind(str(path))
+            if uid is not None:
+                os.chown(path, uid, uid)
+            server.listen(1)
+            server.settimeout(request.timeout_s)
+            spawned = start(_preparation(request, folder, path), isolation,
+                            seccomp_program(prepared=True))
+        except OSError as exc:
+            server.close()
+            raise WarmRefused(f"the prepared process could not start: {exc}") from None
+        try:
+            control = _handshake(spawned, server, request)
+            control.send(json.dumps({"seccomp": (seccomp_program() or b"").hex()}).encode())
+        except (WarmRefused, OSError) as exc:
+            spawned.reap_after_kill(1.0)
+            spawned.close()
+            raise WarmRefused(str(exc)) from None
+        finally:
+            server.close()
+        for pipe in (spawned.proc.stdin, spawned.proc.stdout, spawned.proc.stderr):
+            pipe.close()  # from here it only forks: what it would write goes nowhere
+        return cls(spawned, control)
+
+    def fork(self, request: RunRequest, isolation: Isolation) -> Spawned:
+        """The repeat's process, forked from the prepared one and waiting for alk's word."""
+        give_workspace(request.cwd, worker_uid())
+        ends: list[int] = []
+        channel = socket.socketpair() if request.gateway_port is not None else None
+        cgroup = cgroup_for(request.limits)
+        try:
+            stdin, stdout, stderr, status, go = (os.pipe() for _ in range(5))
+            ends = [stdin[0], stdout[1], stderr[1], status[1], go[0]]
+            mine = [stdin[1], stdout[0], stderr[0], status[0], go[1]]
+            fds = ends + ([channel[1].fileno()] if channel else [])
+            message = {"cwd": request.cwd, "env": dict(request.env),
+                       "rlimits": rlimit_pairs(request.limits),
+                       "network": request.network.value, "gateway_port": request.gateway_port,
+                       "tmpfs_bytes": tmpfs_bytes(request),
+                       "fds": [True] * 5 + [channel is not None]}
+            with self.lock:
+                socket.send_fds(self.control, [json.dumps(message).encode()], fds)
+                pidfd, pid = self._forked()
+            if cgroup is not None:
+                cgroup.add(pid)
+        except BaseException:
+            for fd in ends + locals().get("mine", []):
+                os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        finally:
+            for fd in ends:
+                os.close(fd)
+            if channel is not None:
+                channel[1].close()
+        os.write(mine[4], b"g")
+        os.close(mine[4])
+        spawned = ForkedRepeat(pid, pidfd, mine[:4], cgroup)
+        if channel is not None:
+            try:
+                spawned.listener = _listener(channel[0])
+            except OSError:
+                spawned.reap_after_kill(1.0)
+                spawned.close()
+                raise
+            finally:
+                channel[0].close()
+        return spawned
+
+    def _forked(self) -> tuple[int, int]:
+        ready, _, _ = select.select([self.control], [], [], FORK_WAIT_S)
+        if not ready:
+            raise OSError("the prepared process did not fork the repeat")
+        data, fds, _, _ = socket.recv_fds(self.control, MESSAGE_BYTES, 1)
+        if len(fds) != 1 or not data:
+            for fd in fds:
+                os.close(fd)
+            raise OSError("the prepared process is gone")
+        return fds[0], _host_pid(fds[0])
+
+    def close(self) -> None:
+        self.control.close()  # the prepared process exits at end of file
+        self.spawned.reap_after_kill(1.0)
+        self.spawned.close()
+
+
+def _preparation(request: RunRequest, folder: Path, control: Path) -> RunRequest:
+    """The prepared process's own request: the lane's worker in the sandbox, in the warm
+    folder (its children's workspaces are in it), with the control socket's path."""
+    def moved(value: str) -> str:
+        return str(folder) if value == request.cwd else value
+
+    env = {name: moved(value) for name, value in request.env.items()}
+    env["ALK_WARM"] = str(control)
+    return RunRequest(argv=request.argv, cwd=str(folder), env=env, timeout_s=request.timeout_s,
+                      hello=request.hello, start=None, limits=request.limits,
+                      network=request.network, filesystem=request.filesystem,
+                      visible=request.visible, hidden=request.hidden,
+                      prepare=(sys.executable, "-I", "-S", "-c", PREPARE_CODE))
+
+
+def _handshake(spawned: Spawned, server: socket.socket, request: RunRequest) -> socket.socket:
+    """hello to the prepared process, its framework_ready, then its word on the control
+    socket: ready, or why not. Bounded in bytes and in time (the lane's timeout)."""
+    proc = spawned.proc
+    proc.stdin.write((json.dumps(dict(request.hello)) + "\n").encode())
+    proc.stdin.flush()
+    deadline = time.monotonic() + request.timeout_s
+    out, err = bytearray(), bytearray()
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    server.setblocking(False)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WarmRefused(f"the prepared process did not take the warm start within the "
+                              f"lane's timeout_s ({request.timeout_s:g} s){_said(err)}")
+        ready, _, _ = select.select([*streams, server], [], [], left)
+        if server in ready:
+            control, _ = server.accept()
+            control.setblocking(True)
+            control.settimeout(left)
+            word = json.loads(control.recv(MESSAGE_BYTES) or b"{}")
+            control.settimeout(None)
+            if word.get("warm") != "ready":
+                control.close()
+                raise WarmRefused(str(word.get("reason") or "the prepared process refused"))
+            return control
+        for fd in ready:
+            if fd is server:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                streams.pop(fd)
+                if fd == proc.stdout.fileno():
+                    raise WarmRefused("the prepared process ended before it took the warm "
+                                      f"start (its SDK has none?){_said(err)}")
+                continue
+            kept = streams[fd]
+            kept += chunk
+            if len(out) > HANDSHAKE_BYTES:
+                raise WarmRefused("the prepared process wrote more than 1 MiB before its "
+                                  "framework_ready")
+            if len(err) > STDERR_KEPT_BYTES:
+                del err[:len(err) - STDERR_KEPT_BYTES]
+
+
+def _said(err: bytearray) -> str:
+    text = err.decode("utf-8", "replace").strip().splitlines()
+    return f"; its stderr ends: {text[-1][:200]}" if text else ""
+
+
+def _host_pid(pidfd: int) -> int:
+    """The pid alk sees of the process a pidfd names (its fdinfo's `Pid:` line)."""
+    with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:
+        for line in info:
+            if line.startswith(b"Pid:"):
+                pid = int(line.split()[1])
+                if pid > 0:
+                    return pid
+    os.close(pidfd)
+    raise OSError("the prepared process sent a descriptor of no live process")
+
+
+class _Pipes:
+    """What the runner reads of a `Popen`: the three pipes, the pid, the return code."""
+
+    def __init__(self, pid: int, fds: list[int]) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin = os.fdopen(fds[0], "wb", buffering=0)
+        self.stdout = os.fdopen(fds[1], "rb", buffering=0)
+        self.stderr = os.fdopen(fds[2], "rb", buffering=0)
+
+
+class ForkedRepeat(Spawned):
+    """A repeat forked from the prepared process: C (its outermost process, the prepared
+    one's child, not alk's), I (PID 1 of its namespace) and W (the worker), two forks apart.
+    alk cannot wait for C: its exit comes through the pidfd, and its status from I's line."""
+
+    warm = True
+
+    def __init__(self, pid: int, pidfd: int, fds: list[int], cgroup: Any) -> None:
+        super().__init__(_Pipes(pid, fds), 2, fds[3], cgroup, True)  # type: ignore[arg-type]
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+        self.exit_fd = pidfd
+        self._line: tuple[int | None, int | None] | None = None
+
+    def exited(self) -> bool:
+        fd = self.exit_fd
+        return fd is None or bool(select.select([fd], [], [], 0)[0])
+
+    def signal(self, number: int, group: bool) -> bool | None:
+        if not group:
+            target = self.worker_pid()
+            if target is not None:
+                try:
+                    os.kill(target, number)
+                    return False
+                except OSError:
+                    return None
+        # Never by process group: C is not alk's child, so its id may be reused once reaped.
+        # Its namespace's PID 1 ends the rest with it.
+        init = descendant(self.pid, 1)
+        sent = False
+        for pid in (init,):
+            if pid is not None:
+                try:
+                    os.kill(pid, number)
+                    sent = True
+                except OSError:
+                    pass
+        with self._lock:
+            if self.exit_fd is not None:
+                try:
+                    signal.pidfd_send_signal(self.exit_fd, number)
+                    sent = True
+                except OSError:
+                    pass
+        return True if sent else None
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL, group=True)
+
+    def reap(self) -> tuple[int, Any] | None:
+        fd = self.exit_fd
+        if fd is not None:
+            select.select([fd], [], [])
+        self._reaped = True
+        self._line = self._read_line()
+        code, sig = self._line or (None, signal.SIGKILL)
+        self.proc.returncode = code if code is not None else -(sig or 0)
+        status = (sig or 0) if code is None else (code & 0xFF) << 8
+        return status, None
+
+    def reap_after_kill(self, limit_s: float) -> None:
+        self.kill()
+        fd = self.exit_fd
+        if fd is not None:
+            select.select([fd], [], [], limit_s)
+
+    def init_status(self, outer: int | None) -> tuple[int | None, int | None] | None:
+        return self._line
+
+    def _read_line(self) -> tuple[int | None, int | None] | None:
+        fd = self._status_fd
+        if fd is None:
+            return None
+        os.set_blocking(fd, False)
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return None
+        parts = data.decode("ascii", "replace").split()
+        if data.count(b"\n") != 1 or len(parts) != 2 or not parts[1].isdigit():
+            return None
+        if parts[0] == "exit":
+            return int(parts[1]), None
+        if parts[0] == "signal":
+            return None, int(parts[1])
+        return None
