@@ -140,15 +140,18 @@ def resource_consistency(resources: Mapping[str, Sequence[float | None]], *,
 def resource_consistencies(scenarios: Sequence[Mapping[str, Sequence[float | None]]], *,
                            seed: int = 0) -> list[Estimate | None]:
     """`resource_consistency` of each scenario's resources, scenarios with the same resources
-    and number of repeats bootstrapped together."""
-    import numpy as np
-
+    and number of repeats bootstrapped together (numpy imported only then: a run that never
+    started is reported without it)."""
     results: list[Estimate | None] = [None] * len(scenarios)
     groups: dict[tuple[int, tuple[str, ...]], list[int]] = {}
     for index, resources in enumerate(scenarios):
         n = _lengths_checked(resources)
         if n:
             groups.setdefault((n, tuple(resources)), []).append(index)
+    if not groups:
+        return results
+    import numpy as np
+
     for (n, names), indices in groups.items():
         step = max(1, bootstrap.BATCH_CELLS // (2 * len(names) * bootstrap.BOOTSTRAP_DRAWS))
         for at in range(0, len(indices), step):
@@ -225,11 +228,11 @@ def lane_mean(estimates: Sequence[Estimate | None], *, seed: int = 0) -> Estimat
     where needed, to the mean of the scenarios' own bounds: scenarios that all read 1 would
     otherwise give [1, 1], though each one's repeats leave it uncertain. With one scenario, the
     lane's figure is that scenario's estimate. Past MAX_RESAMPLE scenarios, m-out-of-n."""
-    import numpy as np
-
     given = [e for e in estimates if e is not None]
     if len(given) <= 1:
         return given[0] if given else None
+    import numpy as np
+
     points = np.array([[e.value for e in given]])
     sums, _, drawn, weights, scale = bootstrap.resampled_sums(points, seed)
     spread = bootstrap.intervals(points.mean(axis=1), sums / drawn, weights, scale)[0]

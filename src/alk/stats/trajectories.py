@@ -168,9 +168,9 @@ def _pairwise_consistencies(scenarios: Sequence[Trajectories], key: Callable[[tu
 
     A lane's scenarios are worked out together: pairs they share are compared once, and
     scenarios of up to SHARED_UP_TO repeats compared in full are bootstrapped at once, by
-    number of repeats and of items; the others, one by one."""
-    import numpy as np
-
+    number of repeats and of items; the others, one by one. numpy is imported only when a
+    scenario's repeats differ: a run whose repeats all agree (or that never started) is
+    reported without it."""
     results: list[Estimate | None] = [None] * len(scenarios)
     compared = []
     for index, trajectories in enumerate(scenarios):
@@ -206,11 +206,16 @@ def _pairwise_consistencies(scenarios: Sequence[Trajectories], key: Callable[[tu
             together.setdefault((n, len(local)), []).append(
                 (index, list(groups.values()), [item_id(item) for item in local]))
             continue
+        import numpy as np
+
         plan, kept = _pair_plan(index, sizes, np.fromiter(groups.values(), dtype=float), work,
                                 budget, seed)
         kept_items = [local[i] for i in kept.tolist()]
         alone.append((plan, np.array([item_id(item if merge else key(item))
                                       for item in kept_items], dtype=np.int64)))
+    if not together and not alone:
+        return results
+    import numpy as np
 
     # Every pair of items to compare, each once.
     firsts, seconds = [], []
