@@ -217,8 +217,11 @@ def _worker(libc: Any, message: Dict[str, Any], pipes: tuple,
         program = _FProg(len(seccomp) // 8, ctypes.cast(buffer, ctypes.c_void_p))
         _check(libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0),
                "seccomp")
+    had_pwd = "PWD" in os.environ  # bwrap sets it at --chdir; a cold repeat has its own
     os.environ.clear()
     os.environ.update(message.get("env", {}))
+    if had_pwd:
+        os.environ["PWD"] = message["cwd"]
     _reseed()
     message["pipes"] = pipes
     return message

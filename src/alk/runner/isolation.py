@@ -46,6 +46,9 @@ PROBE_TIMEOUT_S = 5.0
 class Containment(StrEnum):
     PID_NAMESPACE = "pid_namespace"
     PROCESS_GROUP = "process_group"
+    # A repeat forked from a warm start's prepared process (alk.runner.warm): a PID namespace
+    # of its own, as `pid_namespace`, whose parent is a process the worker's code ran in.
+    WARM_FORK = "warm_fork"
 
 
 class Network(StrEnum):

@@ -16,7 +16,7 @@ import time
 from alk.records import Observation
 from alk.runner.disk import DiskWatch, Judged
 from alk.runner.driver import REAP_LIMIT_S, Driver
-from alk.runner.isolation import Isolation, detect
+from alk.runner.isolation import Containment, Isolation, detect
 from alk.runner.loop import Loop, LoopEnd
 from alk.runner.procfs import peak_rss_kb
 from alk.runner.protocol import MAX_TRAJECTORY_CHARS, Phase
@@ -28,10 +28,6 @@ from alk.served_model import ModelSeen
 from alk.transcript.writer import TranscriptWriter
 
 __all__ = ["LocalRunner"]
-
-# A repeat forked from a warm start's prepared process (alk.runner.warm): its own PID
-# namespace, as `pid_namespace`, but a child of a process the worker's code ran in.
-WARM_CONTAINMENT = "warm_fork"
 
 
 class LocalRunner:
@@ -76,7 +72,7 @@ class LocalRunner:
             transcript.harness("spawn_failed", {"argv": list(request.argv), "error": detail})
             return Observation(spawned=False, spawn_error=detail, containment=containment)
         if getattr(spawned, "warm", False):
-            containment = WARM_CONTAINMENT
+            containment = Containment.WARM_FORK.value
         if disk is not None:
             disk.watch(spawned.kill, transcript, spawned.sandboxed)
         driver = Driver(request, gate, started)

@@ -42,6 +42,9 @@ MESSAGE_BYTES = 64 * 1024
 HANDSHAKE_BYTES = 1024 * 1024
 STDERR_KEPT_BYTES = 16 * 1024
 FORK_WAIT_S = 10.0
+# After its framework_ready, how long the prepared process has to reach the control socket:
+# a worker without alk's Python SDK (the Node SDK, its own protocol code) never does.
+READY_GRACE_S = 5.0
 # The prepared process's first step, as root in its sandbox: a /proc of its own over bwrap's
 # (whose read-only parts stop a user namespace mounting one), then both capabilities dropped
 # from the bounding set, so that the init (and so the worker) never holds them.
@@ -238,19 +241,25 @@ def _handshake(spawned: Spawned, server: socket.socket, request: RunRequest) -> 
     proc.stdin.write((json.dumps(dict(request.hello)) + "\n").encode())
     proc.stdin.flush()
     deadline = time.monotonic() + request.timeout_s
+    ready_by: float | None = None
     out, err = bytearray(), bytearray()
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     server.setblocking(False)
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        now = time.monotonic()
+        if ready_by is not None and now >= ready_by:
+            raise WarmRefused(f"the worker did not take the warm start within "
+                              f"{READY_GRACE_S:g} s of its framework_ready (alk's Python SDK "
+                              f"takes it in worker.start(); the Node SDK has none){_said(err)}")
+        if now >= deadline:
             raise WarmRefused(f"the prepared process did not take the warm start within the "
                               f"lane's timeout_s ({request.timeout_s:g} s){_said(err)}")
-        ready, _, _ = select.select([*streams, server], [], [], left)
+        ready, _, _ = select.select([*streams, server], [], [],
+                                    min(deadline, ready_by or deadline) - now)
         if server in ready:
             control, _ = server.accept()
             control.setblocking(True)
-            control.settimeout(left)
+            control.settimeout(max(0.1, deadline - time.monotonic()))
             word = json.loads(control.recv(MESSAGE_BYTES) or b"{}")
             control.settimeout(None)
             if word.get("warm") != "ready":
@@ -265,10 +274,11 @@ def _handshake(spawned: Spawned, server: socket.socket, request: RunRequest) -> 
                 streams.pop(fd)
                 if fd == proc.stdout.fileno():
                     raise WarmRefused("the prepared process ended before it took the warm "
-                                      f"start (its SDK has none?){_said(err)}")
+                                      f"start{_said(err)}")
                 continue
-            kept = streams[fd]
-            kept += chunk
+            streams[fd].extend(chunk)
+            if ready_by is None and b'"framework_ready"' in out:
+                ready_by = time.monotonic() + READY_GRACE_S
             if len(out) > HANDSHAKE_BYTES:
                 raise WarmRefused("the prepared process wrote more than 1 MiB before its "
                                   "framework_ready")
