@@ -42,6 +42,7 @@ MESSAGE_BYTES = 64 * 1024
 HANDSHAKE_BYTES = 1024 * 1024
 STDERR_KEPT_BYTES = 16 * 1024
 FORK_WAIT_S = 10.0
+REAP_WAIT_S = 10.0  # after SIGKILL, for a process alk cannot wait for
 # After its framework_ready, how long the prepared process has to reach the control socket:
 # a worker without alk's Python SDK (the Node SDK, its own protocol code) never does.
 READY_GRACE_S = 5.0
@@ -90,7 +91,19 @@ class WarmRunner(LocalRunner):
             pool = self._pool
         if pool is None or os.path.dirname(request.cwd) != str(self.folder):
             return super()._start(request, isolation, seccomp)
-        return pool.fork(request, isolation)
+        try:
+            return pool.fork(request, isolation)
+        except OSError as exc:
+            # The prepared process is the worker's: its failing to fork must not make the
+            # repeat void (a worker could choose which). The rest of the run goes cold.
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+                    self.refused = f"the prepared process stopped forking ({exc})"
+                    pool.close()
+                    if self._on_refused is not None:
+                        self._on_refused(self.refused)
+            return super()._start(request, isolation, seccomp)
 
     def close(self) -> None:
         with self._lock:
@@ -159,13 +172,12 @@ class _Prepared:
     def fork(self, request: RunRequest, isolation: Isolation) -> Spawned:
         """The repeat's process, forked from the prepared one and waiting for alk's word."""
         give_workspace(request.cwd, worker_uid())
-        ends: list[int] = []
+        pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, status, go
+        ends = [pipes[0][0], *(write for _, write in pipes[1:4]), pipes[4][0]]  # the child's
+        mine = [pipes[0][1], *(read for read, _ in pipes[1:4]), pipes[4][1]]
         channel = socket.socketpair() if request.gateway_port is not None else None
         cgroup = cgroup_for(request.limits)
         try:
-            stdin, stdout, stderr, status, go = (os.pipe() for _ in range(5))
-            ends = [stdin[0], stdout[1], stderr[1], status[1], go[0]]
-            mine = [stdin[1], stdout[0], stderr[0], status[0], go[1]]
             fds = ends + ([channel[1].fileno()] if channel else [])
             message = {"cwd": request.cwd, "env": dict(request.env),
                        "rlimits": rlimit_pairs(request.limits),
@@ -178,10 +190,12 @@ class _Prepared:
             if cgroup is not None:
                 cgroup.add(pid)
         except BaseException:
-            for fd in ends + locals().get("mine", []):
-                os.close(fd)
+            for fd in mine:
+                os.close(fd)  # the child, if forked, reads the end of `go` and exits
             if cgroup is not None:
                 cgroup.remove()
+            if channel is not None:
+                channel[0].close()
             raise
         finally:
             for fd in ends:
@@ -260,11 +274,12 @@ def _handshake(spawned: Spawned, server: socket.socket, request: RunRequest) -> 
             control, _ = server.accept()
             control.setblocking(True)
             control.settimeout(max(0.1, deadline - time.monotonic()))
-            word = json.loads(control.recv(MESSAGE_BYTES) or b"{}")
+            word = _word(control.recv(MESSAGE_BYTES))
             control.settimeout(None)
             if word.get("warm") != "ready":
                 control.close()
-                raise WarmRefused(str(word.get("reason") or "the prepared process refused"))
+                reason = str(word.get("reason") or "the prepared process refused")
+                raise WarmRefused(reason[:300])
             return control
         for fd in ready:
             if fd is server:
@@ -284,6 +299,15 @@ def _handshake(spawned: Spawned, server: socket.socket, request: RunRequest) -> 
                                   "framework_ready")
             if len(err) > STDERR_KEPT_BYTES:
                 del err[:len(err) - STDERR_KEPT_BYTES]
+
+
+def _word(data: bytes) -> dict:
+    """The prepared process's message: a JSON object, or nothing it said counts."""
+    try:
+        word = json.loads(data)
+    except ValueError:
+        return {}
+    return word if isinstance(word, dict) else {}
 
 
 def _said(err: bytearray) -> str:
@@ -342,10 +366,10 @@ class ForkedRepeat(Spawned):
                 except OSError:
                     return None
         # Never by process group: C is not alk's child, so its id may be reused once reaped.
-        # Its namespace's PID 1 ends the rest with it.
-        init = descendant(self.pid, 1)
+        # The worker first, as a group's signal reaches it at once, then its namespace's PID 1,
+        # which ends the rest with it.
         sent = False
-        for pid in (init,):
+        for pid in (self.worker_pid(), descendant(self.pid, 1)):
             if pid is not None:
                 try:
                     os.kill(pid, number)
@@ -366,8 +390,8 @@ class ForkedRepeat(Spawned):
 
     def reap(self) -> tuple[int, Any] | None:
         fd = self.exit_fd
-        if fd is not None:
-            select.select([fd], [], [])
+        if fd is not None and not select.select([fd], [], [], REAP_WAIT_S)[0]:
+            return None  # killed and still there: not alk's child, so nothing more to do
         self._reaped = True
         self._line = self._read_line()
         code, sig = self._line or (None, signal.SIGKILL)
