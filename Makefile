@@ -111,16 +111,24 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# alk's compiled init (src/alk/runner/init.c), built here so that no repeat waits for it; alk
+# also builds it at first use (keyed by the source's hash), and without a C compiler runs its
+# Python init instead (`alk doctor` says which).
+INIT_BUILD = $(BIN)/python -m alk.runner.cinit
+
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
+	$(INIT_BUILD)
 	touch $@
 
 $(VENV)/.installed-unit: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(INIT_BUILD)
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,tools,dask,pydantic-ai,langgraph,openai-agents,autogen,smolagents,anthropic,google-genai]'
+	$(INIT_BUILD)
 	touch $@ $(VENV)/.installed $(VENV)/.installed-unit
 
 .venvs/strands/.installed:
@@ -172,6 +180,7 @@ $(VENV)/.installed-test: $(VENV)/bin/python pyproject.toml
 
 $(VENV)/.installed-mutation: $(VENV)/bin/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,mutation]'
+	$(INIT_BUILD)
 	touch $@ $(VENV)/.installed
 
 # Only where npm is: the README's commands need Python and pip alone, and without npm these

@@ -10,7 +10,8 @@ one after the other so that drift on a shared machine lands on all of them:
 - for each setup alk can run a worker with here, a bare spawn with the same isolation (the very
   command line alk's runner builds: rlimits through `prlimit`; `setpriv` and `unshare` for the
   PID and network namespaces, or `bwrap` for the sandbox, its seccomp filter and namespaces;
-  alk's init as PID 1), then `alk run` of 20 and of 100 repeats. alk's marginal cost per repeat
+  alk's init as PID 1: the compiled one where it builds, as alk runs it; `ALK_INIT=python`
+  measures the Python one), then `alk run` of 20 and of 100 repeats. alk's marginal cost per repeat
   is (T(100) − T(20)) / 80: the run's fixed costs (the preflight probe, statistics, the result
   document) cancel out.
 
@@ -68,7 +69,8 @@ from alk.runner.process import LocalRunner
 from alk.runner.request import ReadyCheck, RunRequest
 from alk.runner.sandbox import give_workspace, visible_paths, worker_uid
 from alk.runner.seccomp import program as seccomp_program
-from alk.runner.spawn import command_line, init_program
+from alk.runner import cinit
+from alk.runner.spawn import command_line, init_prefix
 from alk.transcript.reader import read_transcript
 from alk.transcript.writer import TranscriptWriter
 
@@ -197,15 +199,16 @@ class Bench:
     # -- the bare side -------------------------------------------------------------------------
 
     def command(self, setup: Setup | None, workspace: Path, init: bool = True
-                ) -> tuple[tuple[str, ...], int | None]:
+                ) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """The argv for a bare spawn: the worker's own, or behind the same wrappers alk puts
-        it (then also the seccomp filter's descriptor, for bwrap); without `init`, the worker
-        is the namespace's PID 1 itself, to tell the init's cost from the wrappers'."""
+        it (then also the descriptors it needs: the seccomp filter's, for bwrap, and the
+        compiled init's, where alk runs that one); without `init`, the worker is the
+        namespace's PID 1 itself, to tell the init's cost from the wrappers'."""
         if setup is None:
-            return self.argv, None
+            return self.argv, ()
         limits = Limits(**{name: None for name in LIMIT_NAMES}) if setup.limits else Limits()
         if setup.isolation is PROCESS_GROUP_ONLY:
-            return (*(prlimit_prefix(limits) or ()), *self.argv), None
+            return (*(prlimit_prefix(limits) or ()), *self.argv), ()
         request = RunRequest(
             argv=self.argv, cwd=str(workspace), env={}, timeout_s=10, hello={}, start=None,
             limits=limits, network=setup.isolation.strongest_network,
@@ -218,12 +221,14 @@ class Bench:
                 filter_fd = os.memfd_create("seccomp", 0)
                 os.write(filter_fd, seccomp_program())
                 os.lseek(filter_fd, 0, os.SEEK_SET)
+        init_fd = cinit.open_binary() if init else None
         argv = command_line(request, setup.isolation, status_fd=self.status,
-                            seccomp_fd=filter_fd)
-        if not init:  # python -I -S -c CODE STATUS_FD UID GID --
-            at = argv.index(init_program())
-            argv = argv[:at - 4] + argv[argv.index("--", at) + 1:]
-        return argv, filter_fd
+                            seccomp_fd=filter_fd, init_fd=init_fd)
+        if not init:  # python -I -S -c CODE STATUS_FD UID GID GATEWAY --
+            prefix = init_prefix(None)
+            at = next(i for i in range(len(argv)) if argv[i:i + len(prefix)] == prefix)
+            argv = argv[:at] + argv[argv.index("--", at + len(prefix)) + 1:]
+        return argv, tuple(fd for fd in (filter_fd, init_fd) if fd is not None)
 
     def bare_round(self, setup: Setup | None, repeats: int, folder: Path, init: bool = True
                    ) -> Sample:
@@ -239,16 +244,16 @@ class Bench:
         """One bare spawn in a fresh folder: its phases go to `phases`; returns its ms."""
         t0 = time.perf_counter()
         workspace.mkdir()
-        argv, filter_fd = self.command(setup, workspace, init)
+        argv, fds = self.command(setup, workspace, init)
         t1 = time.perf_counter()
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=workspace, start_new_session=True,
             env={**self.env, "HOME": str(workspace), "TMPDIR": str(workspace)},
-            pass_fds=(self.status, *(() if filter_fd is None else (filter_fd,))))
+            pass_fds=(self.status, *fds))
         t2 = time.perf_counter()
-        if filter_fd is not None:
-            os.close(filter_fd)
+        for fd in fds:
+            os.close(fd)
         proc.stdin.write(self.input)
         proc.stdin.close()
         seen = {}
@@ -422,7 +427,7 @@ def report(args: argparse.Namespace, bench: Bench, chosen: list[Setup],
     version = subprocess.run([bench.python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True).stdout.strip()
     print(f"worker: {WORKER.relative_to(ROOT)} under {bench.python} (Python {version}); alk "
-          f"under Python {sys.version.split()[0]}")
+          f"under Python {sys.version.split()[0]}; alk's init: {cinit.why()}")
     print(f"{args.rounds} rounds; alk's marginal cost a repeat is (T({LONG}) − T({SHORT})) / "
           f"{LONG - SHORT}; the bare sides run {LONG} repeats a round")
     rows = [("bare spawn, no isolation", plain)]

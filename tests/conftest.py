@@ -78,11 +78,12 @@ class ProcessWatch:
 
 
 def _wrapper(argv: list[str]) -> bool:
-    """A wrapper alk puts in front of a worker, or alk's init (a Python run `-I -S -c`)."""
+    """A wrapper alk puts in front of a worker, or alk's init (a Python run `-I -S -c`, or the
+    compiled one, run through its descriptor)."""
     if not argv:
         return False
     return (Path(argv[0]).name in ("unshare", "prlimit", "setpriv", "bwrap")
-            or argv[1:4] == ["-I", "-S", "-c"])
+            or argv[1:4] == ["-I", "-S", "-c"] or argv[0].startswith("/proc/self/fd/"))
 
 
 def _alive(pid: int) -> bool:
@@ -98,6 +99,41 @@ def process_watch():
     if not Path("/proc/self/cwd").exists():
         pytest.skip("needs Linux /proc")
     return ProcessWatch
+
+
+INITS = ("compiled", "python")
+
+
+@pytest.fixture(params=INITS)
+def init(request, monkeypatch):
+    """Each of alk's inits in turn: the compiled one (`runner/init.c`) and the Python fallback
+    (`runner/init.py`, forced by `ALK_INIT=python`), for the tests of what the init does. In
+    this process it also checks that every spawn in a PID namespace ran the init it names
+    (alk's children, `python -m alk`, read the same variable from the environment)."""
+    from alk.runner import cinit, spawn
+
+    if request.param == "python":
+        monkeypatch.setenv(cinit.FORCE_ENV, "python")
+    else:
+        monkeypatch.delenv(cinit.FORCE_ENV, raising=False)
+        if cinit.binary() is None:
+            pytest.skip(f"no compiled init here: {cinit.why()}")
+    seen: list[tuple[str, ...]] = []
+    command_line = spawn.command_line
+
+    def recorded(*args, **kwargs):
+        argv = command_line(*args, **kwargs)
+        seen.append(argv)
+        return argv
+
+    monkeypatch.setattr(spawn, "command_line", recorded)
+    yield request.param
+    for argv in seen:
+        compiled = any(arg.startswith("/proc/self/fd/") for arg in argv)
+        python = spawn.init_program() in argv
+        if compiled or python:
+            assert (compiled, python) == (request.param == "compiled",
+                                          request.param == "python"), argv[:12]
 
 
 @pytest.fixture(autouse=True)

@@ -56,9 +56,10 @@ def causes(document: dict) -> dict[str, list[str]]:
 
 # --- nothing a worker sees before its gate depends on the scenario ---------------------------
 
-def test_a_worker_cannot_ask_the_gateway_for_its_scenario_before_the_gate(tmp_path):
+def test_a_worker_cannot_ask_the_gateway_for_its_scenario_before_the_gate(tmp_path, init):
     # Had the gateway served the hard scenario's first turn before start, the worker would
     # exit before the gate there, and its failures would be void (exited_before_ready).
+    # With network none it reaches the gateway through the listener alk's init made.
     text = lane("peek_model", scenario("easy"), scenario("hard", '[ { text = "hard" } ]'))
     done, document = run(tmp_path, text, "-n", "3")
     assert causes(document) == {"easy": ["passed"] * 3, "hard": ["script_not_followed"] * 3}

@@ -279,10 +279,13 @@ def main():
         finish()
     elif THREAT == "forge_init_status":
         finish()
-        try:  # alk's init is PID 1: its argv names the fd of its status line
+        try:  # alk's init is PID 1: its argv names the fd of its status line (STATUS_FD UID
+            # GID GATEWAY --, after the Python init's `python -I -S -c CODE` or the compiled one)
             argv = open("/proc/1/cmdline", "rb").read().split(b"\0")
-            with open(f"/proc/1/fd/{int(argv[5])}", "wb") as status:
+            with open(f"/proc/1/fd/{int(argv[argv.index(b'--') - 4])}", "wb") as status:
                 status.write(b"exit 0" + b" " * 57 + b"\n")  # as long as alk reads
+            sys.stderr.write("forged the init's status line\n")
+            sys.stderr.flush()
         except (OSError, ValueError, IndexError):
             pass
         os.kill(os.getpid(), signal.SIGKILL)

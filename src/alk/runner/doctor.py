@@ -9,6 +9,7 @@ import os
 import platform
 
 from alk import installed_version
+from alk.runner import cinit
 from alk.runner.cgroup import memory_parent, unified
 from alk.runner.cgroup import parent as cgroup_parent
 from alk.runner.isolation import Filesystem, Network, detect
@@ -31,9 +32,10 @@ def doctor() -> list[tuple[str, str, str]]:
         ("containment", isolation.containment.value, isolation.reason),
         ("kill on exit", "every process of the namespace" if isolation.unshare
          else "the worker's process group", "what ends when a worker exits or times out"),
-        ("PID 1", "alk's init" if isolation.unshare else "none",
-         "the worker is its child: signals act as anywhere, its real exit status is reported"
-         if isolation.unshare else "no PID namespace: the worker is alk's child"),
+        ("PID 1", (f"alk's init, {'Python' if cinit.binary() is None else 'compiled'}"
+                   if isolation.unshare else "none"),
+         "the worker is its child: signals act as anywhere, its real exit status is reported; "
+         f"{cinit.why()}" if isolation.unshare else "no PID namespace: the worker is alk's child"),
         ("network", " or ".join(n.value for n in isolation.networks),
          f"{isolation.network_reason}; the first is the default of a lane that does not say"),
         ("filesystem", " or ".join(f.value for f in isolation.filesystems),

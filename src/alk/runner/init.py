@@ -15,7 +15,9 @@ status line is `exit N` or `signal N`. With GATEWAY `FD:PORT` (else "-"), it fir
 model gateway's listener on 127.0.0.1:PORT of the worker's network namespace and sends it to
 alk over the Unix socket FD, then closes both: alk serves the listener from its own side, so a
 worker with no network reaches the gateway and nothing else, and never holds the channel.
-Imports are kept to built-in modules: this costs every repeat a start-up.
+Imports are kept to built-in modules: this costs every repeat a start-up. Where a C compiler is,
+alk runs `init.c`, the same program compiled, instead (`runner/cinit.py`): this one is the
+fallback, and the tests run both.
 """
 
 import os
@@ -27,6 +29,7 @@ except ImportError:  # pragma: no cover - other interpreters
     import signal as signals
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+RESET = ("SIGPIPE", "SIGXFSZ")
 PR_SET_DUMPABLE = 4
 # Bringing a namespace's loopback up where nothing did (unshare --net leaves it down).
 SIOCSIFFLAGS = 0x8914
@@ -44,25 +47,24 @@ def main(argv):
         import ctypes
 
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    worker = 0
-
-    def forward(number, frame):
-        if worker > 0:
-            try:
-                os.kill(worker, number)
-            except OSError:
-                pass
-
     numbers = [getattr(signals, name) for name in FORWARDED if hasattr(signals, name)]
-    # Handlers before the fork: a signal in between must not find PID 1 without one.
-    for number in numbers:
-        signals.signal(number, forward)
+    # The forwarded signals and SIGCHLD are held from before the fork, and taken one at a time
+    # (sigwaitinfo): one that comes before this process is back from the fork, or between two
+    # waits, is forwarded, not lost. (A Python handler runs only when the interpreter next
+    # looks, which a wait already begun may not let it do until the worker has exited.)
+    signals.signal(signals.SIGCHLD, signals.SIG_DFL)  # ignored, the kernel would reap alone
+    taken = {*numbers, signals.SIGCHLD}
+    held = signals.pthread_sigmask(signals.SIG_BLOCK, taken)
     worker = os.fork()
     if worker == 0:
         try:
             os.close(status_fd)
-            for number in numbers:
+            # The dispositions a worker with no init has: Python ignores SIGPIPE and SIGXFSZ,
+            # and an ignored signal stays ignored across exec.
+            for number in (*numbers, *(getattr(signals, name) for name in RESET
+                                       if hasattr(signals, name))):
                 signals.signal(number, signals.SIG_DFL)
+            signals.pthread_sigmask(signals.SIG_SETMASK, held)
             if uid != "-":
                 os.setgroups([])
                 os.setgid(int(gid))
@@ -71,18 +73,29 @@ def main(argv):
         except OSError as exc:
             os.write(2, f"alk init: cannot run {command[0]!r}: {exc.strerror}\n".encode())
         os._exit(127)
-    status = None
-    while True:
-        try:
-            pid, code = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        if pid == worker:
-            status = code
+    status, children = None, True
+    while children:
+        number = signals.sigwaitinfo(taken).si_signo
+        if number != signals.SIGCHLD:
             try:
-                os.kill(-1, signals.SIGKILL)  # the rest of the namespace ends with the worker
+                os.kill(worker, number)
             except OSError:
                 pass
+            continue
+        while True:  # every child that has ended: the worker, and orphans left to this one
+            try:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                children = False
+                break
+            if pid == 0:
+                break
+            if pid == worker:
+                status = code
+                try:
+                    os.kill(-1, signals.SIGKILL)  # the rest of the namespace ends with it
+                except OSError:
+                    pass
     if status is None:
         line, code = "exit 255", 255
     elif os.WIFSIGNALED(status):

@@ -2,8 +2,9 @@
 
 The worker's argv is put behind, in order: `prlimit` (its limits, inherited by everything after),
 the isolation (bwrap for the sandbox, or setpriv and unshare for a PID namespace), and, in a
-PID namespace, alk's init (`runner/init.py`), so that the worker is never PID 1 and its real
-exit status reaches alk on a pipe of the init's. Before exec the child joins the repeat's
+PID namespace, alk's init (`runner/init.c` compiled, else `runner/init.py`; `runner/cinit.py`
+says which), so that the worker is never PID 1 and its real exit status reaches alk on a pipe
+of the init's. Before exec the child joins the repeat's
 cgroups (`runner/cgroup.py`), so that they bound all of that. Only this module starts workers.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, Callable
 
 from alk.limits import prlimit_prefix
 from alk.limits import setter as limit_setter
+from alk.runner import cinit
 from alk.runner.cgroup import RepeatCgroup
 from alk.runner.cgroup import for_limits as cgroup_for
 from alk.runner.isolation import Containment, Filesystem, Isolation, Network
@@ -62,6 +64,14 @@ def init_program() -> str:
     every spawn would compile it again first: 0.6 ms a repeat."""
     code = compile(init_source(), "alk-init", "exec", optimize=2)  # without its docstrings
     return f"import marshal; exec(marshal.loads(bytes.fromhex('{marshal.dumps(code).hex()}')))"
+
+
+def init_prefix(init_fd: int | None) -> tuple[str, ...]:
+    """What runs the init: the compiled one through its descriptor (passed to the spawn, which
+    `cinit.open_binary` gives), else the Python one."""
+    if init_fd is not None:
+        return (f"/proc/self/fd/{init_fd}",)
+    return (sys.executable, "-I", "-S", "-c", init_program())
 
 
 class Spawned:
@@ -251,7 +261,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
                                                     request.env.get("PATH", os.defpath)):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
     cgroup = cgroup_for(request.limits)
-    read_fd = write_fd = seccomp_fd = None
+    read_fd = write_fd = seccomp_fd = init_fd = None
     channel: tuple[socket.socket, socket.socket] | None = None
     try:
         pass_fds: list[int] = []
@@ -260,6 +270,9 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             os.set_blocking(read_fd, False)
             pass_fds.append(write_fd)
             give_workspace(request.cwd, worker_uid() if sandboxed else None)
+            init_fd = cinit.open_binary()
+            if init_fd is not None:
+                pass_fds.append(init_fd)
         if namespaced and request.gateway_port is not None:
             channel = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             pass_fds.append(channel[1].fileno())
@@ -268,7 +281,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             pass_fds.append(seccomp_fd)
         gateway = f"{channel[1].fileno()}:{request.gateway_port}" if channel else None
         argv = command_line(request, isolation, status_fd=write_fd, seccomp_fd=seccomp_fd,
-                            gateway=gateway)
+                            gateway=gateway, init_fd=init_fd)
         steps = [step for step in (
             None if limit_prefix is not None else limit_setter(request.limits),
             cgroup.joiner() if cgroup else None) if step]
@@ -279,7 +292,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             pass_fds=tuple(pass_fds), preexec_fn=_chain(steps) if steps else None,
         )
     except BaseException:
-        for fd in (read_fd, write_fd, seccomp_fd):
+        for fd in (read_fd, write_fd, seccomp_fd, init_fd):
             if fd is not None:
                 os.close(fd)
         for end in channel or ():
@@ -288,7 +301,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             cgroup.remove()
         raise
     # Only the init may hold the write end: alk's copy would keep the pipe open forever.
-    for fd in (write_fd, seccomp_fd):
+    for fd in (write_fd, seccomp_fd, init_fd):
         if fd is not None:
             os.close(fd)
     for pipe in (proc.stdout, proc.stderr):
@@ -323,16 +336,17 @@ def _listener(channel: socket.socket) -> socket.socket:
 
 
 def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | None,
-                 seccomp_fd: int | None = None, gateway: str | None = None
-                 ) -> tuple[str, ...]:
+                 seccomp_fd: int | None = None, gateway: str | None = None,
+                 init_fd: int | None = None) -> tuple[str, ...]:
     """The whole argv: limits, isolation, the init (given the fd for its status line, in a
-    PID namespace) and the worker's own. The overhead benchmark starts its bare side with it."""
+    PID namespace; the compiled init's own with `init_fd`, else the Python init) and the
+    worker's own. The overhead benchmark starts its bare side with it."""
     sandboxed, namespaced = _levels(request, isolation)
     drop_to = worker_uid() if sandboxed else None
     wrapper: tuple[str, ...] = ()
     init: tuple[str, ...] = ()
     if namespaced:
-        init = (sys.executable, "-I", "-S", "-c", init_program(), str(status_fd),
+        init = (*init_prefix(init_fd), str(status_fd),
                 *((str(drop_to), str(drop_to)) if drop_to is not None else ("-", "-")),
                 gateway or "-", "--")
     if sandboxed:
