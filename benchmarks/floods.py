@@ -15,7 +15,11 @@ before it knew their other forms (raw, JSON-escaped and as repr, in one alternat
 `Redactor.redact` with one and with four, each in every form (reversed, hex, base64 at each
 alignment, escapes). The ratio is to the row marked (before).
 
+With `--against SRC` (the `src` folder of another checkout of alk, such as an older commit's
+`git archive`), each round also runs the flood through that alk, side by side with this one.
+
     python benchmarks/floods.py [--scale 1.0] [--rounds 3] [--redaction-mb 16] [--redaction-only]
+                                [--against SRC]
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def redaction(size_mb: int, rounds: int) -> None:
     print(f"ratio: MiB/s over that before (medians of {rounds}; the text holds no secret)\n")
 
 
-def through_alk(threat: str, size_mb: int, scratch: Path) -> dict:
+def through_alk(threat: str, size_mb: int, scratch: Path, src: str | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(dir=scratch))
     (folder / "lanes").mkdir()
     lane = folder / "lanes" / "flood.toml"
@@ -119,7 +123,7 @@ def through_alk(threat: str, size_mb: int, scratch: Path) -> dict:
                     f'command = ["{{python}}", "{WORKER}", "{threat}", "{size_mb}"]\n'
                     f'required_env = ["HOSTILE_TOKEN"]\ntimeout_s = 600\n'
                     f'transcript_cap_mb = {CAP_MB}\n[[scenarios]]\nid = "flood"\ntask = "t"\n')
-    env = {**os.environ, "HOSTILE_TOKEN": TOKEN}
+    env = {**os.environ, "HOSTILE_TOKEN": TOKEN, **({"PYTHONPATH": src} if src else {})}
     subprocess.run([sys.executable, "-m", "alk", "run", "--lane", str(lane), "-n", "1",
                     "--json"], cwd=folder, env=env, capture_output=True, check=False)
     [result] = (folder / "reports").glob("*/result.json")
@@ -170,6 +174,7 @@ def main() -> None:
     parser.add_argument("--redaction-mb", type=int, default=16,
                         help="MiB of text the redaction line redacts (0: no redaction line)")
     parser.add_argument("--redaction-only", action="store_true", help="only the redaction line")
+    parser.add_argument("--against", metavar="SRC", help="also run each flood through this alk")
     args = parser.parse_args()
     if args.redaction_mb:
         redaction(args.redaction_mb, args.rounds)
@@ -180,16 +185,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="alk-floods-") as scratch:
         for threat, full_mb, label in FLOODS:
             size = max(1, int(full_mb * args.scale))
-            alk_rows, bare_rows = [], []
+            sides: dict[str, list[dict]] = {label: []}
+            if args.against:
+                sides[args.against] = []
+            bare_rows = []
             for _ in range(args.rounds):
                 bare_rows.append(bare(threat, size))
-                alk_rows.append(through_alk(threat, size, Path(scratch)))
+                for side, rows in sides.items():
+                    rows.append(through_alk(threat, size, Path(scratch), args.against
+                                            if side == args.against else None))
             bare_s = statistics.median(r["seconds"] for r in bare_rows)
-            alk_s = statistics.median(r["seconds"] for r in alk_rows)
-            last = alk_rows[-1]
-            print(f"{label:24}{size:6d}{size / bare_s:12.0f}{size / alk_s:11.0f}"
-                  f"{bare_s / alk_s:7.2f}{max(r['rss'] for r in alk_rows):8.1f}M"
-                  f"{last['transcript']:10.1f}M  {last['outcome']}")
+            for side, alk_rows in sides.items():
+                alk_s = statistics.median(r["seconds"] for r in alk_rows)
+                last = alk_rows[-1]
+                print(f"{side[-24:]:24}{size:6d}{size / bare_s:12.0f}{size / alk_s:11.0f}"
+                      f"{bare_s / alk_s:7.2f}{max(r['rss'] for r in alk_rows):8.1f}M"
+                      f"{last['transcript']:10.1f}M  {last['outcome']}")
     print(f"ratio: alk's MiB/s over the bare loop's (medians of {args.rounds}); alk RSS bound "
           f"{BOUND_MB} MiB; transcript cap {CAP_MB} MiB")
 

@@ -16,8 +16,10 @@ raise in the middle of a repeat, and only `close` raises.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -116,12 +118,60 @@ class TranscriptWriter:
     def stderr_lines(self, lines: list[tuple[bytes, bool]]) -> None:
         """The worker's stderr lines as (bytes, cut) from the line splitter, one event each."""
         t = round(self._clock() - self._t0, 4)
-        for raw, cut in lines:
+        at = 0
+        while at < len(lines) and self._head_left:
+            whole = at
+            while whole < len(lines) and not lines[whole][1]:
+                whole += 1
+            if whole - at > 1:
+                at += self._head_lines([raw for raw, _ in lines[at:whole]], t)
+                continue
+            raw, cut = lines[at]
             self._seq += 1
-            if self._head_left:
-                self._place(self._seq, t, self._stderr_line(self._seq, t, raw, cut))
-            else:
-                self._hold(self._seq, t, (raw, cut, t), len(raw) + STDERR_EVENT_BYTES)
+            self._place(self._seq, t, self._stderr_line(self._seq, t, raw, cut))
+            at += 1
+        for raw, cut in lines[at:]:
+            self._seq += 1
+            self._hold(self._seq, t, (raw, cut, t), len(raw) + STDERR_EVENT_BYTES)
+
+    def _head_lines(self, raws: list[bytes], t: float) -> int:
+        """Whole stderr lines bound for the head, decoded, redacted and escaped together: the
+        events `_stderr_line` makes of each (a newline is one byte of UTF-8 and one character,
+        `Redactor.redact_lines` redacts each line as alone, and where no backslash is left
+        each newline is the only `\\n` of the escaped text). How many were placed before the
+        head filled."""
+        text = self._redactor.redact_lines(b"\n".join(raws).decode("utf-8", "replace"))
+        if text.isascii() and not any(c in text for c in _ESCAPED):
+            escaped = text.encode("ascii").split(b"\n")  # JSON escapes none of it
+        elif "\\" in text:
+            escaped = [_ascii_json(line).encode()[1:-1] for line in text.split("\n")]
+        else:
+            escaped = _ascii_json(text).encode()[1:-1].split(b"\\n")
+        assert len(escaped) == len(raws)
+        stamp, first = repr(t).encode(), self._seq + 1
+        lines = [b'{"seq":%d,"t":%s%s"%s"}}\n' % (seq, stamp, _STDERR_PREFIX, piece)
+                 for seq, piece in enumerate(escaped, first)]
+        for index in [i for i, line in enumerate(lines) if len(line) > self._max_event]:
+            lines[index] = self._stderr_line(first + index, t, raws[index], False)
+        sizes = [*itertools.accumulate(map(len, lines))]
+        # Placed as `_place` and `_write` would, a line at a time: flushed at the line that
+        # brings the gathered lines to FLUSH_BYTES, the first that does not fit held.
+        fit, at, done = bisect.bisect_right(sizes, self._head_left), 0, 0
+        while at < fit:
+            end = min(fit, 1 + bisect.bisect_left(sizes, done + FLUSH_BYTES - self._pending_bytes))
+            self._pending += zip(range(first + at, first + end), itertools.repeat(t), lines[at:end])
+            self._pending_bytes += sizes[end - 1] - done
+            self._head_left -= sizes[end - 1] - done
+            self._seq, at, done = first + end - 1, end, sizes[end - 1]
+            if self._pending_bytes >= FLUSH_BYTES:
+                self._flush()
+                if not self._head_left:  # the write failed: the rest goes to the tail
+                    return at
+        if fit < len(lines):  # the first line of the tail
+            self._seq += 1
+            self._place(self._seq, t, lines[fit])
+            return fit + 1
+        return len(lines)
 
     def stderr_block(self, block: bytes, count: int) -> None:
         """`count` whole stderr lines, each ending in a newline and none over the line limit,
@@ -350,6 +400,8 @@ class TranscriptWriter:
 
 
 _ascii_json = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+# What JSON escapes of ASCII text, but a newline.
+_ESCAPED = ['"', "\\", "\x7f", *map(chr, range(10)), *map(chr, range(11, 32))]
 
 
 @dataclass(slots=True)

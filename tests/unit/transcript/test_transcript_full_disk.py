@@ -111,3 +111,23 @@ def test_stderr_after_a_failure_goes_to_the_tail(tmp_path: Path, disk: Disk) -> 
     log.close()
     assert [e["payload"].get("text") for e in strict_lines(log.path)] == [
         None, "one", "two", "three"]
+
+
+@pytest.mark.parametrize("room", [0, 5000, FLUSH_BYTES - 1, FLUSH_BYTES + 300, 3 * FLUSH_BYTES,
+                                  1 << 30])
+def test_stderr_lines_at_once_fail_and_are_kept_as_one_at_a_time(tmp_path: Path, disk: Disk,
+                                                                 room: int) -> None:
+    batch = [(b"w" * (n * 37 % 900) + b" tok-secret-1234", False) for n in range(300)]
+    files = []
+    for at_once in (False, True):
+        disk.room = room
+        log = TranscriptWriter(tmp_path / f"{at_once}.jsonl", 1024 * 1024,
+                               Redactor(["tok-secret-1234"]), clock=lambda: 0.0)
+        for part in [batch] * 8 if at_once else [[line] for line in batch * 8]:
+            log.stderr_lines(part)
+        assert (log.write_error is None) == (room == 1 << 30)
+        disk.room = 1 << 30
+        log.close()
+        files.append(log.path.read_bytes())
+    assert files[0] == files[1]
+    assert b"tok-secret" not in files[0]
