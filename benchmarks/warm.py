@@ -87,6 +87,10 @@ def main() -> int:
             times[lane]["cold"].append(cold_s)
             times[lane]["warm"].append(warm_s)
             same[lane] = same[lane] and cold == warm
+            for key in sorted(set(cold) | set(warm)):
+                if cold.get(key) != warm.get(key):
+                    print(f"  {lane} {key[0]} #{key[1]}: cold {cold.get(key)}, warm "
+                          f"{warm.get(key)}", file=sys.stderr)
             counts[lane] = len(cold)
             alone = import_alone(lane)
             if alone is not None:

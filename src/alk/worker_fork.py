@@ -68,6 +68,10 @@ def serve(path: str) -> Dict[str, Any]:
         _send(control, {"warm": "refused",
                         "reason": f"the prepared process runs {threads} threads at the fork"})
         os._exit(0)
+    problem = _trial()
+    if problem:
+        _send(control, {"warm": "refused", "reason": problem})
+        os._exit(0)
     # What the framework made at import is shared with every repeat: kept out of the
     # collector's reach, a child's collections (and its exit's) do not copy those pages.
     gc.freeze()
@@ -121,6 +125,42 @@ def _child(message: Dict[str, Any], fds: List[int], seccomp: bytes) -> Dict[str,
         os._exit(os.waitstatus_to_exitcode(code) & 0xFF)
     _isolate(libc, message, channel)
     return _init(libc, message, (stdin, stdout, stderr), status, seccomp)
+
+
+def _trial() -> str:
+    """Can a child take a repeat's namespaces and its own /proc here? "" if so, else why: what
+    the kernel refuses (no user namespaces, say) is a reason to run cold, not a failed repeat."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        libc = ctypes.CDLL(None, use_errno=True)
+        uid, gid = os.getuid(), os.getgid()
+        step = "unshare"
+        if libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 and libc.unshare(
+                _NEWUSER | _NEWNS | _NEWPID | _NEWIPC | _NEWUTS | _NEWNET) == 0:
+            try:
+                for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                                   ("gid_map", f"{gid} {gid} 1")):
+                    step = name
+                    with open(f"/proc/self/{name}", "w") as handle:
+                        handle.write(text)
+                step = "mount /proc"
+                inner = os.fork()
+                if inner == 0:
+                    os._exit(libc.mount(b"proc", b"/proc", b"proc",
+                                        _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) and 1)
+                if os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1]) == 0:
+                    os._exit(0)
+            except OSError:
+                pass
+        os.write(write, f"{step} is not permitted here".encode())
+        os._exit(1)
+    os.close(write)
+    said = os.read(read, 200).decode("ascii", "replace")
+    os.close(read)
+    os.waitpid(child, 0)
+    return f"a repeat could not take its own namespaces: {said}" if said else ""
 
 
 def _isolate(libc: Any, message: Dict[str, Any], channel: int) -> None:
