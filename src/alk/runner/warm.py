@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import socket
 import sys
 import threading
@@ -29,10 +28,10 @@ from alk.limits import rlimit_pairs
 from alk.runner.cgroup import for_limits as cgroup_for
 from alk.runner.isolation import Filesystem, Isolation
 from alk.runner.process import LocalRunner
-from alk.runner.procfs import descendant
 from alk.runner.request import RunRequest
 from alk.runner.sandbox import give_workspace, worker_uid
 from alk.runner.seccomp import program as seccomp_program
+from alk.runner.forked import ForkedRepeat, host_pid
 from alk.runner.spawn import Spawned, _listener, start
 from alk.runner.spawn import _tmpfs_bytes as tmpfs_bytes
 
@@ -42,7 +41,6 @@ MESSAGE_BYTES = 64 * 1024
 HANDSHAKE_BYTES = 1024 * 1024
 STDERR_KEPT_BYTES = 16 * 1024
 FORK_WAIT_S = 10.0
-REAP_WAIT_S = 10.0  # after SIGKILL, for a process alk cannot wait for
 # After its framework_ready, how long the prepared process has to reach the control socket:
 # a worker without alk's Python SDK (the Node SDK, its own protocol code) never does.
 READY_GRACE_S = 5.0
@@ -225,7 +223,7 @@ class _Prepared:
             for fd in fds:
                 os.close(fd)
             raise OSError("the prepared process is gone")
-        return fds[0], _host_pid(fds[0])
+        return fds[0], host_pid(fds[0])
 
     def close(self) -> None:
         self.control.close()  # the prepared process exits at end of file
@@ -313,115 +311,3 @@ def _word(data: bytes) -> dict:
 def _said(err: bytearray) -> str:
     text = err.decode("utf-8", "replace").strip().splitlines()
     return f"; its stderr ends: {text[-1][:200]}" if text else ""
-
-
-def _host_pid(pidfd: int) -> int:
-    """The pid alk sees of the process a pidfd names (its fdinfo's `Pid:` line)."""
-    with open(f"/proc/self/fdinfo/{pidfd}", "rb") as info:
-        for line in info:
-            if line.startswith(b"Pid:"):
-                pid = int(line.split()[1])
-                if pid > 0:
-                    return pid
-    os.close(pidfd)
-    raise OSError("the prepared process sent a descriptor of no live process")
-
-
-class _Pipes:
-    """What the runner reads of a `Popen`: the three pipes, the pid, the return code."""
-
-    def __init__(self, pid: int, fds: list[int]) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-        self.stdin = os.fdopen(fds[0], "wb", buffering=0)
-        self.stdout = os.fdopen(fds[1], "rb", buffering=0)
-        self.stderr = os.fdopen(fds[2], "rb", buffering=0)
-
-
-class ForkedRepeat(Spawned):
-    """A repeat forked from the prepared process: C (its outermost process, the prepared
-    one's child, not alk's), I (PID 1 of its namespace) and W (the worker), two forks apart.
-    alk cannot wait for C: its exit comes through the pidfd, and its status from I's line."""
-
-    warm = True
-
-    def __init__(self, pid: int, pidfd: int, fds: list[int], cgroup: Any) -> None:
-        super().__init__(_Pipes(pid, fds), 2, fds[3], cgroup, True)  # type: ignore[arg-type]
-        if self.exit_fd is not None:
-            os.close(self.exit_fd)
-        self.exit_fd = pidfd
-        self._line: tuple[int | None, int | None] | None = None
-
-    def exited(self) -> bool:
-        fd = self.exit_fd
-        return fd is None or bool(select.select([fd], [], [], 0)[0])
-
-    def signal(self, number: int, group: bool) -> bool | None:
-        if not group:
-            target = self.worker_pid()
-            if target is not None:
-                try:
-                    os.kill(target, number)
-                    return False
-                except OSError:
-                    return None
-        # Never by process group: C is not alk's child, so its id may be reused once reaped.
-        # The worker first, as a group's signal reaches it at once, then its namespace's PID 1,
-        # which ends the rest with it.
-        sent = False
-        for pid in (self.worker_pid(), descendant(self.pid, 1)):
-            if pid is not None:
-                try:
-                    os.kill(pid, number)
-                    sent = True
-                except OSError:
-                    pass
-        with self._lock:
-            if self.exit_fd is not None:
-                try:
-                    signal.pidfd_send_signal(self.exit_fd, number)
-                    sent = True
-                except OSError:
-                    pass
-        return True if sent else None
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL, group=True)
-
-    def reap(self) -> tuple[int, Any] | None:
-        fd = self.exit_fd
-        if fd is not None and not select.select([fd], [], [], REAP_WAIT_S)[0]:
-            return None  # killed and still there: not alk's child, so nothing more to do
-        self._reaped = True
-        self._line = self._read_line()
-        code, sig = self._line or (None, signal.SIGKILL)
-        self.proc.returncode = code if code is not None else -(sig or 0)
-        status = (sig or 0) if code is None else (code & 0xFF) << 8
-        return status, None
-
-    def reap_after_kill(self, limit_s: float) -> None:
-        self.kill()
-        fd = self.exit_fd
-        if fd is not None:
-            select.select([fd], [], [], limit_s)
-
-    def init_status(self, outer: int | None) -> tuple[int | None, int | None] | None:
-        return self._line
-
-    def _read_line(self) -> tuple[int | None, int | None] | None:
-        fd = self._status_fd
-        if fd is None:
-            return None
-        os.set_blocking(fd, False)
-        try:
-            data = os.read(fd, 64)
-        except OSError:
-            return None
-        parts = data.decode("ascii", "replace").split()
-        if data.count(b"\n") != 1 or len(parts) != 2 or not parts[1].isdigit():
-            return None
-        if parts[0] == "exit":
-            return int(parts[1]), None
-        if parts[0] == "signal":
-            return None, int(parts[1])
-        return None
