@@ -126,6 +126,7 @@ class Setup:
     filesystem: Filesystem
     bare: list[Sample] = field(default_factory=list)
     bare_no_init: list[Sample] = field(default_factory=list)  # the same wrappers, no init
+    bare_python_init: list[Sample] = field(default_factory=list)  # with the fallback init
     alk: list[Sample] = field(default_factory=list)  # marginal: T(100) − T(20), over 80
     # (alk's repeat, a bare spawn with the same isolation, one with none), ms, a repeat apart
     paired: list[tuple[float, float, float]] = field(default_factory=list)
@@ -198,12 +199,13 @@ class Bench:
 
     # -- the bare side -------------------------------------------------------------------------
 
-    def command(self, setup: Setup | None, workspace: Path, init: bool = True
+    def command(self, setup: Setup | None, workspace: Path, init: bool | str = True
                 ) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """The argv for a bare spawn: the worker's own, or behind the same wrappers alk puts
         it (then also the descriptors it needs: the seccomp filter's, for bwrap, and the
         compiled init's, where alk runs that one); without `init`, the worker is the
-        namespace's PID 1 itself, to tell the init's cost from the wrappers'."""
+        namespace's PID 1 itself, to tell the init's cost from the wrappers'; with "python",
+        the Python init, alk's fallback, beside the compiled one."""
         if setup is None:
             return self.argv, ()
         limits = Limits(**{name: None for name in LIMIT_NAMES}) if setup.limits else Limits()
@@ -221,7 +223,7 @@ class Bench:
                 filter_fd = os.memfd_create("seccomp", 0)
                 os.write(filter_fd, seccomp_program())
                 os.lseek(filter_fd, 0, os.SEEK_SET)
-        init_fd = cinit.open_binary() if init else None
+        init_fd = cinit.open_binary() if init is True else None
         argv = command_line(request, setup.isolation, status_fd=self.status,
                             seccomp_fd=filter_fd, init_fd=init_fd)
         if not init:  # python -I -S -c CODE STATUS_FD UID GID GATEWAY --
@@ -230,8 +232,8 @@ class Bench:
             argv = argv[:at] + argv[argv.index("--", at + len(prefix)) + 1:]
         return argv, tuple(fd for fd in (filter_fd, init_fd) if fd is not None)
 
-    def bare_round(self, setup: Setup | None, repeats: int, folder: Path, init: bool = True
-                   ) -> Sample:
+    def bare_round(self, setup: Setup | None, repeats: int, folder: Path,
+                   init: bool | str = True) -> Sample:
         phases: dict[str, list[float]] = {name: [] for name in PHASES}
         folder.mkdir()
         clock = Clock()
@@ -240,7 +242,7 @@ class Bench:
         return clock.sample(repeats, phases)
 
     def bare_once(self, setup: Setup | None, workspace: Path, phases: dict[str, list[float]],
-                  init: bool = True) -> float:
+                  init: bool | str = True) -> float:
         """One bare spawn in a fresh folder: its phases go to `phases`; returns its ms."""
         t0 = time.perf_counter()
         workspace.mkdir()
@@ -404,6 +406,8 @@ def main() -> None:
                 if setup.has_init:
                     setup.bare_no_init.append(bench.bare_round(
                         setup, LONG, scratch / f"bare-{name}-no-init", init=False))
+                    setup.bare_python_init.append(bench.bare_round(
+                        setup, LONG, scratch / f"bare-{name}-python-init", init="python"))
                 short = bench.alk_run(setup, SHORT, scratch / f"alk-{name}-short")
                 setup.alk.append(marginal(short, bench.alk_run(setup, LONG,
                                                                scratch / f"alk-{name}")))
@@ -433,7 +437,8 @@ def report(args: argparse.Namespace, bench: Bench, chosen: list[Setup],
     rows = [("bare spawn, no isolation", plain)]
     for setup in chosen:
         if setup.has_init:
-            rows.append((f"bare spawn, {setup.name}, no init", setup.bare_no_init))
+            rows += [(f"bare spawn, {setup.name}, no init", setup.bare_no_init),
+                     (f"bare spawn, {setup.name}, Python init", setup.bare_python_init)]
         rows += [(f"bare spawn, {setup.name} isolation", setup.bare),
                  (f"alk run, {setup.name} (marginal)", setup.alk)]
     print(f"\n{'ms a repeat':40}{'wall':>8}{'CPU':>8}{'own':>7}{'children':>10}"
@@ -472,6 +477,11 @@ def report(args: argparse.Namespace, bench: Bench, chosen: list[Setup],
             here = _median(samples, "wall"), _cpu(samples)
             cells.append(f"{name} {here[0] - below[0]:+.2f} ({here[1] - below[1]:+.2f})")
             below = here
+        if setup.has_init:  # the fallback in the compiled init's place, over the wrappers
+            wrappers = _median(setup.bare_no_init, "wall"), _cpu(setup.bare_no_init)
+            python = _median(setup.bare_python_init, "wall"), _cpu(setup.bare_python_init)
+            cells.append(f"(the Python init instead: {python[0] - wrappers[0]:+.2f} "
+                         f"({python[1] - wrappers[1]:+.2f}))")
         print(f"  {setup.name:10} " + " · ".join(cells))
     print("\nwhere a repeat's time goes, ms (medians over every repeat of every round):")
     columns = [("bare, none", plain)]
