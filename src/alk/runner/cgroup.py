@@ -96,6 +96,11 @@ class RepeatCgroup:
             raise
         self._procs = tuple(dict.fromkeys(str(p / "cgroup.procs") for p in self.paths.values()))
 
+    @property
+    def procs(self) -> tuple[str, ...]:
+        """The cgroup.procs files a process joins by writing 0 (the compiled init's --join)."""
+        return self._procs
+
     def add(self, pid: int) -> None:
         """Moves a process alk did not start (a warm start's repeat) into the cgroups, before
         it runs anything: what it forks afterwards is bounded with it."""

@@ -261,7 +261,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
                                                     request.env.get("PATH", os.defpath)):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
     cgroup = cgroup_for(request.limits)
-    read_fd = write_fd = seccomp_fd = init_fd = None
+    read_fd = write_fd = seccomp_fd = init_fd = join_fd = None
     channel: tuple[socket.socket, socket.socket] | None = None
     try:
         pass_fds: list[int] = []
@@ -282,9 +282,14 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
         gateway = f"{channel[1].fileno()}:{request.gateway_port}" if channel else None
         argv = command_line(request, isolation, status_fd=write_fd, seccomp_fd=seccomp_fd,
                             gateway=gateway, init_fd=init_fd)
+        if cgroup is not None and limit_prefix is not None:
+            join_fd = cinit.open_binary()  # joins the cgroups: no Python in a forked child
+        if join_fd is not None:
+            pass_fds.append(join_fd)
+            argv = (f"/proc/self/fd/{join_fd}", "--join", *cgroup.procs, "--", *argv)
         steps = [step for step in (
             None if limit_prefix is not None else limit_setter(request.limits),
-            cgroup.joiner() if cgroup else None) if step]
+            cgroup.joiner() if cgroup and join_fd is None else None) if step]
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=request.cwd,
@@ -292,7 +297,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             pass_fds=tuple(pass_fds), preexec_fn=_chain(steps) if steps else None,
         )
     except BaseException:
-        for fd in (read_fd, write_fd, seccomp_fd, init_fd):
+        for fd in (read_fd, write_fd, seccomp_fd, init_fd, join_fd):
             if fd is not None:
                 os.close(fd)
         for end in channel or ():
@@ -301,7 +306,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
             cgroup.remove()
         raise
     # Only the init may hold the write end: alk's copy would keep the pipe open forever.
-    for fd in (write_fd, seccomp_fd, init_fd):
+    for fd in (write_fd, seccomp_fd, init_fd, join_fd):
         if fd is not None:
             os.close(fd)
     for pipe in (proc.stdout, proc.stderr):
