@@ -29,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 5.0
+# Scenarios whose verdict is a race cold as warm (LangGraph's resumed graph finds its last
+# checkpoint or not: tests/e2e/test_fw_warm.py), left out of the verdicts' comparison.
+RACING = {("langgraph", "crash-after-effect")}
 # What each lane's worker imports, for the import-alone baseline.
 MODULES = {
     "pydantic-ai": "pydantic_ai, pydantic_ai.models.openai",
@@ -52,7 +55,8 @@ def run(lane: str, repeats: int, jobs: int, warm: bool) -> tuple[float, dict]:
         sys.exit(f"{lane}: alk run failed ({done.returncode}): {done.stderr[-1500:]}")
     document = json.loads(done.stdout)
     verdicts = {(r["scenario"], r["repeat"]): (r["outcome"], r["cause"])
-                for s in document["scenarios"] for r in s["repeats"]}
+                for s in document["scenarios"] for r in s["repeats"]
+                if (lane, r["scenario"]) not in RACING}
     kinds = {r["containment"] for s in document["scenarios"] for r in s["repeats"]}
     if warm and kinds != {"warm_fork"}:
         sys.exit(f"{lane}: the warm run ran {sorted(kinds)}: {done.stderr[-500:]}")
