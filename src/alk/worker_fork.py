@@ -176,8 +176,24 @@ def _isolate(libc: Any, message: Dict[str, Any], channel: int) -> None:
     mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     size = message.get("tmpfs_bytes")
     for path in ("/tmp", "/dev/shm"):
+        # What the sandbox binds below it (a lane, a venv, the SDK kept under /tmp) must stay
+        # where it is over the fresh one: only the files of the prepared process's go.
+        kept = []
+        for point in _mounts_below(path):
+            try:
+                kept.append((point, os.open(point, os.O_PATH | os.O_NOFOLLOW)))
+            except OSError:
+                pass
         mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV,
               f"mode=1777{f',size={size}' if size else ''}")
+        for point, fd in kept:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(point, 0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(point), 0o755, exist_ok=True)
+                open(point, "a").close()
+            mount(f"/proc/self/fd/{fd}", point, None, _MS_BIND | _MS_REC)
+            os.close(fd)
     if os.path.isdir(shared):
         # The other repeats' workspaces lie beside this one: an empty folder over them all.
         mount("tmpfs", shared, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=4096")
@@ -188,6 +204,31 @@ def _isolate(libc: Any, message: Dict[str, Any], channel: int) -> None:
     os.close(own)
     if channel >= 0:
         _listen(channel, int(message["gateway_port"]))
+
+
+def _mounts_below(path: str) -> List[str]:
+    """The mount points mounted directly on the topmost mount at `path`, in the order made."""
+    with open("/proc/self/mountinfo", "rb") as handle:
+        rows = [line.split()[:5] for line in handle.read().splitlines()]
+    entries = [(row[0], row[1], _unescape(row[4])) for row in rows if len(row) == 5]
+    tops = [mount_id for mount_id, _, point in entries if point == path]
+    if not tops:
+        return []
+    return [point for _, parent, point in entries if parent == tops[-1] and point != path]
+
+
+def _unescape(field: bytes) -> str:
+    """mountinfo writes a space, tab, newline and backslash in a path as octal escapes."""
+    out = bytearray()
+    at = 0
+    while at < len(field):
+        if field[at:at + 1] == b"\\" and field[at + 1:at + 4].isdigit():
+            out.append(int(field[at + 1:at + 4], 8))
+            at += 4
+        else:
+            out += field[at:at + 1]
+            at += 1
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _init(libc: Any, message: Dict[str, Any], pipes: tuple, status: int,

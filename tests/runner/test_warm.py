@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -98,6 +99,22 @@ def test_no_repeat_sees_another_where_the_run_folder_is_outside_tmp(tmp_path):
     assert containments(document) == {"warm_fork"}
     for seen in found:
         assert len(seen["beside"]) == 1 and seen["workspace"] == [], seen
+
+
+def test_what_the_sandbox_binds_under_tmp_is_still_there_in_a_repeat(tmp_path):
+    # A repeat's fresh /tmp goes over the prepared process's: a program (a lane, a venv) that
+    # lies under /tmp, as a fresh clone's does in CI, must still be there for what the
+    # framework imports late. The probe here lives in the test's folder, under /tmp.
+    program = tmp_path / "program"
+    program.mkdir()
+    shutil.copy(WORKERS / "warm_probe.py", program / "warm_probe.py")
+    (program / "late_module.py").write_text("VALUE = 1\n")
+    lane_file = lane(tmp_path, "late").read_text().replace(
+        str(WORKERS / "warm_probe.py"), str(program / "warm_probe.py"))
+    path = write_lane(tmp_path, "probe", lane_file)
+    done = run_alk("run", "--lane", path, "--repeats", 2, "--json", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout[-2000:]
+    assert containments(json.loads(done.stdout)) == {"warm_fork"}
 
 
 def test_a_prepared_process_with_a_second_thread_is_refused_and_the_run_is_cold(tmp_path):
