@@ -316,7 +316,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
     if channel is not None:
         channel[1].close()
         try:
-            spawned.listener = _listener(channel[0])
+            spawned.listener = received_listener(channel[0])
         except OSError:
             spawned.reap_after_kill(LISTENER_WAIT_S)
             spawned.close()
@@ -326,7 +326,7 @@ def start(request: RunRequest, isolation: Isolation, seccomp_program: bytes | No
     return spawned
 
 
-def _listener(channel: socket.socket) -> socket.socket:
+def received_listener(channel: socket.socket) -> socket.socket:
     """The gateway's listener, as the init sends it from the worker's network namespace."""
     channel.settimeout(LISTENER_WAIT_S)
     try:
@@ -356,7 +356,7 @@ def command_line(request: RunRequest, isolation: Isolation, *, status_fd: int | 
                 gateway or "-", "--")
     if sandboxed:
         view = View(workspace=request.cwd, visible=request.visible, hidden=request.hidden,
-                    tmpfs_bytes=_tmpfs_bytes(request))
+                    tmpfs_bytes=tmpfs_bytes(request))
         wrapper = bwrap_args(isolation.bwrap or "bwrap", view,
                              offline=request.network is Network.NONE,
                              drop_to=drop_to, seccomp_fd=seccomp_fd,
@@ -374,7 +374,7 @@ def _levels(request: RunRequest, isolation: Isolation) -> tuple[bool, bool]:
                                     and bool(isolation.unshare))
 
 
-def _tmpfs_bytes(request: RunRequest) -> int | None:
+def tmpfs_bytes(request: RunRequest) -> int | None:
     memory_mb = request.limits.memory_mb
     return int(memory_mb * TMPFS_SHARE_OF_MEMORY) * 1024 * 1024 if memory_mb else None
 

@@ -32,8 +32,7 @@ from alk.runner.request import RunRequest
 from alk.runner.sandbox import give_workspace, worker_uid
 from alk.runner.seccomp import program as seccomp_program
 from alk.runner.forked import ForkedRepeat, host_pid
-from alk.runner.spawn import Spawned, _listener, start
-from alk.runner.spawn import _tmpfs_bytes as tmpfs_bytes
+from alk.runner.spawn import Spawned, received_listener, start, tmpfs_bytes
 
 CONTROL_NAME = "control"
 MESSAGE_BYTES = 64 * 1024
@@ -205,7 +204,7 @@ class _Prepared:
         spawned = ForkedRepeat(pid, pidfd, mine[:4], cgroup)
         if channel is not None:
             try:
-                spawned.listener = _listener(channel[0])
+                spawned.listener = received_listener(channel[0])
             except OSError:
                 spawned.reap_after_kill(1.0)
                 spawned.close()
