@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import fcntl
 import json
 import os
 import random
@@ -39,6 +40,7 @@ import time
 from pathlib import Path
 
 from alk.redaction import Redactor
+from alk.runner.spawn import PIPE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "hostile" / "worker.py"
@@ -135,13 +137,17 @@ def through_alk(threat: str, size_mb: int, scratch: Path, src: str | None = None
             "outcome": f"{repeat['outcome']}/{repeat['cause']}"}
 
 
-def bare(threat: str, size_mb: int) -> dict:
-    """The worker under the least a reader can do: handshake, then drain both pipes."""
+def bare(threat: str, size_mb: int, pipe_bytes: int | None = None) -> dict:
+    """The worker under the least a reader can do: handshake, then drain both pipes (with
+    `pipe_bytes`, each pipe first enlarged to it, as alk enlarges a worker's)."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SDK), "HOSTILE_TOKEN": TOKEN}
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(WORKER), threat, str(size_mb)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
+    if pipe_bytes:
+        for pipe in (proc.stdout, proc.stderr):
+            fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, pipe_bytes)
     proc.stdin.write(b'{"type":"hello","protocol":1,"lane":"flood"}\n')
     proc.stdin.flush()
     proc.stdout.readline()  # framework_ready
@@ -180,29 +186,36 @@ def main() -> None:
         redaction(args.redaction_mb, args.rounds)
     if args.redaction_only:
         return
-    print(f"{'flood':24}{'MiB':>6}{'bare MiB/s':>12}{'alk MiB/s':>11}{'ratio':>7}"
-          f"{'alk RSS':>9}{'transcript':>12}  outcome")
+    # Two baselines: the loop a user would write (Popen's default 64 KiB pipes), and the same
+    # loop with alk's 1 MiB pipes, which alone changes how often a flooding worker blocks.
+    print(f"{'flood':21}{'MiB':>5}{'bare':>6}{'same':>6}{'alk':>6}{'ratio':>6}{'same':>6}"
+          f"{'RSS':>6}{'trans':>6}  cause")
     with tempfile.TemporaryDirectory(prefix="alk-floods-") as scratch:
         for threat, full_mb, label in FLOODS:
             size = max(1, int(full_mb * args.scale))
             sides: dict[str, list[dict]] = {label: []}
             if args.against:
                 sides[args.against] = []
-            bare_rows = []
+            bare_rows, same_rows = [], []
             for _ in range(args.rounds):
                 bare_rows.append(bare(threat, size))
+                same_rows.append(bare(threat, size, PIPE_BYTES))
                 for side, rows in sides.items():
                     rows.append(through_alk(threat, size, Path(scratch), args.against
                                             if side == args.against else None))
             bare_s = statistics.median(r["seconds"] for r in bare_rows)
+            same_s = statistics.median(r["seconds"] for r in same_rows)
             for side, alk_rows in sides.items():
                 alk_s = statistics.median(r["seconds"] for r in alk_rows)
                 last = alk_rows[-1]
-                print(f"{side[-24:]:24}{size:6d}{size / bare_s:12.0f}{size / alk_s:11.0f}"
-                      f"{bare_s / alk_s:7.2f}{max(r['rss'] for r in alk_rows):8.1f}M"
-                      f"{last['transcript']:10.1f}M  {last['outcome']}")
-    print(f"ratio: alk's MiB/s over the bare loop's (medians of {args.rounds}); alk RSS bound "
-          f"{BOUND_MB} MiB; transcript cap {CAP_MB} MiB")
+                print(f"{side[-21:]:21}{size:5d}{size / bare_s:6.0f}{size / same_s:6.0f}"
+                      f"{size / alk_s:6.0f}{bare_s / alk_s:6.2f}{same_s / alk_s:6.2f}"
+                      f"{max(r['rss'] for r in alk_rows):5.0f}M{last['transcript']:5.0f}M"
+                      f"  {last['outcome'].split('/')[1]}")
+    print(f"MiB/s of the bare loop, the same loop with alk's {PIPE_BYTES >> 20} MiB pipes, and alk;"
+          f"\nratio: alk's over the bare loop's, then over the same pipes' (medians of "
+          f"{args.rounds});\nalk's peak RSS (bound {BOUND_MB} MiB); the transcript (cap "
+          f"{CAP_MB} MiB)")
 
 
 if __name__ == "__main__":
